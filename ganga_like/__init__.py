@@ -1,0 +1,76 @@
+"""ganga_like: describe a job once, split it, run it anywhere, find everything later.
+
+``from ganga_like import *`` gives the GPI: ``Job``, ``jobs``, and every installed plugin
+class (``Executable``, ``ArgSplitter``, ``Local``, ...). The repository opens on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganga_like.errors import (
+    BackendError as BackendError,
+)
+from ganga_like.errors import (
+    BrokenObjectError as BrokenObjectError,
+)
+from ganga_like.errors import (
+    GangaError as GangaError,
+)
+from ganga_like.errors import (
+    JobError as JobError,
+)
+from ganga_like.errors import (
+    PluginError as PluginError,
+)
+from ganga_like.errors import (
+    RepositoryBusyError as RepositoryBusyError,
+)
+from ganga_like.errors import (
+    RepositoryError as RepositoryError,
+)
+from ganga_like.errors import (
+    SchemaError as SchemaError,
+)
+from ganga_like.gpi.job import Job as Job
+from ganga_like.gpi.job import JobSlice as JobSlice
+from ganga_like.gpi.job import jobs as jobs
+from ganga_like.gpi.proxy import plugin as plugin
+from ganga_like.model import plugin_registry as _plugin_registry
+
+__version__ = "0.1.0"
+
+# The core names, declared statically. Plugin classes (Executable, Local, ...) come from the
+# ``ganga_like.plugins`` entry points and are resolved on first access by __getattr__ below.
+_CORE = [
+    "BackendError",
+    "BrokenObjectError",
+    "GangaError",
+    "Job",
+    "JobError",
+    "JobSlice",
+    "PluginError",
+    "RepositoryBusyError",
+    "RepositoryError",
+    "SchemaError",
+    "jobs",
+    "plugin",
+]
+
+__all__ = [*_CORE, *_plugin_registry.known_names()]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _plugin_registry.known_names():
+        return plugin(name)
+    raise AttributeError(f"module 'ganga_like' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext ganga_like``: the GPI names in the notebook's namespace."""
+    ipython.push({name: globals()[name] if name in _CORE else __getattr__(name)
+                  for name in __all__})

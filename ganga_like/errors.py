@@ -1,0 +1,71 @@
+"""The exception tree. Every error ganga_like raises derives from :class:`GangaError`.
+
+Errors are written for the person at the prompt: one line that names the object, what was
+expected and what was given. The shell prints them without a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "BrokenObjectError",
+    "GangaError",
+    "IllegalTransitionError",
+    "JobError",
+    "PluginError",
+    "RepositoryBusyError",
+    "RepositoryError",
+    "SchemaError",
+]
+
+
+class GangaError(Exception):
+    """Root of every error ganga_like raises."""
+
+
+class SchemaError(GangaError, AttributeError, TypeError):
+    """An attribute was unknown, read-only, or given a value of the wrong type.
+
+    It also derives from AttributeError and TypeError so that Python idioms such as
+    ``getattr(obj, name, default)`` and ``hasattr`` keep working on GPI objects.
+    """
+
+
+class JobError(GangaError):
+    """A job action cannot be done in the job's current state."""
+
+
+class IllegalTransitionError(JobError):
+    """A status change that the transition table does not allow."""
+
+
+class BackendError(GangaError):
+    """A backend refused or failed an operation.
+
+    ``transient`` says whether retrying later may succeed (a controller that does not
+    answer) or not (a job the scheduler refuses).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class PluginError(GangaError):
+    """A plugin is unknown, or failed to import (the import error is kept as the cause)."""
+
+
+class BrokenObjectError(GangaError):
+    """The object's plugin is missing: it can be listed and removed, nothing else."""
+
+
+class RepositoryError(GangaError):
+    """The job repository cannot be opened or written."""
+
+
+class RepositoryBusyError(RepositoryError):
+    """Another process holds the repository."""
+
+    def __init__(self, message: str, *, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid

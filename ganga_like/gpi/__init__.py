@@ -1,0 +1,1 @@
+"""The GPI: the proxies users touch, the ``jobs`` registry and slices."""

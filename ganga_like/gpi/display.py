@@ -1,0 +1,55 @@
+"""Plain-text tables of jobs (the shell adds colour on top of the same rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ganga_like.model.base import GangaObject
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+
+__all__ = ["COLUMNS", "job_row", "table"]
+
+COLUMNS = ("fqid", "status", "name", "subjobs", "application", "backend")
+
+_SHORT = {Status.COMPLETED: "done", Status.FAILED: "fail", Status.RUNNING: "run",
+          Status.SUBMITTED: "sub", Status.KILLED: "kill", Status.NEW: "new",
+          Status.SUBMITTING: "subm", Status.COMPLETING: "cmpl"}
+
+
+def _component_name(job: Job, name: str) -> str:
+    # The class of a referenced object is known without loading its record.
+    value = job.__dict__.get(name)
+    if value is None:
+        return ""
+    cls = type(value)
+    return cls.__name__ if issubclass(cls, GangaObject) else f"broken:{cls.__name__}"
+
+
+def job_row(job: object) -> dict[str, str]:
+    """One table row; never loads the subjobs (counts come from the master's counter)."""
+    if not isinstance(job, Job):
+        cls = type(job)
+        return {"fqid": "?", "status": "broken", "name": f"{cls.__module__}.{cls.__name__}",
+                "subjobs": "", "application": "", "backend": ""}
+    counts = job.counts()
+    sub = ""
+    if counts:
+        total = sum(counts.values())
+        detail = " ".join(f"{_SHORT[s]}:{n}" for s, n in sorted(
+            counts.items(), key=lambda kv: kv[0].order))
+        sub = f"{total} ({detail})"
+    return {"fqid": job.fqid, "status": job.current_status().label, "name": job.name,
+            "subjobs": sub, "application": _component_name(job, "application"),
+            "backend": _component_name(job, "backend")}
+
+
+def table(jobs: Iterable[object], title: str = "jobs") -> str:
+    rows = [job_row(j) for j in jobs]
+    headers = {"fqid": "id", "status": "status", "name": "name", "subjobs": "subjobs",
+               "application": "application", "backend": "backend"}
+    widths = {c: max([len(headers[c])] + [len(r[c]) for r in rows]) for c in COLUMNS}
+    line = " | ".join(headers[c].ljust(widths[c]) for c in COLUMNS)
+    out = [f"{title}: {len(rows)}", line, "-+-".join("-" * widths[c] for c in COLUMNS)]
+    out.extend(" | ".join(r[c].ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows)
+    return "\n".join(out)

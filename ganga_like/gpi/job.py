@@ -1,0 +1,408 @@
+"""The GPI Job, job slices and the ``jobs`` registry."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ganga_like.errors import GangaError, JobError
+from ganga_like.gpi.display import table
+from ganga_like.gpi.proxy import GPIObject, _session, unwrap, wrap
+from ganga_like.model.history import HistoryEntry
+from ganga_like.model.interfaces import JobPaths
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.status import Status
+from ganga_like.runtime import actions
+
+__all__ = ["Job", "JobRegistry", "JobSlice", "SubjobSlice", "jobs"]
+
+
+class Job(GPIObject):
+    """A job: ``Job(application=Executable(exe="echo", args=["hi"]), backend=Local())``.
+
+    Split it with ``splitter=ArgSplitter(args=[...])``; ``submit()`` creates the subjobs.
+    """
+
+    _impl_class = JobImpl
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        impl = self._job
+        session = _session()
+        session.repo.in_transaction(lambda: session.registry().add(impl))
+
+    @property
+    def _job(self) -> JobImpl:
+        impl: JobImpl = object.__getattribute__(self, "_impl")
+        return impl
+
+    # -- read-only views -------------------------------------------------------------
+
+    @property
+    def status(self) -> str:
+        """Current status; a master's is derived from its subjobs."""
+        _session().refresh()
+        return self._job.current_status().label
+
+    @property
+    def id(self) -> int:
+        return self._job.id
+
+    @property
+    def fqid(self) -> str:
+        """"12" for a job, "12.3" for its subjob 3."""
+        return self._job.fqid
+
+    @property
+    def master(self) -> Job | None:
+        """The master of a subjob; None for a top-level job."""
+        return wrap(self._job.master)  # type: ignore[no-any-return]
+
+    parent = master
+
+    @property
+    def subjobs(self) -> SubjobSlice:
+        """The subjobs (empty until a split job is submitted)."""
+        return SubjobSlice(self._job)
+
+    @property
+    def time(self) -> dict[str, _dt.datetime]:
+        """When each status was reached."""
+        return {k: _dt.datetime.fromtimestamp(v) for k, v in self._job.time.items()}
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Submission bookkeeping: how many times the job was submitted."""
+        return {"submit_count": self._job.submit_count}
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._job.exit_code
+
+    @property
+    def history(self) -> list[HistoryEntry]:
+        """The event log: time, old status, new status, cause."""
+        return [HistoryEntry(*e) for e in self._job.history]
+
+    @property
+    def inputdir(self) -> Path:
+        return self._paths().input
+
+    @property
+    def outputdir(self) -> Path:
+        return self._paths().output
+
+    def _paths(self) -> JobPaths:
+        return _session().submit_context().paths(self._job)
+
+    # -- actions ---------------------------------------------------------------------
+
+    def submit(self, keep_going: bool = False) -> bool:
+        """Split (if a splitter is set) and submit; see the user guide for keep_going."""
+        return actions.submit(_session(), self._job, keep_going)
+
+    def kill(self, keep_going: bool = True) -> bool:
+        """Kill the job (a master: all its active subjobs)."""
+        return actions.kill(_session(), self._job, keep_going)
+
+    def resubmit(self, keep_going: bool = True) -> bool:
+        """Resubmit a failed/killed job; for a master, its failed/killed subjobs."""
+        return actions.resubmit(_session(), self._job, keep_going)
+
+    def remove(self) -> bool:
+        """Remove the job, its subjobs and its workspace (running ones are killed first)."""
+        return actions.remove(_session(), self._job)
+
+    def copy(self) -> Job:
+        """A new job with the same description (also for a subjob: a new top-level job)."""
+        return wrap(actions.copy_job(_session(), self._job))  # type: ignore[no-any-return]
+
+    def force_status(self, status: str) -> bool:
+        """Force the job to 'completed' or 'failed'."""
+        return actions.force_status(_session(), self._job, status)
+
+    def wait(self, timeout: float | None = None, until: str | None = None,
+             progress: bool | None = None) -> str:
+        """Wait until the job reaches ``until`` (default: a final status); return the status.
+
+        States follow their order: waiting for 'running' returns when the job is already
+        completed. Raises JobError on timeout.
+        """
+        return wait_for_job(self._job, timeout, until, progress)
+
+    def peek(self, filename: str = "stdout", lines: int | None = None) -> None:
+        """Print an output file (default stdout; also 'stderr' or any collected file), or
+        list the output directory with peek('')."""
+        path = self.outputdir / filename if filename else self.outputdir
+        if path.is_dir():
+            print("\n".join(sorted(p.name for p in path.iterdir())))
+            return
+        if not path.exists():
+            raise JobError(f"job {self.fqid}: no {filename!r} in {self.outputdir}")
+        text = path.read_text(errors="replace")
+        if lines is not None:
+            text = "\n".join(text.splitlines()[-lines:])
+        print(text, end="" if text.endswith("\n") else "\n")
+
+    def __repr__(self) -> str:
+        job = self._job
+        fields = [f"fqid={job.fqid}", f"status={job.current_status()}"]
+        if job.name:
+            fields.append(f"name={job.name!r}")
+        for name in ("application", "backend", "splitter", "inputdata"):
+            value = job.__dict__.get(name)
+            if value is not None:
+                fields.append(f"{name}={wrap(value)!r}")
+        if job.is_master:
+            fields.append(f"subjobs={job.subjob_count()}")
+        return f"Job({', '.join(fields)})"
+
+
+def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
+                 progress: bool | None) -> str:
+    session = _session()
+    target = Status.parse(until) if until else None
+    show = sys.stderr.isatty() if progress is None else progress
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last_line = ""
+    while True:
+        session.refresh()
+        status = job.current_status()
+        done = status.reached(target) or status.final if target else status.final
+        if show:
+            line = _progress_line(job, status)
+            if line != last_line:
+                sys.stderr.write("\r" + line.ljust(len(last_line)))
+                sys.stderr.flush()
+                last_line = line
+        if done:
+            if show:
+                sys.stderr.write("\n")
+            return status.label
+        if deadline is not None and time.monotonic() >= deadline:
+            if show:
+                sys.stderr.write("\n")
+            raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
+        session.poke_monitor()
+        time.sleep(0.05)
+
+
+def _progress_line(job: JobImpl, status: Status) -> str:
+    counts = job.counts()
+    if not counts:
+        return f"job {job.fqid}: {status}"
+    total = sum(counts.values())
+    finished = sum(n for s, n in counts.items() if s.final)
+    detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order))
+    return f"job {job.fqid}: {finished}/{total} finished ({detail})"
+
+
+def _parse_fqid(key: Any) -> tuple[int, int | None]:
+    if isinstance(key, Job):
+        return key._job.ids
+    if isinstance(key, bool):
+        raise JobError(f"not a job id: {key!r}")
+    if isinstance(key, int):
+        return key, None
+    if isinstance(key, tuple) and len(key) in (1, 2) and all(isinstance(k, int) for k in key):
+        return key[0], key[1] if len(key) == 2 else None
+    if isinstance(key, str):
+        head, _, tail = key.strip().partition(".")
+        try:
+            return int(head), int(tail) if tail else None
+        except ValueError:
+            pass
+    raise JobError(f"not a job id: {key!r}; use 3, (3, 1) or '3.1'")
+
+
+class JobSlice:
+    """A list of jobs that prints as a table and acts on all its jobs at once."""
+
+    def __init__(self, jobs: Iterable[JobImpl], title: str = "jobs") -> None:
+        self._jobs = list(jobs)
+        self._title = title
+
+    def _impls(self) -> list[JobImpl]:
+        return self._jobs
+
+    def __len__(self) -> int:
+        return len(self._impls())
+
+    def __iter__(self) -> Iterator[Job]:
+        return (wrap(j) for j in self._impls())
+
+    def __getitem__(self, index: int | slice) -> Any:
+        impls = self._impls()
+        if isinstance(index, slice):
+            return JobSlice(impls[index], self._title)
+        try:
+            return wrap(impls[index])
+        except IndexError:
+            raise JobError(f"{self._title}: index {index} out of range ({len(impls)} "
+                           "jobs)") from None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list | tuple | JobSlice):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        _session().refresh()
+        return table(self._impls(), self._title)
+
+    def ids(self) -> list[int]:
+        return [j.id for j in self._impls()]
+
+    def select(self, ids: Iterable[int] | range | None = None, *, status: str | None = None,
+               name: str | None = None, backend: str | None = None,
+               application: str | None = None) -> JobSlice:
+        """Jobs matching every given condition: ids (a list or range), status, name (glob),
+        backend or application class name."""
+        wanted_ids = set(ids) if ids is not None else None
+        wanted_status = Status.parse(status) if status else None
+        out = []
+        for job in self._impls():
+            if wanted_ids is not None and job.id not in wanted_ids:
+                continue
+            if wanted_status is not None and job.current_status() is not wanted_status:
+                continue
+            if name is not None and not fnmatch.fnmatchcase(job.name, name):
+                continue
+            if backend is not None and type(job.backend).__name__ != backend:
+                continue
+            if application is not None and type(job.application).__name__ != application:
+                continue
+            out.append(job)
+        return JobSlice(out, self._title)
+
+    def _bulk(self, action: Callable[[JobImpl], Any], keep_going: bool) -> list[str]:
+        errors = []
+        for job in self._impls():
+            try:
+                action(job)
+            except GangaError as exc:
+                if not keep_going:
+                    raise
+                errors.append(f"{job.fqid}: {exc}")
+        return errors
+
+    def submit(self, keep_going: bool = True) -> list[str]:
+        """Submit every job; with keep_going, errors are collected and returned."""
+        return self._bulk(lambda j: actions.submit(_session(), j, keep_going), keep_going)
+
+    def kill(self, keep_going: bool = True) -> list[str]:
+        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going)
+
+    def resubmit(self, keep_going: bool = True) -> list[str]:
+        return self._bulk(lambda j: actions.resubmit(_session(), j, keep_going), keep_going)
+
+    def remove(self, keep_going: bool = True) -> list[str]:
+        return self._bulk(lambda j: actions.remove(_session(), j), keep_going)
+
+    def copy(self, keep_going: bool = True) -> JobSlice:
+        copies = []
+        for job in self._impls():
+            try:
+                copies.append(actions.copy_job(_session(), job))
+            except GangaError:
+                if not keep_going:
+                    raise
+        return JobSlice(copies, self._title)
+
+
+class SubjobSlice(JobSlice):
+    """The subjobs of a master, read lazily from its subjob tree."""
+
+    def __init__(self, master: JobImpl) -> None:
+        self._master = master
+        self._title = f"subjobs of job {master.id}"
+
+    def _impls(self) -> list[JobImpl]:
+        return list(self._master.iter_subjobs())
+
+    def __len__(self) -> int:
+        return self._master.subjob_count()
+
+    def __iter__(self) -> Iterator[Job]:
+        return (wrap(j) for j in self._master.iter_subjobs())
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, int):
+            count = self._master.subjob_count()
+            position = index + count if index < 0 else index
+            if not 0 <= position < count:
+                raise JobError(f"job {self._master.id} has {count} subjobs; no index {index}")
+            return wrap(self._master.subjob(position))
+        return super().__getitem__(index)
+
+    def __call__(self, subjob_id: int) -> Job:
+        return wrap(self._master.subjob(subjob_id))  # type: ignore[no-any-return]
+
+    def submit(self, keep_going: bool = True) -> list[str]:
+        raise JobError("subjobs cannot be submitted on their own; submit the master or "
+                       "resubmit subjobs")
+
+    def remove(self, keep_going: bool = True) -> list[str]:
+        raise JobError("subjobs cannot be removed on their own; remove the master")
+
+
+class JobRegistry(JobSlice):
+    """All jobs in the repository: ``jobs(3)``, ``jobs((3, 1))``, ``jobs("3.1")``,
+    ``jobs[-1]``, slices, ``select(...)``."""
+
+    def __init__(self) -> None:
+        self._title = "jobs"
+
+    def _impls(self) -> list[JobImpl]:
+        return list(_session().registry().jobs.values())
+
+    def __len__(self) -> int:
+        _session().refresh()
+        return len(_session().registry().jobs)
+
+    def __call__(self, key: Any) -> Job:
+        job_id, subjob_id = _parse_fqid(key)
+        session = _session()
+        session.refresh()
+        job = session.registry().get(job_id)
+        if job is None:
+            raise JobError(f"no job {job_id} in the repository")
+        if subjob_id is not None:
+            if not isinstance(job, JobImpl) or not job.is_master:
+                raise JobError(f"job {job_id} has no subjobs")
+            return wrap(job.subjob(subjob_id))  # type: ignore[no-any-return]
+        return wrap(job)  # type: ignore[no-any-return]
+
+    def __getitem__(self, index: int | slice) -> Any:
+        ids = list(_session().registry().jobs.keys())
+        if isinstance(index, slice):
+            reg = _session().registry()
+            return JobSlice([reg.jobs[i] for i in ids[index]], self._title)
+        try:
+            return wrap(_session().registry().jobs[ids[index]])
+        except IndexError:
+            raise JobError(f"jobs: index {index} out of range ({len(ids)} jobs)") from None
+
+    def __repr__(self) -> str:
+        return table(self._impls(), self._title)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("the jobs registry cannot be pickled")
+
+
+jobs = JobRegistry()
+
+
+def unwrap_job(value: Any) -> JobImpl:
+    impl = unwrap(value)
+    if not isinstance(impl, JobImpl):
+        raise JobError(f"not a job: {value!r}")
+    return impl

@@ -1,0 +1,350 @@
+"""GPI proxies: the only objects users touch.
+
+A proxy validates every assignment against its class's schema (nothing changes when
+validation fails), keeps protected attributes read-only, suggests close names for unknown
+ones, and shows only public attributes and methods to ``dir()`` and tab completion. There is
+one proxy per underlying object, so ``jobs(3) is jobs(3)``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ganga_like.errors import BrokenObjectError, JobError, SchemaError
+from ganga_like.model import plugin_registry
+from ganga_like.model.base import GangaObject, schema_items, unknown_attribute_message
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.status import Status
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+
+__all__ = ["GPIList", "GPIObject", "proxy_class", "unwrap", "wrap"]
+
+_proxies: weakref.WeakValueDictionary[int, GPIObject] = weakref.WeakValueDictionary()
+_classes: dict[type[GangaObject], type[GPIObject]] = {}
+
+
+def wrap(value: Any, owner: GPIObject | None = None) -> Any:
+    """The GPI face of an implementation value."""
+    if isinstance(value, GangaObject):
+        proxy = _proxies.get(id(value))
+        if proxy is None or object.__getattribute__(proxy, "_impl") is not value:
+            proxy = proxy_class(type(value))._from_impl(value)
+            _proxies[id(value)] = proxy
+        if owner is not None and object.__getattribute__(proxy, "_owner") is None:
+            object.__setattr__(proxy, "_owner", owner)
+        return proxy
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, tuple):
+        return [wrap(v) for v in value]
+    if isinstance(value, dict):
+        return {k: wrap(v) for k, v in value.items()}
+    if type(value).__module__.startswith("ZODB.broken") or hasattr(value, "__Broken_state__"):
+        return BrokenProxy(value)
+    return value
+
+
+def unwrap(value: Any) -> Any:
+    """The implementation value of a GPI value (proxies inside lists and dicts too)."""
+    if isinstance(value, GPIObject):
+        return object.__getattribute__(value, "_impl")
+    if isinstance(value, GPIList):
+        return [unwrap(v) for v in value]
+    if isinstance(value, list | tuple):
+        return type(value)(unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items()}
+    return value
+
+
+def _session() -> Session:
+    from ganga_like.runtime.session import current_session
+
+    return current_session()
+
+
+class GPIObject:
+    """Base of every proxy class."""
+
+    _impl_class: ClassVar[type[GangaObject]]
+    __slots__ = ("__weakref__", "_impl", "_owner")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        positional: tuple[str, ...] = getattr(cls._impl_class, "_positional", ())
+        if len(args) > len(positional):
+            raise SchemaError(f"{cls.__name__}() takes at most {len(positional)} positional "
+                              f"argument(s) ({', '.join(positional) or 'none'}), "
+                              f"{len(args)} given")
+        kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
+        for name in kwargs:
+            _check_writable(cls._impl_class, name)
+        impl = cls._impl_class(**{k: unwrap(v) for k, v in kwargs.items()})
+        object.__setattr__(self, "_impl", impl)
+        object.__setattr__(self, "_owner", None)
+        _proxies[id(impl)] = self
+
+    @classmethod
+    def _from_impl(cls, impl: GangaObject) -> GPIObject:
+        proxy = object.__new__(cls)
+        object.__setattr__(proxy, "_impl", impl)
+        object.__setattr__(proxy, "_owner", None)
+        return proxy
+
+    # -- attributes ------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        impl = object.__getattribute__(self, "_impl")
+        cls = type(impl)
+        if name in cls._schema and not cls._schema[name].metadata.get("hidden"):
+            value = getattr(impl, name)
+            if isinstance(value, tuple):
+                return GPIList(self, name)
+            return wrap(value, owner=self)
+        if name in cls._exported_methods:
+            method: Callable[..., Any] = getattr(impl, name)
+            return _exported(method)
+        raise SchemaError(unknown_attribute_message(cls, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        impl = object.__getattribute__(self, "_impl")
+        cls = type(impl)
+        _check_writable(cls, name)
+        self._check_editable(name)
+        impl._assign(name, unwrap(value))
+        if impl._p_jar is not None or self._root_job() is not None:
+            _commit_if_stored(self)
+
+    def __delattr__(self, name: str) -> None:
+        raise SchemaError(f"{type(self).__name__}.{name} cannot be deleted")
+
+    def _root_job(self) -> JobImpl | None:
+        node: GPIObject | None = self
+        while node is not None:
+            impl = object.__getattribute__(node, "_impl")
+            if isinstance(impl, JobImpl):
+                return impl
+            node = object.__getattribute__(node, "_owner")
+        return None
+
+    def _check_editable(self, name: str) -> None:
+        job = self._root_job()
+        if job is None:
+            return
+        impl = object.__getattribute__(self, "_impl")
+        trait = type(impl)._schema[name]
+        if job.master is not None and name not in ("name", "comment"):
+            raise JobError(f"subjob {job.fqid} cannot be edited; copy() it to a new job")
+        status = job.current_status()
+        if status is Status.NEW:
+            return
+        if status.final and trait.metadata.get("changeable_at_resubmit"):
+            return
+        if impl is job and name in ("name", "comment"):
+            return
+        raise JobError(f"job {job.fqid} is {status}: {type(impl).__name__}.{name} can no "
+                       "longer be changed; copy() the job to change it")
+
+    def __dir__(self) -> Iterable[str]:
+        cls = type(object.__getattribute__(self, "_impl"))
+        names = [n for n, _ in schema_items(cls)] + list(cls._exported_methods)
+        return sorted(set(names) | _public_members(type(self)))
+
+    # -- behaviour -------------------------------------------------------------------
+
+    def copy(self) -> GPIObject:
+        """An unattached copy (for a Job: a new job in the repository)."""
+        impl = object.__getattribute__(self, "_impl")
+        return wrap(impl._copy())  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GPIObject):
+            return object.__getattribute__(self, "_impl") is object.__getattribute__(
+                other, "_impl") or _same_content(self, other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return id(object.__getattribute__(self, "_impl"))
+
+    def __repr__(self) -> str:
+        impl = object.__getattribute__(self, "_impl")
+        parts = []
+        for name, _trait in schema_items(type(impl)):
+            if name in impl.__dict__:
+                parts.append(f"{name}={wrap(impl.__dict__[name])!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _same_content(a: GPIObject, b: GPIObject) -> bool:
+    ia = object.__getattribute__(a, "_impl")
+    ib = object.__getattribute__(b, "_impl")
+    if type(ia) is not type(ib) or isinstance(ia, JobImpl):
+        return False
+    return all(wrap(getattr(ia, n)) == wrap(getattr(ib, n)) for n, _ in schema_items(type(ia)))
+
+
+def _public_members(cls: type) -> set[str]:
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is GPIObject or klass is object:
+            continue
+        names.update(n for n in vars(klass) if not n.startswith("_"))
+    names.add("copy")
+    return names
+
+
+def _check_writable(cls: type[GangaObject], name: str) -> None:
+    trait = cls._schema.get(name)
+    if trait is None or trait.metadata.get("hidden"):
+        raise SchemaError(unknown_attribute_message(cls, name))
+    if trait.metadata.get("protected"):
+        raise SchemaError(f"{cls.__name__}.{name} is read-only")
+
+
+def _commit_if_stored(proxy: GPIObject) -> None:
+    job = proxy._root_job()
+    if job is not None and job._p_jar is not None:
+        _session().changed()
+
+
+def _exported(method: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = method(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+        return wrap(result)
+
+    call.__name__ = getattr(method, "__name__", "method")
+    call.__doc__ = method.__doc__
+    return call
+
+
+class GPIList:
+    """A list attribute: reads like a list, and every change is validated and stored."""
+
+    __slots__ = ("_name", "_owner")
+
+    def __init__(self, owner: GPIObject, name: str) -> None:
+        self._owner = owner
+        self._name = name
+
+    def _items(self) -> list[Any]:
+        impl = object.__getattribute__(self._owner, "_impl")
+        return [wrap(v, owner=self._owner) for v in getattr(impl, self._name)]
+
+    def _store(self, items: list[Any]) -> None:
+        setattr(self._owner, self._name, items)
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items()[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        items = self._items()
+        items[index] = value
+        self._store(items)
+
+    def __delitem__(self, index: Any) -> None:
+        items = self._items()
+        del items[index]
+        self._store(items)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._items()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GPIList):
+            return self._items() == other._items()
+        if isinstance(other, list | tuple):
+            return self._items() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __iadd__(self, other: Iterable[Any]) -> GPIList:
+        self.extend(other)
+        return self
+
+    def append(self, value: Any) -> None:
+        self._store([*self._items(), value])
+
+    def extend(self, values: Iterable[Any]) -> None:
+        self._store([*self._items(), *values])
+
+    def insert(self, index: int, value: Any) -> None:
+        items = self._items()
+        items.insert(index, value)
+        self._store(items)
+
+    def remove(self, value: Any) -> None:
+        items = self._items()
+        items.remove(value)
+        self._store(items)
+
+    def pop(self, index: int = -1) -> Any:
+        items = self._items()
+        value = items.pop(index)
+        self._store(items)
+        return value
+
+    def clear(self) -> None:
+        self._store([])
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+
+class BrokenProxy:
+    """An object whose plugin is missing: it can be looked at, nothing else."""
+
+    def __init__(self, impl: Any) -> None:
+        object.__setattr__(self, "_impl", impl)
+
+    def __getattr__(self, name: str) -> Any:
+        cls = type(object.__getattribute__(self, "_impl"))
+        raise BrokenObjectError(f"{cls.__module__}.{cls.__name__} comes from a missing plugin; "
+                                "it can only be listed and removed")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__getattr__(name)
+
+    def __repr__(self) -> str:
+        cls = type(object.__getattribute__(self, "_impl"))
+        return f"<broken: {cls.__module__}.{cls.__name__} (plugin missing)>"
+
+
+def proxy_class(impl_class: type[GangaObject]) -> type[GPIObject]:
+    """The proxy class users see for an implementation class (one per class)."""
+    cls = _classes.get(impl_class)
+    if cls is None:
+        if issubclass(impl_class, JobImpl):
+            from ganga_like.gpi.job import Job
+
+            cls = Job
+        else:
+            doc = _class_doc(impl_class)
+            cls = type(impl_class.__name__, (GPIObject,), {
+                "__slots__": (), "_impl_class": impl_class, "__doc__": doc,
+                "__module__": "ganga_like.gpi.plugins"})
+        _classes[impl_class] = cls
+    return cls
+
+
+def _class_doc(impl_class: type[GangaObject]) -> str:
+    lines = [impl_class.__doc__ or impl_class.__name__, "", "Attributes:"]
+    for name, trait in schema_items(impl_class):
+        default = trait.default_value if trait.default_value is not None else "None"
+        lines.append(f"  {name} ({type(trait).__name__}, default {default!r}): {trait.help}")
+    return "\n".join(lines)
+
+
+def plugin(name: str) -> type[GPIObject]:
+    """The GPI class of a plugin by name, e.g. ``plugin("Local")``."""
+    return proxy_class(plugin_registry.find(name))

@@ -1,0 +1,238 @@
+"""GangaObject: the persistent base of every job, application, backend, splitter, dataset
+and file, and the schema that describes their attributes.
+
+A class declares its attributes as traitlets trait types in ``_schema``. The traits are used
+only to validate values (persistent objects are plain ``Persistent``; traitlets' machinery is
+never mixed into them). Metadata tags on each trait drive the rest:
+
+``protected``               users may read but not assign it (status, id, ...)
+``copyable``                ``copy()`` carries it over (default True)
+``changeable_at_resubmit``  it may be changed on a job that was already submitted
+``hidden``                  internal bookkeeping, not shown to users
+
+Values are stored in forms that ZODB tracks: lists as tuples, dicts replaced, never mutated in
+place. An attribute left at its default is not stored at all, which keeps the records of
+thousands of subjobs small.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
+
+import traitlets
+from persistent import Persistent
+from ZODB.POSException import ConflictError
+
+from ganga_like.errors import SchemaError
+from ganga_like.model import plugin_registry
+
+__all__ = ["Component", "ComponentList", "GangaObject", "schema_items"]
+
+
+class Component(traitlets.TraitType[Any, Any]):
+    """A trait holding another GangaObject of one category (an application, a backend, ...).
+
+    It accepts an object of that category, or a plugin name such as ``"Local"`` which is
+    instantiated with its defaults.
+    """
+
+    info_text = "a plugin object"
+
+    def __init__(self, category: str, default: str | None = None, **kwargs: Any) -> None:
+        super().__init__(default_value=None, allow_none=True, **kwargs)
+        self.category = category
+        self.default_plugin = default
+        self.info_text = f"a {category[:-1]} object or plugin name"
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, str):
+            return plugin_registry.find(value, self.category)()
+        if isinstance(value, GangaObject) and value._category == self.category:
+            return value
+        self.error(obj, value)
+
+
+class ComponentList(traitlets.List[Any]):
+    """A list of GangaObjects of one category; plugin names are accepted too."""
+
+    def __init__(self, category: str, **kwargs: Any) -> None:
+        super().__init__(trait=Component(category), default_value=[], **kwargs)
+        self.category = category
+
+
+class GangaObject(Persistent):  # type: ignore[misc]
+    """Base of every persistent object users manipulate through the GPI."""
+
+    _category: ClassVar[str] = ""
+    _schema: ClassVar[Mapping[str, traitlets.TraitType[Any, Any]]] = {}
+    # Methods the GPI proxy exposes besides the schema attributes.
+    _exported_methods: ClassVar[tuple[str, ...]] = ()
+    # Attributes whose stored values are append-only tuples: concurrent appends merge.
+    _append_only: ClassVar[frozenset[str]] = frozenset()
+    _validator: ClassVar[traitlets.HasTraits | None] = None
+
+    def __init__(self, **attributes: Any) -> None:
+        super().__init__()
+        for name, trait in self._schema.items():
+            if isinstance(trait, Component) and trait.default_plugin and name not in attributes:
+                self.__dict__[name] = plugin_registry.find(trait.default_plugin)()
+        for name, value in attributes.items():
+            self._assign(name, value)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when normal lookup fails: the attribute is at its default.
+        schema = type(self)._schema
+        if name in schema:
+            return _default_of(schema[name])
+        raise AttributeError(name)
+
+    # -- validation and assignment ---------------------------------------------------
+
+    @classmethod
+    def _checker(cls) -> traitlets.HasTraits:
+        """A HasTraits twin of the class, so traitlets can validate with good messages."""
+        validator: traitlets.HasTraits | None = cls.__dict__.get("_validator")
+        if validator is None:
+            twin = type(cls.__name__, (traitlets.HasTraits,), dict(cls._schema))
+            validator = twin()
+            cls._validator = validator
+        return validator
+
+    @classmethod
+    def _validate(cls, name: str, value: Any) -> Any:
+        """The value to store for ``name``, or SchemaError naming class, attribute, types."""
+        trait = cls._schema.get(name)
+        if trait is None:
+            raise SchemaError(unknown_attribute_message(cls, name))
+        try:
+            checked = trait._validate(cls._checker(), value)
+        except traitlets.TraitError as exc:
+            raise SchemaError(f"{cls.__name__}.{name}: {_short(exc)}") from None
+        return _storable(checked)
+
+    def _assign(self, name: str, value: Any) -> None:
+        """Validate and store (internal: no protection check)."""
+        stored = self._validate(name, value)
+        default = _default_of(self._schema[name])
+        if _same(stored, default) and not isinstance(stored, GangaObject):
+            self.__dict__.pop(name, None)
+            self._p_changed = True
+        else:
+            setattr(self, name, stored)
+
+    # -- copying ---------------------------------------------------------------------
+
+    def _copy(self) -> GangaObject:
+        """A new, unattached object with every copyable attribute copied (components deep)."""
+        clone = type(self).__new__(type(self))
+        Persistent.__init__(clone)
+        for name, trait in self._schema.items():
+            if not trait.metadata.get("copyable", True) or name not in self.__dict__:
+                continue
+            clone.__dict__[name] = _copy_value(self.__dict__[name])
+        return clone
+
+    # -- conflict resolution ---------------------------------------------------------
+
+    def _p_resolveConflict(
+        self, old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Three-way merge per attribute: a user renaming a job while the monitor updates
+        its status is not a conflict. Append-only tuples (the event log) merge both
+        sides' additions. Two different new values for one attribute are a real conflict."""
+        merged: dict[str, Any] = {}
+        for key in set(old) | set(committed) | set(new):
+            o, c, n = old.get(key, _MISSING), committed.get(key, _MISSING), new.get(key, _MISSING)
+            if _same(c, o):
+                value = n
+            elif _same(n, o) or _same(n, c):
+                value = c
+            elif key in self._append_only and _extends(c, o) and _extends(n, o):
+                base = () if o is _MISSING else o
+                value = (*c, *n[len(base) :])
+            else:
+                raise ConflictError(f"both sides changed {type(self).__name__}.{key}")
+            if value is not _MISSING:
+                merged[key] = value
+        return merged
+
+
+_MISSING: Any = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # persistent references of different kinds may refuse comparison
+        return False
+
+
+def _extends(longer: Any, base: Any) -> bool:
+    base = () if base is _MISSING else base
+    return (
+        isinstance(longer, tuple)
+        and isinstance(base, tuple)
+        and len(longer) >= len(base)
+        and longer[: len(base)] == base
+    )
+
+
+def _default_of(trait: traitlets.TraitType[Any, Any]) -> Any:
+    if isinstance(trait, Component):
+        return None
+    cached = _DEFAULTS.get(id(trait), _MISSING)
+    if cached is _MISSING:
+        cached = _storable(trait.default())
+        _DEFAULTS[id(trait)] = cached
+    return _storable(cached)
+
+
+_DEFAULTS: dict[int, Any] = {}
+
+
+def _storable(value: Any) -> Any:
+    """Lists become tuples and dicts are copied, so nothing stored can change in place."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, GangaObject):
+        return value._copy()
+    if isinstance(value, tuple):
+        return tuple(_copy_value(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _copy_value(v) for k, v in value.items()}
+    return _copy.copy(value)
+
+
+def _short(exc: traitlets.TraitError) -> str:
+    text = str(exc)
+    # traitlets says "The 'x' trait of a Job instance expected ..."; keep "expected ...".
+    marker = " expected "
+    return "expected " + text.split(marker, 1)[1] if marker in text else text
+
+
+def unknown_attribute_message(cls: type[GangaObject], name: str) -> str:
+    import difflib
+
+    public = [n for n, t in cls._schema.items() if not t.metadata.get("hidden")]
+    close = difflib.get_close_matches(name, public + list(cls._exported_methods), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{cls.__name__} has no attribute {name!r}{hint}"
+
+
+def schema_items(cls: type[GangaObject]) -> Iterator[tuple[str, traitlets.TraitType[Any, Any]]]:
+    """The public (not hidden) schema attributes of a class, in declaration order."""
+    for name, trait in cls._schema.items():
+        if not trait.metadata.get("hidden"):
+            yield name, trait

@@ -1,0 +1,202 @@
+"""The contracts plugins implement: applications, backends, splitters, datasets and files.
+
+A plugin is a GangaObject subclass of one of these bases, registered under the
+``ganga_like.plugins`` entry-point group. The runtime talks to plugins only through the
+methods declared here, and passes them plain data (run specifications, fqids, paths), never
+the session or the repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ganga_like.errors import BackendError
+from ganga_like.model.base import GangaObject
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+
+__all__ = [
+    "ActiveRef",
+    "IApplication",
+    "IBackend",
+    "IDataset",
+    "IFile",
+    "ISplitter",
+    "JobPaths",
+    "PollContext",
+    "RunSpec",
+    "StatusReport",
+    "SubmitContext",
+    "SubmitOutcome",
+]
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """Where a (sub)job lives on disk: ``<gangadir>/workspace/<id>/[<subid>/]``."""
+
+    root: Path
+
+    @property
+    def input(self) -> Path:
+        return self.root / "input"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "output"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to execute for one (sub)job, as the application prepared it."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()          # absolute paths to put in the work directory
+    output_patterns: tuple[str, ...] = ()  # glob patterns collected into the output dir
+
+
+@dataclass(frozen=True)
+class SubmitContext:
+    """What a backend needs to know to submit: where things go, how the session is set."""
+
+    gangadir: Path
+    workspace: Path
+    settings: Mapping[str, Any]
+
+    def paths(self, job: Job) -> JobPaths:
+        master = job.master
+        if master is None:
+            return JobPaths(self.workspace / str(job.id))
+        return JobPaths(self.workspace / str(master.id) / str(job.id))
+
+
+@dataclass
+class SubmitOutcome:
+    """Per-(sub)job result of a bulk submission: fqid -> error message for failures."""
+
+    failed: dict[str, str] = field(default_factory=dict)
+    # Submission stopped early (keep_going=False): these fqids were never attempted.
+    not_attempted: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ActiveRef:
+    """A (sub)job the monitor follows, and the backend data it needs to poll it."""
+
+    job_id: int
+    subjob_id: int | None
+    run: int                       # submit count: tells a resubmission from its earlier run
+    backend_data: Mapping[str, Any]
+
+    @property
+    def fqid(self) -> str:
+        return str(self.job_id) if self.subjob_id is None else f"{self.job_id}.{self.subjob_id}"
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """A backend's observation of one (sub)job."""
+
+    fqid: str
+    status: Status
+    time: float
+    reason: str = ""
+    exit_code: int | None = None
+    started: bool = True           # False: the program never ran (no running state invented)
+
+
+@dataclass
+class PollContext:
+    """Per-backend state the monitor keeps between cycles (offsets, caches)."""
+
+    gangadir: Path
+    workspace: Path
+    settings: Mapping[str, Any]
+    # What the backend keeps between cycles (journal offsets, caches). A poll never writes
+    # it directly: it writes ``staged``, which the monitor merges only once the cycle's
+    # transaction committed, so a failed commit makes the next poll report the same again.
+    memory: dict[str, Any] = field(default_factory=dict)
+    staged: dict[str, Any] = field(default_factory=dict)
+
+
+class IApplication(GangaObject):
+    """What a job runs."""
+
+    _category = "applications"
+
+    def prepare(self, job: Job, paths: JobPaths) -> RunSpec:
+        """The command for ``job``; raise ApplicationError-like GangaErrors when impossible."""
+        raise NotImplementedError
+
+
+class IBackend(GangaObject):
+    """Where a job runs. Subclasses implement bulk submission, kill and a bulk poll."""
+
+    _category = "backends"
+    # Copy of the runtime data a backend stores on a job (ids etc.): not copied by copy().
+    supports_real_bulk: ClassVar[bool] = False
+
+    def submit_bulk(
+        self,
+        ctx: SubmitContext,
+        jobs: Sequence[tuple[Job, RunSpec]],
+        keep_going: bool,
+    ) -> SubmitOutcome:
+        """Submit every job, honouring ``keep_going`` as the splitting design says."""
+        raise NotImplementedError
+
+    def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
+        """Kill the jobs; return fqid -> error message for those that could not be killed."""
+        raise NotImplementedError
+
+    def monitor_data(self, job: Job) -> Mapping[str, Any]:
+        """What the poll needs to know about ``job`` (e.g. the scheduler's id)."""
+        return {}
+
+    @classmethod
+    def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        """One bulk status query for all ``refs``; raise BackendError(transient=True) when the
+        backend cannot be reached (the jobs then stay as they are)."""
+        raise BackendError(f"{cls.__name__} cannot be polled", transient=False)
+
+
+class ISplitter(GangaObject):
+    """How a job becomes subjobs."""
+
+    _category = "splitters"
+
+    def variations(self, job: Job) -> list[dict[str, Any]]:
+        """One dict per subjob: dotted attribute path -> value, e.g.
+        ``{"application.args": ["1"]}``. An empty list is an impossible split."""
+        raise NotImplementedError
+
+
+class IDataset(GangaObject):
+    """Data a job processes."""
+
+    _category = "datasets"
+
+    def file_names(self) -> list[str]:
+        raise NotImplementedError
+
+
+class IFile(GangaObject):
+    """A file travelling with a job."""
+
+    _category = "files"
+
+    def input_path(self) -> str:
+        """Absolute path of the file to copy in (as input)."""
+        raise NotImplementedError
+
+    def output_pattern(self) -> str:
+        """Name or glob pattern to collect (as output)."""
+        raise NotImplementedError

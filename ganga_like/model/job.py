@@ -1,0 +1,188 @@
+"""The Job: what to run (application), where (backend), how to split it, and what happened.
+
+A master job keeps its subjobs in its own IOBTree (ids 0..N-1) and a StatusCounter; its
+status is derived from the counter when read, never stored. A subjob holds a reference to its
+master. Status changes go through :meth:`Job.change_status`, which consults the one
+transition table, appends to the event log and keeps the master's counter right.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import traitlets
+from BTrees.IOBTree import IOBTree
+from persistent import Persistent
+
+from ganga_like.errors import JobError
+from ganga_like.model.base import Component, ComponentList, GangaObject
+from ganga_like.model.counter import StatusCounter
+from ganga_like.model.history import make_entry
+from ganga_like.model.status import Status, check_transition
+
+__all__ = ["Job"]
+
+
+class Job(GangaObject):
+    """A unit of work; split, it becomes a master of subjobs."""
+
+    _category = "jobs"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "id": traitlets.Int(-1, help="Job id: unique in the repository, or in the master for "
+                            "a subjob.").tag(protected=True, copyable=False),
+        "name": traitlets.Unicode("", help="A name of your choice.").tag(
+            changeable_at_resubmit=True),
+        "comment": traitlets.Unicode("", help="A free-text comment.").tag(
+            changeable_at_resubmit=True),
+        "status": traitlets.Unicode("new", help="Current status (read-only; a master's is "
+                                    "derived from its subjobs).").tag(
+            protected=True, copyable=False),
+        "application": Component("applications", default="Executable",
+                                 help="What to run, e.g. Executable(exe=..., args=[...])."),
+        "backend": Component("backends", default="Local",
+                             help="Where to run it, e.g. Local() or 'Local'."),
+        "splitter": Component("splitters", help="How to split the job into subjobs "
+                              "(None: no split)."),
+        "inputdata": Component("datasets", help="The dataset to process, e.g. "
+                               "GangaDataset(files=[...])."),
+        "inputfiles": ComponentList("files", help="Files copied into each (sub)job's input "
+                                    "directory before it runs."),
+        "outputfiles": ComponentList("files", help="Names or glob patterns collected into "
+                                     "the output directory when the job ends."),
+        "time": traitlets.Dict(help="When each status was reached (unix time by status "
+                               "name).").tag(protected=True, copyable=False),
+        "history": traitlets.List(help="The event log: time, old status, new status, "
+                                  "cause.").tag(protected=True, copyable=False, hidden=True),
+        "exit_code": traitlets.Int(None, allow_none=True, help="Exit code of the program "
+                                   "(None until it ended).").tag(protected=True, copyable=False),
+        "submit_count": traitlets.Int(0, help="How many times the job was submitted.").tag(
+            protected=True, copyable=False, hidden=True),
+    }
+    _append_only = frozenset({"history"})
+
+    # Types of the schema attributes, for the type checker (values live in the instance
+    # dict, or come from the schema defaults when never set).
+    id: int
+    name: str
+    comment: str
+    status: str
+    application: Any
+    backend: Any
+    splitter: Any
+    inputdata: Any
+    inputfiles: tuple[Any, ...]
+    outputfiles: tuple[Any, ...]
+    time: dict[str, float]
+    history: tuple[tuple[float, str, str, str], ...]
+    exit_code: int | None
+    submit_count: int
+
+    # Non-schema persistent state (class defaults keep records small).
+    _master: Job | None = None
+    _subjobs: IOBTree | None = None
+    _counter: StatusCounter | None = None
+
+    # -- identity --------------------------------------------------------------------
+
+    @property
+    def master(self) -> Job | None:
+        return self._master
+
+    @property
+    def fqid(self) -> str:
+        """"12" for a top-level job, "12.3" for subjob 3 of job 12."""
+        master = self._master
+        return f"{master.id}.{self.id}" if master is not None else str(self.id)
+
+    @property
+    def ids(self) -> tuple[int, int | None]:
+        master = self._master
+        return (master.id, self.id) if master is not None else (self.id, None)
+
+    # -- status ----------------------------------------------------------------------
+
+    def current_status(self) -> Status:
+        """The job's status; a master's derives from its subjob counts (O(1))."""
+        stored = Status.parse(self.status)
+        counter = self._counter
+        if counter is None or stored is Status.SUBMITTING or not self._subjobs:
+            return stored
+        return counter.derived_status()
+
+    def change_status(self, new: Status, cause: str, when: float | None = None) -> None:
+        """Move to ``new`` if the transition table allows it; log it; update the master."""
+        old = Status.parse(self.status)
+        if old is new:
+            return
+        check_transition(old, new)
+        when = _time.time() if when is None else when
+        self.status = new.label
+        times = dict(self.time)
+        times[new.label] = when
+        self.time = times
+        self.history = (*self.history, make_entry(when, old.label, new.label, cause))
+        master = self._master
+        if master is not None and master._counter is not None:
+            master._counter.move(old, new)
+
+    def log_event(self, cause: str, when: float | None = None) -> None:
+        """An event-log entry that is not a status change (a master's resubmit, a kill...)."""
+        when = _time.time() if when is None else when
+        label = self.current_status().label
+        self.history = (*self.history, make_entry(when, label, label, cause))
+
+    def reset_to_new(self, cause: str) -> None:
+        """Roll a job back to new (failed submission): subjobs dropped, counter emptied."""
+        old = self.status
+        self.status = Status.NEW.label
+        self._subjobs = None
+        self._counter = None
+        self.history = (*self.history, make_entry(_time.time(), old, "new", cause))
+
+    # -- subjobs ---------------------------------------------------------------------
+
+    @property
+    def is_master(self) -> bool:
+        return bool(self._subjobs)
+
+    def subjob_count(self) -> int:
+        subjobs = self._subjobs
+        return len(subjobs) if subjobs else 0
+
+    def subjob(self, index: int) -> Job:
+        subjobs = self._subjobs
+        if not subjobs or index not in subjobs:
+            raise JobError(f"job {self.fqid} has no subjob {index}")
+        result: Job = subjobs[index]
+        return result
+
+    def iter_subjobs(self) -> Iterator[Job]:
+        subjobs = self._subjobs
+        if subjobs:
+            yield from subjobs.values()
+
+    def attach_subjobs(self, subjobs: list[Job]) -> None:
+        """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
+        tree = IOBTree()
+        counter = StatusCounter()
+        for sj in subjobs:
+            tree[sj.id] = sj
+        counter.add(Status.NEW, len(subjobs))
+        self._subjobs = tree
+        self._counter = counter
+
+    def counts(self) -> dict[Status, int]:
+        counter = self._counter
+        return counter.by_status() if counter is not None and self._subjobs else {}
+
+    @classmethod
+    def new_subjob(cls, master: Job, index: int) -> Job:
+        """A subjob skeleton: fast path with no validation (the splitter validated)."""
+        sj = cls.__new__(cls)
+        Persistent.__init__(sj)
+        d = sj.__dict__
+        d["id"] = index
+        d["_master"] = master
+        return sj

@@ -1,0 +1,106 @@
+"""Finding plugin classes through the ``ganga_like.plugins`` entry-point group.
+
+Built-in plugins register exactly as a third-party package would, so the core never imports
+a plugin by name. A plugin that fails to import is remembered with its error and reported
+only when someone asks for it: one broken plugin never stops the others from loading.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from typing import TYPE_CHECKING
+
+from ganga_like.errors import PluginError
+
+if TYPE_CHECKING:
+    from ganga_like.model.base import GangaObject
+
+__all__ = ["ENTRY_POINT_GROUP", "available", "find", "known_names", "load_failures", "reset"]
+
+ENTRY_POINT_GROUP = "ganga_like.plugins"
+
+
+@functools.cache
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
+
+
+_loaded: dict[str, type[GangaObject]] = {}
+_failed: dict[str, BaseException] = {}
+
+
+def known_names() -> list[str]:
+    """Names of every registered plugin, loaded or not (cheap: reads metadata only)."""
+    return sorted(_entry_points())
+
+
+def find(name: str, category: str | None = None) -> type[GangaObject]:
+    """The plugin class called ``name``; with ``category``, it must belong to it."""
+    cls = _loaded.get(name)
+    if cls is None:
+        cls = _load(name)
+    if category is not None and cls._category != category:
+        names = ", ".join(available(category)) or "none"
+        raise PluginError(
+            f"{name} is a plugin of category {cls._category!r}, not {category!r}; "
+            f"{category} available: {names}"
+        )
+    return cls
+
+
+def _load(name: str) -> type[GangaObject]:
+    if name in _failed:
+        raise PluginError(f"plugin {name!r} failed to load: {_failed[name]}") from _failed[name]
+    ep = _entry_points().get(name)
+    if ep is None:
+        raise PluginError(_unknown_message(name))
+    try:
+        cls = ep.load()
+    except Exception as exc:  # any import-time failure is the plugin's, not ours
+        _failed[name] = exc
+        raise PluginError(f"plugin {name!r} failed to load: {exc}") from exc
+    from ganga_like.model.base import GangaObject
+
+    if not (isinstance(cls, type) and issubclass(cls, GangaObject)):
+        err = PluginError(f"plugin {name!r} ({ep.value}) is not a GangaObject class")
+        _failed[name] = err
+        raise err
+    _loaded[name] = cls
+    return cls
+
+
+def _unknown_message(name: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, known_names(), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"no plugin named {name!r}{hint}"
+
+
+def available(category: str) -> list[str]:
+    """Names of the loadable plugins of a category (loads them to read their category)."""
+    names = []
+    for name in known_names():
+        try:
+            cls = find(name)
+        except PluginError:
+            continue
+        if cls._category == category:
+            names.append(name)
+    return names
+
+
+def load_failures() -> dict[str, BaseException]:
+    """Plugins that failed to import, with their errors (for diagnostics)."""
+    return dict(_failed)
+
+
+def reset() -> None:
+    """Forget what was discovered, e.g. after installing a plugin at runtime."""
+    _entry_points.cache_clear()
+    _loaded.clear()
+    _failed.clear()

@@ -1,0 +1,147 @@
+"""Job status: the states, their order, and the one transition table.
+
+The order is PSI/J's partial order: a state's ``order`` says how far along a job is, so
+``wait(until=RUNNING)`` is satisfied by ``COMPLETED``. Final states end a job's run;
+resubmission leaves them again through the table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from ganga_like.errors import IllegalTransitionError
+
+__all__ = ["TRANSITIONS", "Status", "check_transition", "master_status", "path_to"]
+
+
+class Status(enum.Enum):
+    """The status of a job or subjob. ``str(status)`` is its lower-case name."""
+
+    NEW = ("new", 0, False)
+    SUBMITTING = ("submitting", 1, False)
+    SUBMITTED = ("submitted", 2, False)
+    RUNNING = ("running", 3, False)
+    COMPLETING = ("completing", 4, False)
+    COMPLETED = ("completed", 5, True)
+    FAILED = ("failed", 5, True)
+    KILLED = ("killed", 5, True)
+
+    def __init__(self, label: str, order: int, final: bool) -> None:
+        self.label = label
+        self.order = order
+        self.final = final
+
+    def __str__(self) -> str:
+        return self.label
+
+    @classmethod
+    def parse(cls, value: str | Status) -> Status:
+        """Accept a Status or its name in any case ("failed", "FAILED")."""
+        if isinstance(value, Status):
+            return value
+        try:
+            return _BY_LABEL[str(value).lower()]
+        except KeyError:
+            names = ", ".join(s.label for s in cls)
+            raise ValueError(f"unknown status {value!r}; expected one of: {names}") from None
+
+    @property
+    def active(self) -> bool:
+        """True while a backend is responsible for the job (it must be monitored)."""
+        return self in (Status.SUBMITTED, Status.RUNNING, Status.COMPLETING)
+
+    def reached(self, target: Status) -> bool:
+        """True when a job in this state has reached or passed ``target``.
+
+        Final states are mutually exclusive: a failed job never "reaches" completed.
+        """
+        if target.final:
+            return self is target
+        return self.order >= target.order
+
+
+_BY_LABEL = {s.label: s for s in Status}
+
+_FINAL = (Status.COMPLETED, Status.FAILED, Status.KILLED)
+
+# The one transition table. Keys are the current state, values the states it may move to.
+# Monitoring moves forward; user actions (kill, resubmit, force_status, rollback) are here
+# too so that nothing else in the code decides what is legal.
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.NEW: frozenset({Status.SUBMITTING, Status.SUBMITTED}),
+    Status.SUBMITTING: frozenset({Status.NEW, Status.SUBMITTED, Status.FAILED, Status.KILLED}),
+    Status.SUBMITTED: frozenset({Status.RUNNING, *_FINAL}),
+    Status.RUNNING: frozenset({Status.COMPLETING, *_FINAL}),
+    Status.COMPLETING: frozenset(_FINAL),
+    # Leaving a final state: resubmission goes back through submitting; force_status may
+    # flip one final state into another.
+    Status.COMPLETED: frozenset({Status.SUBMITTING, Status.FAILED}),
+    Status.FAILED: frozenset({Status.SUBMITTING, Status.COMPLETED}),
+    Status.KILLED: frozenset({Status.SUBMITTING, Status.FAILED, Status.COMPLETED}),
+}
+
+# The path a job takes when every step is observed; used to fill in missed states.
+_FORWARD = (Status.SUBMITTED, Status.RUNNING, Status.COMPLETING)
+
+
+def check_transition(old: Status, new: Status) -> None:
+    """Raise IllegalTransitionError unless the table allows ``old -> new``."""
+    if new not in TRANSITIONS[old]:
+        raise IllegalTransitionError(f"a job cannot go from {old} to {new}")
+
+
+def path_to(old: Status, observed: Status, *, started: bool = True) -> list[Status]:
+    """The states a job passes through from ``old`` to an ``observed`` state.
+
+    A job seen completed without ever being seen running passes through running: the
+    intermediate forward states are filled in (``started=False`` says the program never
+    ran, e.g. it was not found, so no running state is invented). Observations that go
+    backwards or repeat the current state give an empty path: a stale poll must never move
+    a job back.
+    """
+    if observed is old:
+        return []
+    if old.final or observed.order < old.order:
+        return []
+    if observed in TRANSITIONS[old]:
+        fills_running = observed in (Status.COMPLETED, Status.FAILED) and started
+        if fills_running and old is Status.SUBMITTED:
+            return [Status.RUNNING, observed]
+        return [observed]
+    path: list[Status] = []
+    current = old
+    for step in _FORWARD:
+        if step.order <= current.order:
+            continue
+        if step.order >= observed.order:
+            break
+        path.append(step)
+        current = step
+    path.append(observed)
+    for a, b in zip([old, *path], path, strict=False):
+        check_transition(a, b)
+    return path
+
+
+def master_status(counts: Iterable[tuple[Status, int]]) -> Status:
+    """A master's status from its subjob counts, by the splitting design's rules.
+
+    Any submitting/submitted subjob makes the master submitted; else running or completing
+    makes it running; else any failed -> failed; else any completed -> completed; else
+    killed. A master with no subjob counted is new.
+    """
+    present = {status for status, n in counts if n > 0}
+    if not present:
+        return Status.NEW
+    if present & {Status.SUBMITTING, Status.SUBMITTED}:
+        return Status.SUBMITTED
+    if present & {Status.RUNNING, Status.COMPLETING}:
+        return Status.RUNNING
+    if Status.FAILED in present:
+        return Status.FAILED
+    if Status.COMPLETED in present:
+        return Status.COMPLETED
+    if Status.KILLED in present:
+        return Status.KILLED
+    return Status.NEW

@@ -1,0 +1,1 @@
+"""The repository layer: opening ZODB, the job registry, transactions, workspaces."""

@@ -1,0 +1,1 @@
+"""The runtime layer: submission with rollback, the monitoring service, waiting."""

@@ -1,0 +1,337 @@
+"""Job actions: submit, resubmit, kill, remove, copy, force_status.
+
+Every action that reaches a backend runs in three steps so that a conflict retry never
+repeats a side effect: (1) a retried transaction records the intent (split, status
+submitting); (2) the backend is called once; (3) a retried transaction records the outcome.
+Failures before the backend is reached roll back completely.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ganga_like.errors import BackendError, BrokenObjectError, GangaError, JobError
+from ganga_like.model.base import GangaObject
+from ganga_like.model.interfaces import RunSpec, SubmitOutcome
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.runtime.splitting import build_subjobs
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+
+__all__ = ["copy_job", "force_status", "kill", "remove", "resubmit", "submit"]
+
+log = logging.getLogger("ganga_like")
+
+
+def check_not_broken(obj: object, action: str) -> None:
+    if not isinstance(obj, GangaObject):
+        raise BrokenObjectError(f"cannot {action} {describe_broken(obj)}: its plugin is "
+                                "missing; it can only be listed and removed")
+
+
+def describe_broken(obj: object) -> str:
+    cls = type(obj)
+    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__name__', '?')}"
+
+
+def _check_components(job: Job, action: str) -> None:
+    check_not_broken(job, action)
+    for name in ("application", "backend", "splitter", "inputdata"):
+        value = job.__dict__.get(name)
+        if value is not None and not isinstance(value, GangaObject):
+            raise BrokenObjectError(f"cannot {action} job {job.fqid}: its {name} "
+                                    f"({describe_broken(value)}) comes from a missing plugin")
+
+
+# -- submit ---------------------------------------------------------------------------
+
+
+def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
+    """Split, prepare and submit ``job``; the splitting design's rules in full."""
+    if job.master is not None:
+        log.error("subjob %s cannot be submitted on its own; resubmit it, or copy() it to a "
+                  "new job", job.fqid)
+        return False
+    _check_components(job, "submit")
+    status = job.current_status()
+    if status is not Status.NEW:
+        raise JobError(f"job {job.fqid} is {status}: only a new job can be submitted; use "
+                       "resubmit(), or copy() it")
+    if job.application is None or job.backend is None:
+        raise JobError(f"job {job.fqid} needs an application and a backend to be submitted")
+    _check_inputs(job)
+    checker = getattr(job.application, "check_before_submit", None)
+    if checker is not None:
+        checker()
+
+    def record_intent() -> list[Job]:
+        targets = [job]
+        if job.splitter is not None:
+            try:
+                variations = job.splitter.variations(job)
+            except GangaError as exc:
+                raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
+            except Exception as exc:
+                raise JobError(f"job {job.fqid}: the splitter failed: "
+                               f"{type(exc).__name__}: {exc}") from exc
+            if not variations:
+                raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
+            targets = build_subjobs(job, variations)
+            job.attach_subjobs(targets)
+        job.change_status(Status.SUBMITTING, "user: submit")
+        job.submit_count = job.submit_count + 1
+        return targets
+
+    targets = session.repo.in_transaction(record_intent)
+    is_split = targets[0] is not job
+    outcome = _hand_to_backend(session, job, targets, keep_going)
+
+    def record_outcome() -> None:
+        registry = session.repo.registry()
+        if not is_split:
+            message = outcome.failed.get(job.fqid)
+            if message is not None:
+                job.change_status(Status.NEW, f"submission failed: {message}")
+                return
+            job.change_status(Status.SUBMITTED, "user: submit")
+            registry.follow(job, job.backend.monitor_data(job))
+            return
+        submitted = 0
+        for sj in targets:
+            message = outcome.failed.get(sj.fqid)
+            if message is not None:
+                sj.log_event(f"submission failed: {message}")
+            elif sj.fqid not in outcome.not_attempted:
+                sj.change_status(Status.SUBMITTED, "user: submit")
+                registry.follow(sj, sj.backend.monitor_data(sj))
+                submitted += 1
+        if submitted == 0:
+            job.reset_to_new("submission failed for every subjob: rolled back")
+        else:
+            job.status = Status.SUBMITTED.label
+
+    session.repo.in_transaction(record_outcome)
+    session.poke_monitor()
+    if outcome.failed:
+        summary = _summarise(outcome)
+        if not is_split:
+            raise JobError(f"job {job.fqid} could not be submitted: {summary}")
+        if not job.is_master:
+            raise JobError(f"job {job.fqid}: no subjob could be submitted, the job is new "
+                           f"again: {summary}")
+        if not keep_going:
+            raise JobError(f"job {job.fqid}: submission stopped: {summary}")
+        log.warning("job %s: %s", job.fqid, summary)
+    return True
+
+
+def _summarise(outcome: SubmitOutcome) -> str:
+    first_fqid, first = next(iter(outcome.failed.items()))
+    others = len(outcome.failed) - 1
+    more = f" (and {others} more)" if others else ""
+    skipped = f"; {len(outcome.not_attempted)} not attempted" if outcome.not_attempted else ""
+    return f"{first_fqid}: {first}{more}{skipped}"
+
+
+def _check_inputs(job: Job) -> None:
+    import os
+
+    for f in job.inputfiles:
+        path = f.input_path()
+        if not os.path.isfile(path):
+            raise JobError(f"job {job.fqid}: input file not found: {path}")
+
+
+def _hand_to_backend(
+    session: Session, job: Job, targets: Sequence[Job], keep_going: bool
+) -> SubmitOutcome:
+    """Prepare each target and submit them in one bulk call (never raises)."""
+    ctx = session.submit_context()
+    pairs: list[tuple[Job, RunSpec]] = []
+    outcome = SubmitOutcome()
+    for index, target in enumerate(targets):
+        try:
+            spec = target.application.prepare(target, ctx.paths(target))
+            outputs = tuple(f.output_pattern() for f in target.outputfiles)
+            inputs = tuple(f.input_path() for f in target.inputfiles)
+            if outputs or inputs:
+                spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs,
+                               spec.output_patterns + outputs)
+        except GangaError as exc:
+            outcome.failed[target.fqid] = str(exc)
+            if not keep_going:
+                outcome.not_attempted = [t.fqid for t in targets[index + 1 :]]
+                break
+            continue
+        pairs.append((target, spec))
+    if pairs:
+        try:
+            result = job.backend.submit_bulk(ctx, pairs, keep_going)
+        except BackendError as exc:
+            result = SubmitOutcome(failed={t.fqid: str(exc) for t, _ in pairs})
+        except Exception as exc:  # a plugin bug must not leave the job in submitting
+            log.exception("backend %s failed", type(job.backend).__name__)
+            result = SubmitOutcome(failed={t.fqid: f"{type(exc).__name__}: {exc}"
+                                           for t, _ in pairs})
+        outcome.failed.update(result.failed)
+        outcome.not_attempted.extend(result.not_attempted)
+    return outcome
+
+
+# -- resubmit -------------------------------------------------------------------------
+
+_RESUBMITTABLE = (Status.FAILED, Status.KILLED)
+
+
+def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
+    """Resubmit a failed/killed job or subjob; for a master, its failed/killed subjobs."""
+    _check_components(job, "resubmit")
+    if job.is_master:
+        targets = [sj for sj in job.iter_subjobs()
+                   if Status.parse(sj.status) in (*_RESUBMITTABLE, Status.NEW)]
+        if not targets:
+            raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit")
+    else:
+        status = job.current_status()
+        if status not in (*_RESUBMITTABLE, Status.COMPLETED) or (
+                status is Status.NEW and job.master is None):
+            raise JobError(f"job {job.fqid} is {status}: only failed, killed or completed "
+                           "jobs can be resubmitted")
+        targets = [job]
+
+    def record_intent() -> None:
+        for target in targets:
+            target.change_status(Status.SUBMITTING, "user: resubmit")
+            target.submit_count = target.submit_count + 1
+        if job.is_master:
+            job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
+
+    session.repo.in_transaction(record_intent)
+    master = job.master or job
+    outcome = _hand_to_backend(session, master, targets, keep_going)
+
+    def record_outcome() -> None:
+        registry = session.repo.registry()
+        for target in targets:
+            message = outcome.failed.get(target.fqid)
+            if message is not None or target.fqid in outcome.not_attempted:
+                target.change_status(Status.FAILED, f"resubmission failed: {message}")
+            elif Status.parse(target.status) is Status.SUBMITTING:
+                target.change_status(Status.SUBMITTED, "user: resubmit")
+                registry.follow(target, target.backend.monitor_data(target))
+
+    session.repo.in_transaction(record_outcome)
+    session.poke_monitor()
+    if outcome.failed and not keep_going:
+        raise JobError(f"job {job.fqid}: resubmission failed: {_summarise(outcome)}")
+    return True
+
+
+# -- kill -----------------------------------------------------------------------------
+
+
+def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
+    """Kill a job, a subjob, or every active subjob of a master."""
+    _check_components(job, "kill")
+    if job.is_master:
+        targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status).active]
+    else:
+        targets = [job] if Status.parse(job.status).active else []
+    if not targets:
+        raise JobError(f"job {job.fqid} is {job.current_status()}: nothing to kill")
+    backend = (job.master or job).backend
+    errors = backend.kill_bulk(session.submit_context(), targets)
+
+    def record() -> None:
+        registry = session.repo.registry()
+        for target in targets:
+            if target.fqid in errors:
+                target.log_event(f"kill failed: {errors[target.fqid]}")
+                continue
+            if Status.parse(target.status).active:
+                target.change_status(Status.KILLED, "user: kill")
+            registry.unfollow(target)
+
+    session.repo.in_transaction(record)
+    if errors:
+        fqid, message = next(iter(errors.items()))
+        text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
+        if not keep_going:
+            raise JobError(text)
+        log.warning(text)
+    return True
+
+
+# -- remove, copy, force_status -------------------------------------------------------
+
+
+def remove(session: Session, job: Job) -> bool:
+    """Remove a top-level job, its subjobs and its workspace (active ones are killed)."""
+    if getattr(job, "master", None) is not None:
+        log.error("subjob %s cannot be removed on its own; remove its master %s",
+                  job.fqid, job.master.id if job.master else "?")
+        return False
+    job_id = job.id
+    if isinstance(job, Job) and isinstance(job.backend, GangaObject):
+        try:
+            if any(Status.parse(sj.status).active for sj in (
+                    job.iter_subjobs() if job.is_master else [job])):
+                kill(session, job, keep_going=True)
+        except GangaError as exc:
+            log.warning("job %s: kill before removal failed: %s", job_id, exc)
+
+    def record() -> None:
+        registry = session.repo.registry()
+        for key in list(registry.active.keys(min=(job_id, -1), max=(job_id, 2**31))):
+            del registry.active[key]
+        if job_id in registry.jobs:
+            del registry.jobs[job_id]
+
+    session.repo.in_transaction(record)
+    shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
+    return True
+
+
+def copy_job(session: Session, job: Job) -> Job:
+    """A new top-level job with the same description (a subjob's copy is top-level too)."""
+    _check_components(job, "copy")
+    clone = job._copy()
+    assert isinstance(clone, Job)
+    if job.master is not None:
+        clone.__dict__.pop("splitter", None)
+    session.repo.in_transaction(lambda: session.repo.registry().add(clone))
+    return clone
+
+
+_FORCEABLE = (Status.COMPLETED, Status.FAILED)
+
+
+def force_status(session: Session, job: Job, status: str) -> bool:
+    """Force a job (a master: each of its unfinished subjobs) to completed or failed."""
+    target = Status.parse(status)
+    if target not in _FORCEABLE:
+        raise JobError(f"force_status accepts 'completed' or 'failed', not {status!r}")
+    jobs = list(job.iter_subjobs()) if job.is_master else [job]
+    if job.current_status() in (Status.NEW, Status.SUBMITTING):
+        raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")
+    active = [j for j in jobs if Status.parse(j.status).active]
+    if active:
+        try:
+            (job.master or job).backend.kill_bulk(session.submit_context(), active)
+        except GangaError as exc:
+            log.warning("job %s: stopping the backend job failed: %s", job.fqid, exc)
+
+    def record() -> None:
+        registry = session.repo.registry()
+        for j in jobs:
+            if Status.parse(j.status) is not target and Status.parse(j.status) is not Status.NEW:
+                j.change_status(target, "forced by user")
+                registry.unfollow(j)
+
+    session.repo.in_transaction(record)
+    return True

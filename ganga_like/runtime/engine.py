@@ -1,0 +1,49 @@
+"""The status engine: backend observations in, job transitions out.
+
+Pure: no threads, no I/O. The monitor feeds it the reports of one poll cycle; tests feed it
+reports directly. Applying the same report twice changes nothing, so a cycle whose commit
+failed can simply be polled and applied again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ganga_like.model.interfaces import StatusReport
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status, path_to
+
+__all__ = ["Applied", "apply_report", "describe"]
+
+
+@dataclass(frozen=True)
+class Applied:
+    fqid: str
+    path: tuple[Status, ...]
+
+    @property
+    def final(self) -> bool:
+        return bool(self.path) and self.path[-1].final
+
+
+def describe(backend: str, report: StatusReport) -> str:
+    """The cause recorded in the event log for a monitored transition."""
+    parts = [f"monitor: {backend} reports {report.status}"]
+    if report.exit_code is not None:
+        parts.append(f"exit code {report.exit_code}")
+    if report.reason:
+        parts.append(report.reason)
+    return ", ".join(parts)
+
+
+def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
+    """Move ``job`` along the path to the reported status, filling in missed states."""
+    current = Status.parse(job.status)
+    path = path_to(current, report.status, started=report.started)
+    if path:
+        cause = describe(backend, report)
+        for step in path:
+            job.change_status(step, cause, when=report.time)
+        if report.exit_code is not None:
+            job.exit_code = report.exit_code
+    return Applied(job.fqid, tuple(path))

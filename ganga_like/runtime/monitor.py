@@ -1,0 +1,191 @@
+"""The monitoring service: one thread, one bulk poll per backend per cycle, one commit.
+
+Each cycle reads the active index (never the registry), asks each backend once about all of
+its active jobs, feeds the reports to the status engine and commits everything at once. The
+poll interval shrinks to ``min_interval`` while things change and doubles up to
+``max_interval`` when nothing does. A backend that cannot be reached leaves its jobs as they
+were (they are "stale", not failed) and is asked again next cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import transaction
+from ZODB.POSException import ConflictError
+
+from ganga_like.errors import BackendError, PluginError
+from ganga_like.model import plugin_registry
+from ganga_like.model.interfaces import ActiveRef, IBackend, PollContext, StatusReport
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.registry import TOP, Registry
+from ganga_like.runtime.engine import apply_report
+from ganga_like.runtime.settings import Settings
+
+__all__ = ["CycleResult", "Monitor"]
+
+log = logging.getLogger("ganga_like.monitor")
+
+
+class CycleResult:
+    def __init__(self) -> None:
+        self.polled = 0
+        self.changed = 0
+        self.stale_backends: dict[str, str] = {}
+
+
+class Monitor:
+    """Keeps the status of active jobs current."""
+
+    def __init__(self, repo: Repository, settings: Settings) -> None:
+        self.repo = repo
+        self.settings = settings
+        self._tm = transaction.TransactionManager()
+        self._conn: Any = None
+        self._contexts: dict[str, PollContext] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()  # one cycle at a time (thread or run_once)
+        self.stale_backends: dict[str, str] = {}
+        self.cycles = 0
+
+    # -- control ---------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running or self.repo.read_only:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="ganga-monitor", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._thread = None
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._tm.abort()
+                    self._conn.close()
+                except Exception:  # never block process exit on cleanup
+                    pass
+                self._conn = None
+
+    def poke(self) -> None:
+        """Poll soon (after a submission, or while someone waits)."""
+        self._wake.set()
+
+    # -- cycles ----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        interval = self.settings.monitor_min_interval
+        while not self._stop.is_set():
+            try:
+                result = self.run_once()
+            except Exception:  # the monitor must never die: log and go on
+                log.exception("monitoring cycle failed")
+                result = CycleResult()
+            if result.changed:
+                interval = self.settings.monitor_min_interval
+            else:
+                interval = min(interval * 2, self.settings.monitor_max_interval)
+            if self._wake.wait(interval):
+                self._wake.clear()
+                interval = self.settings.monitor_min_interval
+
+    def run_once(self) -> CycleResult:
+        """One cycle: poll every backend once, apply, commit. Safe to call from any thread."""
+        with self._lock:
+            if self._conn is None:
+                self._conn = self.repo.db.open(transaction_manager=self._tm)
+            self._tm.begin()
+            result = CycleResult()
+            registry = Registry(self._conn.root())
+            staged: dict[str, dict[str, Any]] = {}
+            try:
+                self._cycle(registry, result, staged)
+                self._tm.commit()
+            except ConflictError:
+                # Another session changed the same jobs: nothing is lost, the same reports
+                # are produced again next cycle because backend offsets were not advanced.
+                self._tm.abort()
+                result.changed = 1
+                return result
+            except BaseException:
+                self._tm.abort()
+                raise
+            for name, memory in staged.items():
+                self._contexts[name].memory.update(memory)
+            self.stale_backends = result.stale_backends
+            self.cycles += 1
+            return result
+
+    def _cycle(self, registry: Registry, result: CycleResult,
+               staged: dict[str, dict[str, Any]]) -> None:
+        by_backend: dict[str, list[ActiveRef]] = defaultdict(list)
+        for (job_id, subjob_id), (backend, run, data) in registry.active.items():
+            by_backend[backend].append(
+                ActiveRef(job_id, None if subjob_id == TOP else subjob_id, run, data))
+        for backend, refs in by_backend.items():
+            result.polled += len(refs)
+            try:
+                cls = plugin_registry.find(backend, "backends")
+            except PluginError as exc:
+                result.stale_backends[backend] = str(exc)
+                continue
+            assert issubclass(cls, IBackend)
+            ctx = self._context(backend)
+            ctx.staged = {}
+            try:
+                reports = cls.poll(ctx, refs)
+            except BackendError as exc:
+                if backend not in self.stale_backends:
+                    log.warning("%s backend cannot be reached, jobs kept as they are: %s",
+                                backend, exc)
+                result.stale_backends[backend] = str(exc)
+                continue
+            staged[backend] = ctx.staged
+            result.changed += self._apply(registry, backend, reports)
+
+    def _apply(self, registry: Registry, backend: str, reports: list[StatusReport]) -> int:
+        changed = 0
+        for report in reports:
+            job_id, _, sub = report.fqid.partition(".")
+            job = registry.lookup(int(job_id), int(sub) if sub else None)
+            if job is None:
+                continue
+            applied = apply_report(job, report, backend)
+            if applied.path:
+                changed += 1
+                if applied.final:
+                    registry.unfollow(job)
+        return changed
+
+    def _context(self, backend: str) -> PollContext:
+        ctx = self._contexts.get(backend)
+        if ctx is None:
+            ctx = PollContext(self.repo.gangadir, self.repo.workspace,
+                              self.settings.backend_settings())
+            self._contexts[backend] = ctx
+        return ctx
+
+
+def wait_for(predicate: Any, timeout: float | None, step: float = 0.05) -> bool:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not predicate():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(step)
+    return True

@@ -1,0 +1,91 @@
+"""The session: one open repository, its monitor, the settings, for this process.
+
+The GPI opens the session lazily on first use, so ``from ganga_like import *`` costs nothing
+until a job is touched. At interpreter exit the monitor stops and the repository closes; the
+Local runner keeps running the submitted work.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+
+from ganga_like.model.interfaces import SubmitContext
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.registry import Registry
+from ganga_like.runtime.monitor import Monitor
+from ganga_like.runtime.settings import Settings
+
+__all__ = ["Session", "close_session", "current_session", "open_session"]
+
+log = logging.getLogger("ganga_like")
+
+
+class Session:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.repo = Repository(settings.gangadir, settings.repository_mode)
+        self.monitor = Monitor(self.repo, settings)
+        # Outside a shell cell, every change is committed at once (scripts, notebooks
+        # without the extension); the shell turns this off and commits per cell.
+        self.autocommit = True
+        if settings.monitoring:
+            self.monitor.start()
+
+    def registry(self) -> Registry:
+        return self.repo.registry()
+
+    def submit_context(self) -> SubmitContext:
+        return SubmitContext(self.repo.gangadir, self.repo.workspace,
+                             self.settings.backend_settings())
+
+    def changed(self) -> None:
+        """A user changed an attribute: commit now unless a cell will commit it."""
+        if self.autocommit and not self.repo.read_only:
+            self.repo.commit()
+
+    def refresh(self) -> None:
+        """See the monitor's latest commits (nothing of ours is pending in autocommit)."""
+        if self.autocommit:
+            self.repo.abort()
+
+    def poke_monitor(self) -> None:
+        self.monitor.poke()
+
+    def close(self) -> None:
+        self.monitor.stop(timeout=0.8)
+        self.repo.close()
+
+
+_lock = threading.Lock()
+_current: Session | None = None
+
+
+def open_session(settings: Settings | None = None) -> Session:
+    """Open (or reopen with new settings) the process's session."""
+    global _current
+    with _lock:
+        if _current is not None:
+            _current.close()
+        _current = Session(settings or Settings())
+        return _current
+
+
+def current_session() -> Session:
+    global _current
+    with _lock:
+        if _current is None:
+            _current = Session(Settings())
+        return _current
+
+
+def close_session() -> None:
+    global _current
+    with _lock:
+        if _current is not None:
+            session, _current = _current, None
+            session.close()
+
+
+atexit.register(close_session)

@@ -1,0 +1,62 @@
+"""Turning a master and its splitter's variations into validated subjobs."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ganga_like.errors import GangaError, JobError
+from ganga_like.model.base import GangaObject
+from ganga_like.model.job import Job
+
+__all__ = ["build_subjobs"]
+
+# Attributes a subjob takes from its master: components are copied (each subjob may differ
+# and keeps its own backend data); file lists and the dataset are shared until varied.
+_COPIED = ("application", "backend")
+_SHARED = ("name", "comment", "inputdata", "inputfiles", "outputfiles")
+
+
+def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
+    """One subjob per variation, ids 0..N-1, every varied value validated."""
+    subjobs = []
+    source = master.__dict__
+    for index, variation in enumerate(variations):
+        sj = Job.new_subjob(master, index)
+        d = sj.__dict__
+        d["submit_count"] = 1  # subjobs are created by a submission
+        for name in _COPIED:
+            value = source.get(name)
+            if isinstance(value, GangaObject):
+                d[name] = value._copy()
+        for name in _SHARED:
+            if name in source:
+                d[name] = source[name]
+        for path, value in variation.items():
+            try:
+                _apply(sj, master, path, value)
+            except GangaError as exc:
+                raise JobError(f"splitter: subjob {index}: {exc}") from None
+        subjobs.append(sj)
+    return subjobs
+
+
+def _apply(sj: Job, master: Job, path: str, value: Any) -> None:
+    parts = path.split(".")
+    target: GangaObject = sj
+    origin: GangaObject | None = master
+    for name in parts[:-1]:
+        current: GangaObject | None = target.__dict__.get(name)
+        if not isinstance(current, GangaObject):
+            raise JobError(f"cannot set {path!r}: {type(target).__name__}.{name} is not an "
+                           "object with attributes")
+        if origin is not None and current is origin.__dict__.get(name):
+            # Shared with the master: give this subjob its own copy before changing it.
+            copied = cast(GangaObject, current)._copy()
+            target.__dict__[name] = copied
+            current = copied
+        origin = None
+        target = current
+    attribute = parts[-1]
+    if attribute in ("id", "status", "time", "history", "submit_count", "exit_code"):
+        raise JobError(f"a splitter cannot set {path!r}")
+    target._assign(attribute, value)

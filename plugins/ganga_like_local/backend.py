@@ -1,0 +1,177 @@
+"""Local: run subjobs on this machine through the detached runner.
+
+Submission prepares each subjob's workspace (input files copied into its input directory)
+and hands all of them to the runner in one batch. The runner keeps going after this process
+exits; it appends each task's events to ``<workspace>/<job id>/runner-events.jsonl``, which is
+all the monitor reads: one journal per active master per cycle, never one file per subjob.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import traitlets
+
+from ganga_like.errors import BackendError
+from ganga_like.model.interfaces import (
+    ActiveRef,
+    IBackend,
+    PollContext,
+    RunSpec,
+    StatusReport,
+    SubmitContext,
+    SubmitOutcome,
+)
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like_local import runner_client
+from ganga_like_local.runner_client import TaskSpec
+
+__all__ = ["Local"]
+
+JOURNAL = "runner-events.jsonl"
+# Events for a task the monitor does not follow yet (its submission is being recorded) are
+# kept this long before being dropped as belonging to a finished run.
+PENDING_EVENT_SECONDS = 60.0
+
+_STATES = {"started": Status.RUNNING, "completed": Status.COMPLETED,
+           "failed": Status.FAILED, "killed": Status.KILLED}
+
+
+def runner_dir(gangadir: Path) -> Path:
+    return gangadir / "local-runner"
+
+
+def task_key(job: Job) -> str:
+    return f"{job.fqid}@{job.submit_count}"
+
+
+class Local(IBackend):
+    """Runs jobs on this machine, at most ``config Local.max_concurrent`` at once (default:
+    the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``."""
+
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {}
+
+    def submit_bulk(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
+                    keep_going: bool) -> SubmitOutcome:
+        outcome = SubmitOutcome()
+        tasks: list[TaskSpec] = []
+        for index, (job, spec) in enumerate(jobs):
+            try:
+                tasks.append(self._task(ctx, job, spec))
+            except OSError as exc:
+                outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
+                if not keep_going:
+                    outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+                    break
+        if tasks:
+            try:
+                runner_client.submit(
+                    runner_dir(ctx.gangadir), tasks, dict(os.environ),
+                    max_concurrent=int(ctx.settings.get("local_max_concurrent", 1)),
+                    idle_exit_seconds=float(ctx.settings.get("local_idle_exit", 30.0)))
+            except OSError as exc:
+                raise BackendError(f"the Local runner could not be started: {exc}") from exc
+        return outcome
+
+    def _task(self, ctx: SubmitContext, job: Job, spec: RunSpec) -> TaskSpec:
+        paths = ctx.paths(job)
+        if paths.output.exists() and job.submit_count > 1:
+            # A resubmission keeps the earlier run's output beside the new one.
+            paths.output.rename(paths.root / f"output.{job.submit_count - 1}")
+        inputs = []
+        if spec.inputs:
+            paths.input.mkdir(parents=True, exist_ok=True)
+            for source in spec.inputs:
+                target = paths.input / os.path.basename(source)
+                _link_or_copy(Path(source), target)
+                inputs.append(str(target))
+        master = job.master
+        env = dict(spec.env)
+        env.update(GANGA_JOB_ID=str(job.id), GANGA_FQID=job.fqid,
+                   GANGA_MASTER_ID=str(master.id) if master is not None else "",
+                   GANGA_SUBJOB_ID=str(job.id) if master is not None else "")
+        journal = ctx.workspace / str(master.id if master is not None else job.id) / JOURNAL
+        return TaskSpec(key=task_key(job), argv=list(spec.argv), env=env,
+                        workdir=str(paths.work), output_dir=str(paths.output),
+                        inputs=inputs, output_patterns=list(spec.output_patterns),
+                        events=str(journal))
+
+    def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
+        try:
+            runner_client.kill(runner_dir(ctx.gangadir), [task_key(j) for j in jobs])
+        except OSError as exc:
+            return {j.fqid: f"the Local runner could not be reached: {exc}" for j in jobs}
+        return {}
+
+    @classmethod
+    def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        runs = {ref.fqid: ref.run for ref in refs}
+        offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
+        pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
+            "pending", {})
+        new_offsets = dict(offsets)
+        new_pending: dict[int, list[tuple[float, runner_client.Event]]] = {}
+        now = time.monotonic()
+        reports: list[StatusReport] = []
+        for job_id in sorted({ref.job_id for ref in refs}):
+            path = ctx.workspace / str(job_id) / JOURNAL
+            try:
+                events, offset = runner_client.read_events(path, offsets.get(job_id, 0))
+            except OSError as exc:
+                raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
+            new_offsets[job_id] = offset
+            waiting = [*pending.get(job_id, []), *((now, e) for e in events)]
+            keep = []
+            for seen, event in waiting:
+                report = _report(event, runs)
+                if report is not None:
+                    reports.append(report)
+                elif now - seen < PENDING_EVENT_SECONDS and _may_become_active(event, runs):
+                    keep.append((seen, event))
+            if keep:
+                new_pending[job_id] = keep
+        ctx.staged["offsets"] = new_offsets
+        ctx.staged["pending"] = new_pending
+        return reports
+
+    def monitor_data(self, job: Job) -> Mapping[str, Any]:
+        return {}
+
+
+def _split_key(key: str) -> tuple[str, int]:
+    fqid, _, run = key.partition("@")
+    return fqid, int(run or 0)
+
+
+def _report(event: runner_client.Event, runs: Mapping[str, int]) -> StatusReport | None:
+    fqid, run = _split_key(event.key)
+    if runs.get(fqid) != run:
+        return None
+    status = _STATES.get(event.event)
+    if status is None:
+        return None
+    reason = event.reason or ""
+    return StatusReport(fqid=fqid, status=status, time=event.time, reason=reason,
+                        exit_code=event.exit_code,
+                        started=event.exit_code is not None or status is Status.RUNNING)
+
+
+def _may_become_active(event: runner_client.Event, runs: Mapping[str, int]) -> bool:
+    fqid, run = _split_key(event.key)
+    current = runs.get(fqid)
+    return current is None or run > current
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    if target.exists():
+        target.unlink()
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

@@ -1,0 +1,443 @@
+"""Client side of the detached Local runner.
+
+The runner (``python -m ganga_like_local.runner RUNNER_DIR``) is a per-directory daemon
+that runs task commands with a concurrency limit, outlives the process that submitted the
+work and records everything in files.  This module is what submitting processes use: it
+drops requests into the runner's queue directory, makes sure exactly one runner is alive
+and reads the event journals the runner appends to.
+
+Layout of a runner directory::
+
+    runner.lock   flock held by the live runner for its whole life
+    runner.pid    pid of the live runner, written after the lock is taken
+    runner.log    errors plus start/stop lines
+    config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
+    queue/        batch and kill request files, handled in name (= submission) order
+    accepted/     batches the runner has read and not finished yet
+
+Per task the runner writes into ``output_dir``: ``__start__`` (JSON: time, pid, batch) when
+the process starts, ``stdout``/``stderr`` while it runs and ``__exit__`` (JSON: state,
+exit_code, start, end, reason, batch) once the task has ended.  Every state change is also
+appended as one JSON line to the task's ``events`` journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TERMINAL_EVENTS",
+    "Event",
+    "TaskSpec",
+    "configure",
+    "kill",
+    "read_events",
+    "runner_pid",
+    "stop",
+    "submit",
+]
+
+LOCK_NAME = "runner.lock"
+PID_NAME = "runner.pid"
+LOG_NAME = "runner.log"
+CONFIG_NAME = "config.json"
+QUEUE_DIR = "queue"
+ACCEPTED_DIR = "accepted"
+BATCH_SUFFIX = ".batch.json"
+KILL_SUFFIX = ".kill.json"
+START_FILE = "__start__"
+EXIT_FILE = "__exit__"
+STDOUT_FILE = "stdout"
+STDERR_FILE = "stderr"
+RUNNER_MODULE = "ganga_like_local.runner"
+FORMAT_VERSION = 1
+
+TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})
+
+# Request names start with a zero-padded nanosecond clock so that sorting the queue
+# directory gives submission order; pid and a counter keep concurrent names apart.
+_sequence = itertools.count()
+# Runners started from this process, kept so that they can be reaped (no zombies) and so
+# that stop() can tell an exited child from a live one.
+_spawned: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One command for the runner to run."""
+
+    key: str
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    output_dir: str
+    inputs: list[str]
+    output_patterns: list[str]
+    events: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of an events journal."""
+
+    key: str
+    event: str
+    time: float
+    exit_code: int | None
+    reason: str | None
+
+
+def submit(
+    runner_dir: Path,
+    tasks: Sequence[TaskSpec],
+    base_env: Mapping[str, str],
+    max_concurrent: int,
+    idle_exit_seconds: float = 30.0,
+) -> None:
+    """Queue ``tasks`` as one batch and make sure a runner is alive to run them.
+
+    ``max_concurrent`` and ``idle_exit_seconds`` become the runner's settings once it
+    reads this batch.  The environment of each task is ``base_env`` updated by its ``env``.
+    """
+    if max_concurrent < 1:
+        raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
+    if idle_exit_seconds < 0:
+        raise ValueError(f"idle_exit_seconds must not be negative, not {idle_exit_seconds}")
+    if not tasks:
+        return
+    rows = [_task_row(task) for task in tasks]
+    queue = _queue_dir(runner_dir)
+    name = _request_name(BATCH_SUFFIX)
+    payload = {
+        "format": FORMAT_VERSION,
+        "id": name[: -len(BATCH_SUFFIX)],
+        "max_concurrent": max_concurrent,
+        "idle_exit_seconds": float(idle_exit_seconds),
+        "base_env": dict(base_env),
+        "tasks": rows,
+    }
+    _write_atomic(queue, name, _dumps(payload))
+    _ensure_runner(runner_dir, always=True)
+
+
+def kill(runner_dir: Path, keys: Sequence[str]) -> None:
+    """Ask the runner to kill the tasks with these keys (queued or running).
+
+    Unknown or already finished keys are ignored.  Kills apply to tasks submitted before
+    this call; a task submitted afterwards with the same key is a new run.
+    """
+    if not keys:
+        return
+    queue = _queue_dir(runner_dir)
+    name = _request_name(KILL_SUFFIX)
+    _write_atomic(queue, name, _dumps({"format": FORMAT_VERSION, "keys": list(keys)}))
+    if not _ensure_runner(runner_dir, always=False):
+        # No runner and nothing queued or accepted: there is nothing the request could
+        # apply to, and leaving it would only clutter the queue.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(queue / name)
+
+
+def configure(
+    runner_dir: Path,
+    max_concurrent: int | None = None,
+    idle_exit_seconds: float | None = None,
+) -> None:
+    """Write ``config.json`` and wake a live runner so that it applies the settings now.
+
+    Settings given here last until the next batch brings its own.
+    """
+    config: dict[str, Any] = {}
+    if max_concurrent is not None:
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
+        config["max_concurrent"] = max_concurrent
+    if idle_exit_seconds is not None:
+        config["idle_exit_seconds"] = float(idle_exit_seconds)
+    runner_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomic(runner_dir, CONFIG_NAME, _dumps(config))
+    _wake(runner_dir)
+
+
+def read_events(path: Path, offset: int) -> tuple[list[Event], int]:
+    """Parse the complete lines of journal ``path`` from byte ``offset``.
+
+    Returns the events and the offset just past the last complete line, so that a line the
+    runner is still writing is read on the next call.  Malformed lines are skipped.
+    """
+    try:
+        with open(path, "rb") as journal:
+            journal.seek(offset)
+            data = journal.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    lines = [line for line in data[:end].split(b"\n") if line.strip()]
+    try:
+        # One json.loads over the whole chunk is several times faster than one per line.
+        rows: list[Any] = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        rows = _parse_lines(lines)
+    events = []
+    for row in rows:
+        try:
+            key, event, when = row["key"], row["event"], row["time"]
+            events.append(Event(key, event, when, row.get("exit_code"), row.get("reason")))
+        except (KeyError, TypeError):
+            continue
+    return events, offset + end + 1
+
+
+def runner_pid(runner_dir: Path) -> int | None:
+    """Pid of the live runner of ``runner_dir``, or None."""
+    try:
+        pid = int((runner_dir / PID_NAME).read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _is_runner(pid, runner_dir) else None
+
+
+def stop(runner_dir: Path, timeout: float = 5.0) -> None:
+    """Ask the live runner to exit and wait for it; its running tasks keep running.
+
+    A runner started later reports those tasks as failed (and kills them), so this is
+    meant for cleanup, not for pausing work.  Raises TimeoutError if it does not exit.
+    """
+    pid = runner_pid(runner_dir)
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while _process_alive(pid):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"runner {pid} of {runner_dir} did not exit within {timeout} s")
+        time.sleep(0.005)
+
+
+def event_line(
+    key: str, event: str, when: float, exit_code: int | None, reason: str | None
+) -> bytes:
+    """One journal line; json escapes newlines, so a line is always exactly one line."""
+    record = {"key": key, "event": event, "time": when, "exit_code": exit_code, "reason": reason}
+    return _dumps(record) + b"\n"
+
+
+def _task_row(task: TaskSpec) -> list[Any]:
+    """Validate a task and turn it into the compact list stored in batch files."""
+    if not task.key:
+        raise ValueError("task key must not be empty")
+    if not task.argv:
+        raise ValueError(f"task {task.key}: argv must not be empty")
+    for label, path in (
+        ("workdir", task.workdir),
+        ("output_dir", task.output_dir),
+        ("events", task.events),
+    ):
+        if not os.path.isabs(path):
+            raise ValueError(f"task {task.key}: {label} must be an absolute path, not {path!r}")
+    for path in task.inputs:
+        if not os.path.isabs(path):
+            raise ValueError(f"task {task.key}: input must be an absolute path, not {path!r}")
+    return [
+        task.key,
+        list(task.argv),
+        dict(task.env),
+        task.workdir,
+        task.output_dir,
+        list(task.inputs),
+        list(task.output_patterns),
+        task.events,
+    ]
+
+
+def _dumps(value: Any) -> bytes:
+    # ensure_ascii keeps lone surrogates (undecodable file names) representable.
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def _parse_lines(lines: list[bytes]) -> list[Any]:
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def _request_name(suffix: str) -> str:
+    return f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}{suffix}"
+
+
+def _queue_dir(runner_dir: Path) -> Path:
+    queue = runner_dir / QUEUE_DIR
+    try:
+        queue.mkdir()
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        queue.mkdir(parents=True, exist_ok=True)
+    return queue
+
+
+def _write_atomic(directory: Path, name: str, data: bytes) -> None:
+    """Write a file so that readers see either nothing or all of it."""
+    # A leading dot keeps the runner from picking up the file before it is complete.
+    tmp = directory / f".{name}.tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, directory / name)
+
+
+def _has_batches(runner_dir: Path) -> bool:
+    try:
+        names = os.listdir(runner_dir / QUEUE_DIR)
+    except FileNotFoundError:
+        return False
+    return any(name.endswith(BATCH_SUFFIX) and not name.startswith(".") for name in names)
+
+
+def _has_accepted(runner_dir: Path) -> bool:
+    try:
+        return bool(os.listdir(runner_dir / ACCEPTED_DIR))
+    except FileNotFoundError:
+        return False
+
+
+def _ensure_runner(runner_dir: Path, always: bool) -> bool:
+    """Make sure a runner will see what was just queued; return whether one is there.
+
+    Called after a request file is in place.  Whoever takes the lock either hands it to a
+    new runner or releases it and looks at the queue again, and a runner that finds work
+    there after releasing the lock takes it back.  So a submit that finds the lock taken
+    can rely on the holder to see its batch, even if that holder is about to leave.
+    """
+    _reap_spawned()
+    while True:
+        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                _wake(runner_dir)
+                return True
+            if always or _has_batches(runner_dir) or _has_accepted(runner_dir):
+                _spawn_runner(runner_dir, fd)
+                return True
+        finally:
+            # Once spawned, the runner holds its own copy of the locked descriptor.
+            os.close(fd)
+        if not _has_batches(runner_dir):
+            return False
+
+
+def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
+    """Start a detached runner that inherits the already locked ``lock_fd``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(_import_path())
+    argv = [
+        sys.executable,
+        "-m",
+        RUNNER_MODULE,
+        os.path.abspath(runner_dir),
+        "--lock-fd",
+        str(lock_fd),
+    ]
+    log_fd = os.open(
+        runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+    )
+    try:
+        # Its stderr goes to the log so that a crash of the runner leaves a traceback.
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log_fd,
+            cwd="/",
+            env=env,
+            pass_fds=(lock_fd,),
+            close_fds=True,
+            start_new_session=True,
+        )
+    finally:
+        os.close(log_fd)
+    _spawned[proc.pid] = proc
+
+
+def _import_path() -> list[str]:
+    """sys.path made absolute, with the directory holding this package first."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    paths = [package_root]
+    for entry in sys.path:
+        absolute = os.path.abspath(entry or os.curdir)
+        if absolute not in paths:
+            paths.append(absolute)
+    return paths
+
+
+def _reap_spawned() -> None:
+    for pid, proc in list(_spawned.items()):
+        if proc.poll() is not None:
+            del _spawned[pid]
+
+
+def _wake(runner_dir: Path) -> None:
+    pid = runner_pid(runner_dir)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR1)
+
+
+def _is_runner(pid: int, runner_dir: Path) -> bool:
+    """Whether ``pid`` is a live runner of ``runner_dir`` (not a stale or reused pid)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            cmdline = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return _process_alive(pid)
+    args = [os.fsdecode(arg) for arg in cmdline.split(b"\0")]
+    if RUNNER_MODULE not in args:
+        return False  # a zombie (empty cmdline) or another program that got the pid
+    where = os.path.realpath(runner_dir)
+    return any(os.path.realpath(arg) == where for arg in args if os.path.isabs(arg))
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs; a zombie counts as gone."""
+    proc = _spawned.get(pid)
+    if proc is not None:
+        if proc.poll() is None:
+            return True
+        del _spawned[pid]
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")

@@ -1,0 +1,1 @@
+"""Built-in applications, splitters, datasets and files, registered as plugins."""

@@ -1,0 +1,27 @@
+"""GangaDataset: a plain list of file paths for a job to process."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import traitlets
+
+from ganga_like.model.interfaces import IDataset
+
+__all__ = ["GangaDataset"]
+
+
+class GangaDataset(IDataset):
+    """A list of files. The program finds them in ``$GANGA_INPUTDATA`` (os.pathsep
+    separated); with ``treat_as_inputfiles=True`` they are also copied next to it."""
+
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "files": traitlets.List(traitlets.Unicode(), help="Paths of the files."),
+        "treat_as_inputfiles": traitlets.Bool(False, help="Also copy the files into the "
+                                              "job's work directory."),
+    }
+    _positional = ("files",)
+
+    def file_names(self) -> list[str]:
+        return [os.path.abspath(os.path.expanduser(f)) for f in self.files]

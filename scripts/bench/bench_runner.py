@@ -1,0 +1,160 @@
+"""Benchmark the detached Local runner against a plain thread pool of subprocess.run.
+
+Runs N ``/bin/echo`` tasks through the runner with concurrency = os.cpu_count(), then the
+same commands with a ``ThreadPoolExecutor`` of ``subprocess.run`` calls, and prints both
+wall times, their ratio and the runner's own CPU time per task (read from /proc before the
+runner exits; its children's CPU is not included).
+
+The pool is measured twice: writing each task's stdout/stderr to files in a directory of
+its own, as the runner does, and bare (output to /dev/null, no directories).
+
+    PYTHONPATH=plugins python scripts/bench/bench_runner.py [--tasks 1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+
+from ganga_like_local.runner_client import (  # noqa: E402
+    TERMINAL_EVENTS,
+    TaskSpec,
+    read_events,
+    runner_pid,
+    stop,
+    submit,
+)
+
+ECHO = "/bin/echo"
+
+
+def runner_cpu_seconds(pid: int) -> float:
+    """User + system CPU of the runner process itself."""
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        fields = handle.read().rsplit(b")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+
+def wait_for(journal: Path, count: int, timeout: float = 120.0) -> None:
+    done = 0
+    offset = 0
+    deadline = time.monotonic() + timeout
+    while done < count:
+        events, offset = read_events(journal, offset)
+        done += sum(1 for event in events if event.event in TERMINAL_EVENTS)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {done} of {count} tasks finished")
+        time.sleep(0.002)
+
+
+def make_tasks(root: Path, prefix: str, count: int, journal: Path) -> list[TaskSpec]:
+    return [
+        TaskSpec(
+            key=f"{prefix}.{i}",
+            argv=[ECHO, "task", str(i)],
+            env={},
+            workdir=str(root / prefix / str(i)),
+            output_dir=str(root / prefix / str(i)),
+            inputs=[],
+            output_patterns=[],
+            events=str(journal),
+        )
+        for i in range(count)
+    ]
+
+
+def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[float, float]:
+    """Wall seconds for ``count`` tasks and the runner's CPU seconds per task."""
+    runner_dir = root / "runner"
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    # A warm-up task starts the runner, so that neither its start-up nor its imports are
+    # counted against the tasks.
+    warm_journal = root / f"warm{run}.jsonl"
+    submit(runner_dir, make_tasks(root, f"warm{run}", 1, warm_journal), env, concurrency)
+    wait_for(warm_journal, 1)
+    pid = runner_pid(runner_dir)
+    if pid is None:
+        raise RuntimeError("runner did not start")
+    cpu_before = runner_cpu_seconds(pid)
+    journal = root / f"run{run}.jsonl"
+    tasks = make_tasks(root, f"run{run}", count, journal)
+    start = time.perf_counter()
+    submit(runner_dir, tasks, env, concurrency)
+    wait_for(journal, count)
+    wall = time.perf_counter() - start
+    cpu = runner_cpu_seconds(pid) - cpu_before
+    stop(runner_dir)
+    return wall, cpu / count
+
+
+def pool_task_with_files(root: Path) -> Callable[[int], None]:
+    def run_one(i: int) -> None:
+        workdir = root / str(i)
+        workdir.mkdir(parents=True)
+        with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
+            subprocess.run([ECHO, "task", str(i)], stdout=out, stderr=err, cwd=workdir)
+
+    return run_one
+
+
+def pool_task_bare(i: int) -> None:
+    subprocess.run([ECHO, "task", str(i)], stdout=subprocess.DEVNULL)
+
+
+def bench_pool(run_one: Callable[[int], None], count: int, concurrency: int) -> float:
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        list(pool.map(run_one, range(count)))
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    count, concurrency = args.tasks, args.concurrency
+    runner_walls, cpus, pool_walls, bare_walls = [], [], [], []
+    for run in range(args.repeat):
+        with tempfile.TemporaryDirectory(prefix="bench_runner_") as tmp:
+            root = Path(tmp)
+            wall, cpu = bench_runner(root, count, concurrency, run)
+            runner_walls.append(wall)
+            cpus.append(cpu)
+            pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
+            bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
+    runner_wall = statistics.median(runner_walls)
+    pool_wall = statistics.median(pool_walls)
+    bare_wall = statistics.median(bare_walls)
+    print(f"tasks: {count}, concurrency: {concurrency}, repeats: {args.repeat} (medians)")
+    print(f"runner wall:              {runner_wall:.3f} s  (runs: {fmt(runner_walls)})")
+    print(f"pool wall, output files:  {pool_wall:.3f} s  (runs: {fmt(pool_walls)})")
+    print(f"pool wall, bare:          {bare_wall:.3f} s  (runs: {fmt(bare_walls)})")
+    print(f"ratio runner / pool with files: {runner_wall / pool_wall:.2f}")
+    print(f"ratio runner / bare pool:       {runner_wall / bare_wall:.2f}")
+    print(f"runner CPU per task: {statistics.median(cpus) * 1000:.3f} ms  (runs: {fmt_ms(cpus)})")
+    return 0
+
+
+def fmt(values: list[float]) -> str:
+    return ", ".join(f"{value:.3f}" for value in values)
+
+
+def fmt_ms(values: list[float]) -> str:
+    return ", ".join(f"{value * 1000:.3f}" for value in values)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

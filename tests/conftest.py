@@ -1,0 +1,42 @@
+"""Shared fixtures: every test gets its own real repository in a temporary gangadir."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ganga_like_local import runner_client
+from ganga_like_local.backend import runner_dir
+
+from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.runtime.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def gangadir(tmp_path: Path) -> Path:
+    return tmp_path / "gangadir"
+
+
+@pytest.fixture
+def session(gangadir: Path) -> Iterator[Session]:
+    """An open session with monitoring on, in a fresh gangadir; runner stopped after."""
+    s = open_session(Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0))
+    try:
+        yield s
+    finally:
+        close_session()
+        runner_client.stop(runner_dir(gangadir))
+
+
+@pytest.fixture
+def env_for(gangadir: Path) -> dict[str, str]:
+    """Environment for a child process using the same gangadir."""
+    env = dict(os.environ)
+    env["GANGA_DIR"] = str(gangadir)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env

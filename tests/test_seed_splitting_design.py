@@ -1,0 +1,169 @@
+"""Every assert and rule of the job-splitting design, against a real repository and runner."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from ganga_like import (
+    ArgSplitter,
+    Executable,
+    GenericSplitter,
+    Job,
+    JobError,
+    LocalFile,
+    jobs,
+)
+from ganga_like.runtime.session import Session
+
+
+def split_job(n: int = 5, exe: str = "echo") -> Job:
+    return Job(application=Executable(exe=exe),
+               splitter=ArgSplitter(args=[[str(i)] for i in range(n)]))
+
+
+def test_subjobs_do_not_exist_before_submit_and_have_parent_links_after(session: Session) -> None:
+    j = split_job()
+    assert j.subjobs == []
+    assert j.parent is None
+    j.submit()
+    assert j.subjobs != []
+    for s in j.subjobs:
+        assert s.parent is j
+        assert s.master is j
+
+
+def test_subjobs_cannot_be_removed_or_submitted_alone(
+        session: Session, caplog: pytest.LogCaptureFixture) -> None:
+    j = split_job()
+    j.submit()
+    with caplog.at_level(logging.ERROR, logger="ganga_like"):
+        assert not j.subjobs[1].remove()
+        assert not j.subjobs[1].submit()
+    assert "cannot be removed on its own" in caplog.text
+    assert "cannot be submitted on its own" in caplog.text
+    assert len(j.subjobs) == 5
+
+
+def test_copy_of_a_subjob_is_a_new_top_level_job(session: Session) -> None:
+    j = split_job()
+    j.submit()
+    j2 = j.subjobs[2].copy()
+    assert j2.parent is None
+    assert j2.id != j.id
+    assert j2.status == "new"
+    assert j2.application.args == ["2"]
+    assert j2.splitter is None
+
+
+def test_subjobs_can_be_killed_and_resubmitted_individually(session: Session) -> None:
+    j = Job(application=Executable(exe="sleep"),
+            splitter=ArgSplitter(args=[["30"], ["30"], ["0"]]))
+    j.submit()
+    assert j.subjobs[0].kill()
+    assert j.subjobs[0].status == "killed"
+    assert j.subjobs[0].resubmit()
+    assert j.subjobs[0].status in ("submitted", "running")
+    j.kill()
+    assert j.status == "killed" or j.status == "completed"
+
+
+def test_subjob_ids_are_ordered_from_zero_and_reachable_from_registry(session: Session) -> None:
+    j = split_job(7)
+    j.submit()
+    for i in range(len(j.subjobs)):
+        assert j.subjobs[i].id == i
+    for s in j.subjobs:
+        assert j.subjobs(s.id) is s
+    assert jobs(j.id) is j
+    for i in range(len(j.subjobs)):
+        assert jobs((j.id, i)) is j.subjobs[i]
+        assert jobs(f"{j.id}.{i}") is j.subjobs[i]
+        assert j.subjobs[i].fqid == f"{j.id}.{i}"
+
+
+def test_master_status_follows_subjobs_to_completed(session: Session) -> None:
+    j = split_job(6)
+    j.submit()
+    assert j.status in ("submitted", "running", "completed")
+    assert j.wait(timeout=60) == "completed"
+    assert all(s.status == "completed" for s in j.subjobs)
+    assert all(s.exit_code == 0 for s in j.subjobs)
+
+
+def test_master_fails_when_a_subjob_fails_and_resubmit_moves_it_back(session: Session) -> None:
+    j = Job(application=Executable(exe="sh"),
+            splitter=ArgSplitter(args=[["-c", "exit 0"], ["-c", "exit 3"]]))
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    failed = j.subjobs[1]
+    assert failed.status == "failed" and failed.exit_code == 3
+    assert "exit code 3" in failed.history[-1].cause
+    j.resubmit()
+    assert j.status == "submitted"  # master goes from failed to submitted on resubmit
+    assert j.subjobs[0].status == "completed"  # only failed subjobs are resubmitted
+    assert j.wait(timeout=60) == "failed"
+    assert failed.history[-1].new == "failed"
+    assert j.subjobs[1].info["submit_count"] == 2
+
+
+def test_splitter_failure_rolls_back_to_new_with_no_subjobs(session: Session) -> None:
+    j = Job(application=Executable(exe="echo"),
+            splitter=GenericSplitter(attribute="application.no_such", values=[1, 2]))
+    with pytest.raises(JobError, match="no_such"):
+        j.submit()
+    assert j.status == "new"
+    assert j.subjobs == []
+    j2 = Job(splitter=ArgSplitter(args=[]))
+    with pytest.raises(JobError, match="no subjobs"):
+        j2.submit()
+    assert j2.status == "new" and j2.subjobs == []
+
+
+def test_emulated_bulk_keep_going_false_stops_at_first_failure(session: Session,
+                                                               tmp_path: object) -> None:
+    good = _input_file(session, "good.txt")
+    j = Job(application=Executable(exe="cat"),
+            splitter=GenericSplitter(attribute="inputfiles", values=[
+                [LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]]))
+    with pytest.raises(JobError, match="stopped"):
+        j.submit(keep_going=False)
+    assert [s.status for s in j.subjobs] == ["submitted", "new", "new"] or \
+        j.subjobs[0].status in ("running", "completed")
+    assert j.subjobs[1].status == "new" and j.subjobs[2].status == "new"
+    assert j.status != "new"
+
+
+def test_emulated_bulk_keep_going_true_submits_the_rest(session: Session) -> None:
+    good = _input_file(session, "good.txt")
+    j = Job(application=Executable(exe="cat"),
+            splitter=GenericSplitter(attribute="inputfiles", values=[
+                [LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]]))
+    assert j.submit(keep_going=True)
+    assert j.subjobs[1].status == "new"
+    assert "submission failed" in j.subjobs[1].history[-1].cause
+    assert j.wait(timeout=60) == "completed"
+    assert j.subjobs[2].status == "completed"
+
+
+def test_all_subjobs_failing_to_submit_rolls_the_master_back(session: Session) -> None:
+    j = Job(application=Executable(exe="cat"),
+            splitter=GenericSplitter(attribute="inputfiles", values=[
+                [LocalFile("/no/such/a")], [LocalFile("/no/such/b")]]))
+    with pytest.raises(JobError, match="no subjob could be submitted"):
+        j.submit(keep_going=True)
+    assert j.status == "new"
+    assert j.subjobs == []
+
+
+def test_subjobs_are_never_new_after_a_successful_submit(session: Session) -> None:
+    j = split_job(20)
+    j.submit()
+    assert all(s.status != "new" for s in j.subjobs)
+
+
+def _input_file(session: Session, name: str) -> str:
+    path = session.repo.gangadir.parent / name
+    path.write_text("content\n")
+    return str(path)
