@@ -12,6 +12,8 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ZODB.broken import Broken
+
 from ganga_like.errors import BrokenObjectError, JobError, SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import GangaObject, schema_items, unknown_attribute_message
@@ -43,7 +45,7 @@ def wrap(value: Any, owner: GPIObject | None = None) -> Any:
         return [wrap(v) for v in value]
     if isinstance(value, dict):
         return {k: wrap(v) for k, v in value.items()}
-    if type(value).__module__.startswith("ZODB.broken") or hasattr(value, "__Broken_state__"):
+    if isinstance(value, Broken):
         return BrokenProxy(value)
     return value
 

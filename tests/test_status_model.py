@@ -1,0 +1,77 @@
+"""The status enum, its one transition table, filling in missed states, master status."""
+
+from __future__ import annotations
+
+import pytest
+
+from ganga_like.errors import IllegalTransitionError
+from ganga_like.model.counter import StatusCounter
+from ganga_like.model.status import TRANSITIONS, Status, check_transition, master_status, path_to
+
+
+def test_every_status_has_a_row_in_the_transition_table() -> None:
+    assert set(TRANSITIONS) == set(Status)
+
+
+def test_final_flags_and_order() -> None:
+    assert [s for s in Status if s.final] == [Status.COMPLETED, Status.FAILED, Status.KILLED]
+    assert Status.NEW.order < Status.SUBMITTED.order < Status.RUNNING.order
+    assert Status.RUNNING.order < Status.COMPLETING.order < Status.COMPLETED.order
+
+
+def test_illegal_transitions_raise() -> None:
+    with pytest.raises(IllegalTransitionError, match="from new to completed"):
+        check_transition(Status.NEW, Status.COMPLETED)
+    with pytest.raises(IllegalTransitionError):
+        check_transition(Status.RUNNING, Status.SUBMITTED)
+
+
+def test_a_job_seen_completed_without_running_passes_through_running() -> None:
+    assert path_to(Status.SUBMITTED, Status.COMPLETED) == [Status.RUNNING, Status.COMPLETED]
+    assert path_to(Status.SUBMITTED, Status.COMPLETING) == [Status.RUNNING, Status.COMPLETING]
+
+
+def test_a_program_that_never_started_does_not_invent_running() -> None:
+    assert path_to(Status.SUBMITTED, Status.FAILED, started=False) == [Status.FAILED]
+
+
+def test_stale_or_repeated_observations_change_nothing() -> None:
+    assert path_to(Status.RUNNING, Status.SUBMITTED) == []
+    assert path_to(Status.COMPLETED, Status.RUNNING) == []
+    assert path_to(Status.RUNNING, Status.RUNNING) == []
+
+
+def test_wait_order_running_is_reached_by_completed_not_by_failed_for_completed() -> None:
+    assert Status.COMPLETED.reached(Status.RUNNING)
+    assert not Status.FAILED.reached(Status.COMPLETED)
+    assert not Status.SUBMITTED.reached(Status.RUNNING)
+
+
+@pytest.mark.parametrize(("counts", "expected"), [
+    ({Status.SUBMITTED: 1, Status.RUNNING: 5, Status.FAILED: 2}, Status.SUBMITTED),
+    ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
+    ({Status.RUNNING: 1, Status.FAILED: 3}, Status.RUNNING),
+    ({Status.COMPLETING: 1, Status.COMPLETED: 3}, Status.RUNNING),
+    ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
+    ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
+    ({Status.KILLED: 4}, Status.KILLED),
+    ({}, Status.NEW),
+])
+def test_master_status_rules_of_the_splitting_design(
+        counts: dict[Status, int], expected: Status) -> None:
+    assert master_status(counts.items()) is expected
+
+
+def test_counter_conflicts_merge_both_sides_deltas() -> None:
+    counter = StatusCounter()
+    old = {"counts": {"submitted": 10}}
+    mine = {"counts": {"submitted": 8, "completed": 2}}
+    theirs = {"counts": {"submitted": 9, "killed": 1}}
+    merged = counter._p_resolveConflict(old, theirs, mine)
+    assert merged == {"counts": {"submitted": 7, "completed": 2, "killed": 1}}
+
+
+def test_status_parse_gives_a_clear_error() -> None:
+    assert Status.parse("FAILED") is Status.FAILED
+    with pytest.raises(ValueError, match="unknown status 'done'; expected one of"):
+        Status.parse("done")
