@@ -314,6 +314,7 @@ def test_invalid_objects_are_refused(make: Callable[[], object]) -> None:
         ("status=", 7, "expected a value after '=', found the end of the query"),
         ("status=;id=1", 7, "expected a value after '=', found ';'"),
         ("id>=  ", 6, "expected a value after '>=', found the end of the query"),
+        ("id!=", 4, "expected a value after '!=', found the end of the query"),
         ("status=>failed", 6, "unknown operator '=>' (did you mean '>='?)"),
         ("status==failed", 6, "unknown operator '==' (did you mean '='?)"),
         ("a=1; b=~x", 6, "unknown operator '=~' (did you mean '~'?)"),
