@@ -1,0 +1,427 @@
+"""Typed wrappers around the Slurm client commands.
+
+Every command runs as an argument list, never through a shell, and is counted
+in :data:`COMMAND_COUNTS`.  Queries take many job ids and make ONE call, so a
+monitoring cycle costs the same number of commands for 1 job or 10,000.
+Failures raise :class:`SlurmCommandError`, which says whether retrying later
+can help (``transient``) or the request itself is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from .partitions import (
+    SINFO_FORMAT,
+    PartitionInfo,
+    parse_scontrol_partitions,
+    parse_sinfo_nodes,
+)
+from .script import expand_indices
+from .states import normalise_state
+
+__all__ = [
+    "COMMAND_COUNTS",
+    "DEFAULT_TIMEOUT",
+    "ERROR_PATTERNS",
+    "SACCT_FIELDS",
+    "SQUEUE_FORMAT",
+    "SacctRow",
+    "SlurmCommandError",
+    "SqueueRow",
+    "is_transient",
+    "parse_sacct",
+    "parse_sbatch_output",
+    "parse_squeue",
+    "ping",
+    "sacct",
+    "sbatch",
+    "scancel",
+    "scontrol_show_partitions",
+    "squeue",
+]
+
+# With the controller down, each client retries for about MessageTimeout
+# (squeue took 18 s in tests); a minute leaves room for a busy controller.
+DEFAULT_TIMEOUT = 60.0
+
+COMMAND_COUNTS: Counter[str] = Counter()
+
+# One line per job; "|" never occurs in these fields (job names are not asked for).
+SQUEUE_FORMAT = "%i|%A|%F|%K|%T|%r"
+SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Reason", "Start", "End")
+
+# Plain ids, array elements, compressed ranges and heterogeneous components;
+# anything else (e.g. "-u") could be taken for an option.
+_JOB_ID_RE = re.compile(r"^\d+(?:_(?:\d+|\[[\d,\-%:]+\])|\+\d+)?$")
+_ELEMENT_RE = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$")
+
+
+class SlurmCommandError(RuntimeError):
+    """A Slurm command failed; ``transient`` says whether a later retry may succeed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        command: Sequence[str] = (),
+        returncode: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.transient = transient
+        self.command = tuple(command)
+        self.returncode = returncode
+
+    def __str__(self) -> str:
+        kind = "transient" if self.transient else "permanent"
+        where = f"{self.command[0]}: " if self.command else ""
+        return f"{where}{self.message} ({kind})"
+
+
+# (pattern, transient, why).  First match wins, so transient causes come first:
+# "Batch job submission failed: Unable to contact slurm controller" is transient
+# although it also starts like a refusal.  Messages quoted in the comments are
+# Slurm 22.05's own.
+ERROR_PATTERNS: tuple[tuple[re.Pattern[str], bool, str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), transient, why)
+    for pattern, transient, why in (
+        # "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+        (r"Unable to contact slurm controller", True, "controller unreachable"),
+        (r"Socket timed out on send/recv", True, "controller busy"),
+        (r"Connection refused", True, "daemon not listening"),
+        (r"Connection timed out|Network is unreachable|No route to host", True, "network"),
+        (r"Transport endpoint is not connected", True, "network"),
+        (r"Zero Bytes were transmitted or received", True, "connection dropped"),
+        (r"Communication connection failure", True, "connection dropped"),
+        (r"backup controller in standby mode", True, "controller fail-over"),
+        (r"temporarily unable to accept job|Resource temporarily unavailable", True, "busy"),
+        (r"slurmctld is not responding|Slurmctld.* is DOWN", True, "controller down"),
+        # "sacct: error: Problem talking to the database: Connection refused"
+        (r"Problem talking to the database|slurm_persist_conn_open", True, "slurmdbd down"),
+        (r"Munge (?:encode|decode) failed|Protocol authentication error", True, "munge"),
+        (r"timed out after", True, "command timed out"),
+        # "sbatch: error: invalid partition specified: nosuch"
+        (r"invalid partition", False, "no such partition"),
+        (r"Invalid account", False, "no such account or account/partition combination"),
+        (r"Invalid qos", False, "no such QOS"),
+        (r"Requested reservation is invalid", False, "no such reservation"),
+        (r"Requested node configuration is not available", False, "no node can fit it"),
+        (r"Memory specification can not be satisfied", False, "memory"),
+        (r"Invalid generic resource", False, "gres/GPUs"),
+        (r"Invalid job array specification", False, "array too large or malformed"),
+        (r"Invalid --\w+ specification|unrecognized option|invalid option", False, "option"),
+        (r"violates accounting/QOS policy", False, "account/QOS limits"),
+        (r"Invalid job id specified", False, "unknown job"),
+        (r"Could not establish a configuration source", False, "no slurm.conf"),
+        (r"accounting storage is disabled", False, "no accounting"),
+        (r"not found on PATH", False, "Slurm client not installed"),
+    )
+)
+
+
+def is_transient(message: str) -> bool:
+    """True when the failure behind ``message`` may go away by itself.
+
+    Unrecognised messages count as permanent: they are then reported to the user
+    with Slurm's wording instead of being retried forever.
+    """
+    for pattern, transient, _why in ERROR_PATTERNS:
+        if pattern.search(message):
+            return transient
+    return False
+
+
+def _check_ids(job_ids: Iterable[str]) -> list[str]:
+    ids = [str(job_id).strip() for job_id in job_ids]
+    bad = [job_id for job_id in ids if not _JOB_ID_RE.match(job_id)]
+    if bad:
+        raise ValueError(f"not Slurm job ids: {bad!r}")
+    return list(dict.fromkeys(ids))  # drop repeats, keep order
+
+
+def _run(
+    args: Sequence[str], *, timeout: float, input_text: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    COMMAND_COUNTS[args[0]] += 1
+    try:
+        return subprocess.run(
+            list(args),
+            input=input_text,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SlurmCommandError(
+            f"{args[0]} timed out after {timeout:g}s", transient=True, command=args
+        ) from None
+    except FileNotFoundError:
+        raise SlurmCommandError(
+            f"{args[0]} not found on PATH", transient=False, command=args
+        ) from None
+
+
+def _fail(args: Sequence[str], result: subprocess.CompletedProcess[str]) -> SlurmCommandError:
+    message = result.stderr.strip() or result.stdout.strip()
+    if not message:
+        message = f"exited with status {result.returncode} and no message"
+    return SlurmCommandError(
+        message, transient=is_transient(message), command=args, returncode=result.returncode
+    )
+
+
+# --- sbatch -----------------------------------------------------------------
+
+
+def parse_sbatch_output(text: str) -> str:
+    """``--parsable`` prints ``jobid`` or ``jobid;cluster``; return the job id."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise SlurmCommandError("sbatch printed no job id", transient=False)
+    job_id = lines[-1].split(";", 1)[0]
+    if not job_id.isdigit():
+        raise SlurmCommandError(f"sbatch printed {lines[-1]!r}, not a job id", transient=False)
+    return job_id
+
+
+def sbatch(
+    script_text: str, *, extra_args: Sequence[str] = (), timeout: float = DEFAULT_TIMEOUT
+) -> str:
+    """Submit ``script_text`` (given on stdin) and return the job id.
+
+    A timeout is reported as transient, but the job may have been accepted
+    before the client gave up; a caller retrying should look for it first.
+    """
+    args = ["sbatch", "--parsable", *extra_args]
+    result = _run(args, timeout=timeout, input_text=script_text)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    return parse_sbatch_output(result.stdout)
+
+
+# --- squeue -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SqueueRow:
+    """One job or array element as squeue shows it.
+
+    ``job_id`` is ``"123"`` or ``"123_4"``; ``raw_job_id`` is Slurm's own id
+    (pending elements share the array's id until they start).
+    """
+
+    job_id: str
+    raw_job_id: str
+    array_job_id: str | None
+    array_task_id: int | None
+    state: str
+    reason: str | None
+
+
+def _none_if_na(value: str) -> str | None:
+    value = value.strip()
+    return None if value in {"", "N/A", "None", "(null)", "Unknown"} else value
+
+
+def parse_squeue(text: str) -> dict[str, SqueueRow]:
+    """Parse ``squeue -h -o SQUEUE_FORMAT`` output, expanding ``123_[0-99%5]`` rows."""
+    rows: dict[str, SqueueRow] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        job_id, raw_id, array_id, task_id, state, reason = line.split("|", 5)
+        base = SqueueRow(
+            job_id=job_id,
+            raw_job_id=raw_id,
+            array_job_id=None,
+            array_task_id=None,
+            state=normalise_state(state),
+            reason=_none_if_na(reason),
+        )
+        task = _none_if_na(task_id)
+        if task is None:
+            rows[job_id] = base
+            continue
+        # Without --array, pending elements come as one row "123_[1-5%1]" with %K "1-5%1".
+        for index in expand_indices(task):
+            element = f"{array_id}_{index}"
+            rows[element] = replace(
+                base, job_id=element, array_job_id=array_id, array_task_id=index
+            )
+    return rows
+
+
+def squeue(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SqueueRow]:
+    """State of the given jobs (an array id brings all its elements) in ONE call.
+
+    ``--states=all`` keeps finished jobs visible for MinJobAge; ``--array``
+    lists pending elements one per line.  Unknown ids are simply absent.
+    """
+    ids = _check_ids(job_ids)
+    if not ids:
+        return {}
+    args = [
+        "squeue",
+        "--noheader",
+        "--array",
+        "--states=all",
+        f"--jobs={','.join(ids)}",
+        f"--format={SQUEUE_FORMAT}",
+    ]
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        # With a single unknown id squeue fails ("Invalid job id specified");
+        # with several it prints the known ones and succeeds.  Same meaning.
+        if "Invalid job id specified" in result.stderr and not result.stdout.strip():
+            return {}
+        raise _fail(args, result)
+    return parse_squeue(result.stdout)
+
+
+# --- sacct ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SacctRow:
+    """One job or array element from the accounting database.
+
+    ``state`` is normalised (``"CANCELLED by 0"`` -> ``"CANCELLED"``, the uid in
+    ``cancelled_by``); ``exit_code`` stays Slurm's ``"status:signal"``.
+    """
+
+    job_id: str
+    raw_job_id: str
+    array_job_id: str | None
+    array_task_id: int | None
+    state: str
+    cancelled_by: str | None
+    exit_code: str | None
+    reason: str | None
+    start: str | None
+    end: str | None
+
+    @property
+    def raw_state(self) -> str:
+        return self.state if self.cancelled_by is None else f"{self.state} by {self.cancelled_by}"
+
+
+def parse_sacct(text: str) -> dict[str, SacctRow]:
+    """Parse ``sacct -n -P -X -o SACCT_FIELDS``, expanding pending ``123_[1-3,5%1]`` rows.
+
+    sacct (22.05) has no ``--array``: pending elements stay compressed.
+    """
+    rows: dict[str, SacctRow] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        job_id, raw_id, state, exit_code, reason, start, end = line.split("|", 6)
+        words = state.split()
+        cancelled_by = words[2] if len(words) >= 3 and words[1] == "by" else None
+        base = SacctRow(
+            job_id=job_id,
+            raw_job_id=raw_id,
+            array_job_id=None,
+            array_task_id=None,
+            state=normalise_state(state),
+            cancelled_by=cancelled_by,
+            exit_code=_none_if_na(exit_code),
+            reason=_none_if_na(reason),
+            start=_none_if_na(start),
+            end=_none_if_na(end),
+        )
+        match = _ELEMENT_RE.match(job_id)
+        if match is None:
+            rows[job_id] = base
+            continue
+        array_id, task = match.groups()
+        for index in expand_indices(task):
+            element = f"{array_id}_{index}"
+            rows[element] = replace(
+                base, job_id=element, array_job_id=array_id, array_task_id=index
+            )
+    return rows
+
+
+def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SacctRow]:
+    """Accounting records of the given jobs in ONE call (allocations only, no steps).
+
+    sacct trails squeue by a few seconds: a job just finished may be missing or
+    still RUNNING here.
+    """
+    ids = _check_ids(job_ids)
+    if not ids:
+        return {}
+    args = [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--jobs={','.join(ids)}",
+        f"--format={','.join(SACCT_FIELDS)}",
+    ]
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    return parse_sacct(result.stdout)
+
+
+# --- scancel ----------------------------------------------------------------
+
+# Cancelling is idempotent for us: a job already gone needs nothing more.
+_ALREADY_DONE = re.compile(r"already completing or completed|Invalid job id specified", re.I)
+
+
+def scancel(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Cancel whole jobs (``"123"``) or array elements (``"123_4"``) in ONE call.
+
+    A pending element cancelled this way vanishes: squeue and sacct no longer
+    list it at all.
+    """
+    ids = _check_ids(job_ids)
+    if not ids:
+        return
+    args = ["scancel", *ids]
+    result = _run(args, timeout=timeout)
+    if result.returncode == 0:
+        return
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if not _ALREADY_DONE.search(line)]
+    if errors or not lines:
+        raise _fail(args, result)
+
+
+# --- partitions and ping ----------------------------------------------------
+
+
+def scontrol_show_partitions(*, timeout: float = DEFAULT_TIMEOUT) -> list[PartitionInfo]:
+    """Partitions in Slurm's order, with their nodes' CPUs, memory and GPUs (2 commands)."""
+    args = ["scontrol", "show", "partition", "--oneliner"]
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    partitions = parse_scontrol_partitions(result.stdout)
+
+    node_args = ["sinfo", "--noheader", "--Node", f"--format={SINFO_FORMAT}"]
+    nodes_result = _run(node_args, timeout=timeout)
+    if nodes_result.returncode != 0:
+        raise _fail(node_args, nodes_result)
+    nodes = parse_sinfo_nodes(nodes_result.stdout)
+    return [replace(p, nodes=tuple(nodes.get(p.name, ()))) for p in partitions]
+
+
+def ping(*, timeout: float = 10.0) -> bool:
+    """True when the controller answers ``scontrol ping``."""
+    try:
+        result = _run(["scontrol", "ping"], timeout=timeout)
+    except SlurmCommandError:
+        return False
+    return result.returncode == 0 and "is UP" in result.stdout
