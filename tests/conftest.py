@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ganga_like_local import runner_client
-from ganga_like_local.backend import runner_dir
 
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
+from ganga_like_local import runner_client
+from ganga_like_local.backend import runner_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 

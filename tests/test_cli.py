@@ -12,7 +12,8 @@ import ganga_like
 from .conftest import ROOT
 
 
-def ganga(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def ganga(args: list[str], env: dict[str, str],
+          timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -15,7 +15,8 @@ from ganga_like.repository.connection import Repository
 from ganga_like.runtime.session import Session
 
 
-def run_python(code: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_python(code: str, env: dict[str, str],
+               timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=timeout)
 

@@ -36,21 +36,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class JobPaths:
-    """Where a (sub)job lives on disk: ``<gangadir>/workspace/<id>/[<subid>/]``."""
+    """Where a (sub)job lives on disk: ``<gangadir>/workspace/<id>/[<subid>/]``.
 
-    root: Path
+    Kept as a string and turned into Paths on demand: it is built once per subjob on the
+    submit path, where pathlib's cost shows."""
+
+    location: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.location)
 
     @property
     def input(self) -> Path:
-        return self.root / "input"
+        return Path(self.location, "input")
 
     @property
     def output(self) -> Path:
-        return self.root / "output"
+        return Path(self.location, "output")
 
     @property
     def work(self) -> Path:
-        return self.root / "work"
+        return Path(self.location, "work")
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,8 @@ class SubmitContext:
     def paths(self, job: Job) -> JobPaths:
         master = job.master
         if master is None:
-            return JobPaths(self.workspace / str(job.id))
-        return JobPaths(self.workspace / str(master.id) / str(job.id))
+            return JobPaths(f"{self.workspace}/{job.id}")
+        return JobPaths(f"{self.workspace}/{master.id}/{job.id}")
 
 
 @dataclass
@@ -141,8 +148,10 @@ class IBackend(GangaObject):
     """Where a job runs. Subclasses implement bulk submission, kill and a bulk poll."""
 
     _category = "backends"
-    # Copy of the runtime data a backend stores on a job (ids etc.): not copied by copy().
     supports_real_bulk: ClassVar[bool] = False
+    # False when the backend stores nothing per job (no scheduler id...): subjobs then share
+    # their master's backend object instead of each storing a copy.
+    per_job_state: ClassVar[bool] = True
 
     def submit_bulk(
         self,

@@ -51,8 +51,6 @@ class Job(GangaObject):
                                     "directory before it runs."),
         "outputfiles": ComponentList("files", help="Names or glob patterns collected into "
                                      "the output directory when the job ends."),
-        "time": traitlets.Dict(help="When each status was reached (unix time by status "
-                               "name).").tag(protected=True, copyable=False),
         "history": traitlets.List(help="The event log: time, old status, new status, "
                                   "cause.").tag(protected=True, copyable=False, hidden=True),
         "exit_code": traitlets.Int(None, allow_none=True, help="Exit code of the program "
@@ -74,7 +72,6 @@ class Job(GangaObject):
     inputdata: Any
     inputfiles: tuple[Any, ...]
     outputfiles: tuple[Any, ...]
-    time: dict[str, float]
     history: tuple[tuple[float, str, str, str], ...]
     exit_code: int | None
     submit_count: int
@@ -119,27 +116,21 @@ class Job(GangaObject):
         check_transition(old, new)
         when = _time.time() if when is None else when
         self.status = new.label
-        times = dict(self.time)
-        times[new.label] = when
-        self.time = times
         self.history = (*self.history, make_entry(when, old.label, new.label, cause))
         master = self._master
         if master is not None and master._counter is not None:
             master._counter.move(old, new)
+
+    @property
+    def time(self) -> dict[str, float]:
+        """When each status was last reached (unix time by status name), from the log."""
+        return {entry[2]: entry[0] for entry in self.history if entry[1] != entry[2]}
 
     def log_event(self, cause: str, when: float | None = None) -> None:
         """An event-log entry that is not a status change (a master's resubmit, a kill...)."""
         when = _time.time() if when is None else when
         label = self.current_status().label
         self.history = (*self.history, make_entry(when, label, label, cause))
-
-    def reset_to_new(self, cause: str) -> None:
-        """Roll a job back to new (failed submission): subjobs dropped, counter emptied."""
-        old = self.status
-        self.status = Status.NEW.label
-        self._subjobs = None
-        self._counter = None
-        self.history = (*self.history, make_entry(_time.time(), old, "new", cause))
 
     # -- subjobs ---------------------------------------------------------------------
 
@@ -167,9 +158,11 @@ class Job(GangaObject):
         """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
         tree = IOBTree()
         counter = StatusCounter()
+        counts: dict[str, int] = {}
         for sj in subjobs:
             tree[sj.id] = sj
-        counter.add(Status.NEW, len(subjobs))
+            counts[sj.status] = counts.get(sj.status, 0) + 1
+        counter.counts = counts
         self._subjobs = tree
         self._counter = counter
 

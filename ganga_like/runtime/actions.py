@@ -69,26 +69,18 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     if checker is not None:
         checker()
 
-    def record_intent() -> list[Job]:
-        targets = [job]
-        if job.splitter is not None:
-            try:
-                variations = job.splitter.variations(job)
-            except GangaError as exc:
-                raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
-            except Exception as exc:
-                raise JobError(f"job {job.fqid}: the splitter failed: "
-                               f"{type(exc).__name__}: {exc}") from exc
-            if not variations:
-                raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
-            targets = build_subjobs(job, variations)
-            job.attach_subjobs(targets)
+    # Split in memory: a failing or empty split changes nothing stored.
+    targets = _split(job) if job.splitter is not None else [job]
+    is_split = targets[0] is not job
+
+    def record_intent() -> None:
+        # The only record before the backend is reached: a crash from here on leaves the
+        # job "submitting" with no subjobs, which startup recovery rolls back (cancelling
+        # whatever the backend may have received under this job's keys).
         job.change_status(Status.SUBMITTING, "user: submit")
         job.submit_count = job.submit_count + 1
-        return targets
 
-    targets = session.repo.in_transaction(record_intent)
-    is_split = targets[0] is not job
+    session.repo.in_transaction(record_intent)
     outcome = _hand_to_backend(session, job, targets, keep_going)
 
     def record_outcome() -> None:
@@ -101,19 +93,21 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             job.change_status(Status.SUBMITTED, "user: submit")
             registry.follow(job, job.backend.monitor_data(job))
             return
-        submitted = 0
+        submitted = [sj for sj in targets
+                     if sj.fqid not in outcome.failed and sj.fqid not in outcome.not_attempted]
+        if not submitted:
+            job.change_status(Status.NEW, "submission failed for every subjob: rolled back")
+            return
         for sj in targets:
             message = outcome.failed.get(sj.fqid)
             if message is not None:
                 sj.log_event(f"submission failed: {message}")
-            elif sj.fqid not in outcome.not_attempted:
-                sj.change_status(Status.SUBMITTED, "user: submit")
-                registry.follow(sj, sj.backend.monitor_data(sj))
-                submitted += 1
-        if submitted == 0:
-            job.reset_to_new("submission failed for every subjob: rolled back")
-        else:
-            job.status = Status.SUBMITTED.label
+        for sj in submitted:
+            sj.change_status(Status.SUBMITTED, "user: submit")
+            registry.follow(sj, sj.backend.monitor_data(sj))
+        # Each subjob record is written once, in its submitted (or new) state.
+        job.attach_subjobs(targets)
+        job.status = Status.SUBMITTED.label
 
     session.repo.in_transaction(record_outcome)
     session.poke_monitor()
@@ -121,13 +115,26 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         summary = _summarise(outcome)
         if not is_split:
             raise JobError(f"job {job.fqid} could not be submitted: {summary}")
-        if not job.is_master:
+        if job.current_status() is Status.NEW:
             raise JobError(f"job {job.fqid}: no subjob could be submitted, the job is new "
                            f"again: {summary}")
         if not keep_going:
             raise JobError(f"job {job.fqid}: submission stopped: {summary}")
         log.warning("job %s: %s", job.fqid, summary)
     return True
+
+
+def _split(job: Job) -> list[Job]:
+    try:
+        variations = job.splitter.variations(job)
+    except GangaError as exc:
+        raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
+    except Exception as exc:  # a splitter plugin's bug is reported, nothing is stored
+        raise JobError(f"job {job.fqid}: the splitter failed: "
+                       f"{type(exc).__name__}: {exc}") from exc
+    if not variations:
+        raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
+    return build_subjobs(job, variations)
 
 
 def _summarise(outcome: SubmitOutcome) -> str:

@@ -28,7 +28,7 @@ class Applied:
 
 def describe(backend: str, report: StatusReport) -> str:
     """The cause recorded in the event log for a monitored transition."""
-    parts = [f"monitor: {backend} reports {report.status}"]
+    parts = [f"{backend}: {report.status}"]
     if report.exit_code is not None:
         parts.append(f"exit code {report.exit_code}")
     if report.reason:

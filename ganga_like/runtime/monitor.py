@@ -53,6 +53,7 @@ class Monitor:
         self._lock = threading.Lock()  # one cycle at a time (thread or run_once)
         self.stale_backends: dict[str, str] = {}
         self.cycles = 0
+        self.cpu_seconds = 0.0  # CPU spent in cycles, for benchmarks and `%monitor status`
 
     # -- control ---------------------------------------------------------------------
 
@@ -108,6 +109,14 @@ class Monitor:
     def run_once(self) -> CycleResult:
         """One cycle: poll every backend once, apply, commit. Safe to call from any thread."""
         with self._lock:
+            cpu_before = time.thread_time()
+            try:
+                return self._run_once_locked()
+            finally:
+                self.cpu_seconds += time.thread_time() - cpu_before
+
+    def _run_once_locked(self) -> CycleResult:
+        if True:
             if self._conn is None:
                 self._conn = self.repo.db.open(transaction_manager=self._tm)
             self._tm.begin()

@@ -27,7 +27,10 @@ def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
         for name in _COPIED:
             value = source.get(name)
             if isinstance(value, GangaObject):
-                d[name] = value._copy()
+                # A component with no per-job state (Local) is shared, not copied: one
+                # record less per subjob.
+                shared = not getattr(value, "per_job_state", True)
+                d[name] = value if shared else value._copy()
         for name in _SHARED:
             if name in source:
                 d[name] = source[name]

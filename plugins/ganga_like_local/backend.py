@@ -39,8 +39,12 @@ JOURNAL = "runner-events.jsonl"
 # kept this long before being dropped as belonging to a finished run.
 PENDING_EVENT_SECONDS = 60.0
 
-_STATES = {"started": Status.RUNNING, "completed": Status.COMPLETED,
-           "failed": Status.FAILED, "killed": Status.KILLED}
+_STATES = {
+    "started": Status.RUNNING,
+    "completed": Status.COMPLETED,
+    "failed": Status.FAILED,
+    "killed": Status.KILLED,
+}
 
 
 def runner_dir(gangadir: Path) -> Path:
@@ -56,9 +60,11 @@ class Local(IBackend):
     the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {}
+    per_job_state = False  # the runner's key is derived from the fqid
 
-    def submit_bulk(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-                    keep_going: bool) -> SubmitOutcome:
+    def submit_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
+    ) -> SubmitOutcome:
         outcome = SubmitOutcome()
         tasks: list[TaskSpec] = []
         for index, (job, spec) in enumerate(jobs):
@@ -72,35 +78,51 @@ class Local(IBackend):
         if tasks:
             try:
                 runner_client.submit(
-                    runner_dir(ctx.gangadir), tasks, dict(os.environ),
+                    runner_dir(ctx.gangadir),
+                    tasks,
+                    dict(os.environ),
                     max_concurrent=int(ctx.settings.get("local_max_concurrent", 1)),
-                    idle_exit_seconds=float(ctx.settings.get("local_idle_exit", 30.0)))
+                    idle_exit_seconds=float(ctx.settings.get("local_idle_exit", 30.0)),
+                )
             except OSError as exc:
                 raise BackendError(f"the Local runner could not be started: {exc}") from exc
         return outcome
 
     def _task(self, ctx: SubmitContext, job: Job, spec: RunSpec) -> TaskSpec:
-        paths = ctx.paths(job)
-        if paths.output.exists() and job.submit_count > 1:
+        # Plain strings, not pathlib: this runs once per subjob on the submit path.
+        master = job.master
+        top = str(master.id if master is not None else job.id)
+        base = os.path.join(str(ctx.workspace), top)
+        root = base if master is None else os.path.join(base, str(job.id))
+        output = os.path.join(root, "output")
+        if job.submit_count > 1 and os.path.exists(output):
             # A resubmission keeps the earlier run's output beside the new one.
-            paths.output.rename(paths.root / f"output.{job.submit_count - 1}")
+            os.rename(output, os.path.join(root, f"output.{job.submit_count - 1}"))
         inputs = []
         if spec.inputs:
-            paths.input.mkdir(parents=True, exist_ok=True)
+            input_dir = os.path.join(root, "input")
+            os.makedirs(input_dir, exist_ok=True)
             for source in spec.inputs:
-                target = paths.input / os.path.basename(source)
-                _link_or_copy(Path(source), target)
-                inputs.append(str(target))
-        master = job.master
+                target = os.path.join(input_dir, os.path.basename(source))
+                _link_or_copy(Path(source), Path(target))
+                inputs.append(target)
         env = dict(spec.env)
-        env.update(GANGA_JOB_ID=str(job.id), GANGA_FQID=job.fqid,
-                   GANGA_MASTER_ID=str(master.id) if master is not None else "",
-                   GANGA_SUBJOB_ID=str(job.id) if master is not None else "")
-        journal = ctx.workspace / str(master.id if master is not None else job.id) / JOURNAL
-        return TaskSpec(key=task_key(job), argv=list(spec.argv), env=env,
-                        workdir=str(paths.work), output_dir=str(paths.output),
-                        inputs=inputs, output_patterns=list(spec.output_patterns),
-                        events=str(journal))
+        env.update(
+            GANGA_JOB_ID=str(job.id),
+            GANGA_FQID=job.fqid,
+            GANGA_MASTER_ID=top if master is not None else "",
+            GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
+        )
+        return TaskSpec(
+            key=task_key(job),
+            argv=list(spec.argv),
+            env=env,
+            workdir=os.path.join(root, "work"),
+            output_dir=output,
+            inputs=inputs,
+            output_patterns=list(spec.output_patterns),
+            events=os.path.join(base, JOURNAL),
+        )
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
         try:
@@ -114,7 +136,8 @@ class Local(IBackend):
         runs = {ref.fqid: ref.run for ref in refs}
         offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
         pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
-            "pending", {})
+            "pending", {}
+        )
         new_offsets = dict(offsets)
         new_pending: dict[int, list[tuple[float, runner_client.Event]]] = {}
         now = time.monotonic()
@@ -157,9 +180,14 @@ def _report(event: runner_client.Event, runs: Mapping[str, int]) -> StatusReport
     if status is None:
         return None
     reason = event.reason or ""
-    return StatusReport(fqid=fqid, status=status, time=event.time, reason=reason,
-                        exit_code=event.exit_code,
-                        started=event.exit_code is not None or status is Status.RUNNING)
+    return StatusReport(
+        fqid=fqid,
+        status=status,
+        time=event.time,
+        reason=reason,
+        exit_code=event.exit_code,
+        started=event.exit_code is not None or status is Status.RUNNING,
+    )
 
 
 def _may_become_active(event: runner_client.Event, runs: Mapping[str, int]) -> bool:

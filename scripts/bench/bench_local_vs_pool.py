@@ -1,0 +1,88 @@
+"""1,000 `/bin/echo` subjobs on Local, from submit() to master completed, against a plain
+Python subprocess pool of the same concurrency, in the same run; plus CPU per subjob.
+
+    python scripts/bench/bench_local_vs_pool.py [N]
+
+CPU per subjob counts the submitting process (with its monitor thread) and the runner; the
+echo processes themselves are printed apart (they cost the same in both).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+
+def plain_pool(n: int, workers: int, outdir: Path) -> float:
+    def run(i: int) -> int:
+        with open(outdir / f"{i}.out", "wb") as out:
+            return subprocess.run(["/bin/echo", str(i)], stdout=out, check=False).returncode
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        codes = list(pool.map(run, range(n)))
+    assert not any(codes)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    workers = os.cpu_count() or 1
+    tmp = Path(tempfile.mkdtemp(prefix="bench-local-"))
+    os.environ["GANGA_DIR"] = str(tmp / "gangadir")
+    from ganga_like import ArgSplitter, Executable, Job, Local
+    from ganga_like.runtime.session import close_session, current_session
+    from ganga_like_local import runner_client
+    from ganga_like_local.backend import runner_dir
+
+    (tmp / "pool").mkdir()
+    pool_wall = plain_pool(n, workers, tmp / "pool")
+
+    current_session()
+    # Start the runner before timing, as a user's second job would find it running.
+    warm = Job(application=Executable(exe="/bin/true"), backend=Local())
+    warm.submit()
+    warm.wait(timeout=60)
+    rdir = runner_dir(tmp / "gangadir")
+    runner = psutil.Process(runner_client.runner_pid(rdir))
+    me = psutil.Process()
+    runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
+    session = current_session()
+    monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
+
+    j = Job(application=Executable(exe="/bin/echo"),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
+    started = time.perf_counter()
+    j.submit()
+    status = j.wait(timeout=600)
+    ganga_wall = time.perf_counter() - started
+    runner_cpu, my_cpu = runner.cpu_times(), me.cpu_times()
+    assert status == "completed", status
+    monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
+    cycles = session.monitor.cycles - cycles0
+
+    own = (my_cpu.user + my_cpu.system) - (my_cpu0.user + my_cpu0.system)
+    run = (runner_cpu.user + runner_cpu.system) - (runner_cpu0.user + runner_cpu0.system)
+    children = ((runner_cpu.children_user + runner_cpu.children_system)
+                - (runner_cpu0.children_user + runner_cpu0.children_system))
+    print(f"subjobs: {n}, concurrency: {workers}")
+    print(f"plain subprocess pool:        {pool_wall:.2f} s wall")
+    print(f"ganga_like Local, submit->completed: {ganga_wall:.2f} s wall")
+    print(f"ratio: {ganga_wall / pool_wall:.2f}")
+    print(f"CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
+          f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
+          f"(the echo processes themselves: {1000 * children / n:.2f} ms)")
+    print(f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU")
+    close_session()
+    runner_client.stop(rdir)
+
+
+if __name__ == "__main__":
+    main()
