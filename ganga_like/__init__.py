@@ -62,7 +62,11 @@ __all__ = [*_CORE, *_plugin_registry.known_names()]
 
 def __getattr__(name: str) -> Any:
     if name in _plugin_registry.known_names():
-        return plugin(name)
+        try:
+            return plugin(name)
+        except PluginError as exc:
+            # The name stays importable; using it says why the plugin is unavailable.
+            return _plugin_registry.Unavailable(name, exc)
     raise AttributeError(f"module 'ganga_like' has no attribute {name!r}")
 
 

@@ -16,7 +16,15 @@ from ganga_like.errors import PluginError
 if TYPE_CHECKING:
     from ganga_like.model.base import GangaObject
 
-__all__ = ["ENTRY_POINT_GROUP", "available", "find", "known_names", "load_failures", "reset"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Unavailable",
+    "available",
+    "find",
+    "known_names",
+    "load_failures",
+    "reset",
+]
 
 ENTRY_POINT_GROUP = "ganga_like.plugins"
 
@@ -104,3 +112,17 @@ def reset() -> None:
     _entry_points.cache_clear()
     _loaded.clear()
     _failed.clear()
+
+
+class Unavailable:
+    """Stands in for a plugin that failed to load: any use raises the reason."""
+
+    def __init__(self, name: str, error: PluginError) -> None:
+        self.name = name
+        self.error = error
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise PluginError(str(self.error)) from self.error
+
+    def __repr__(self) -> str:
+        return f"<unavailable plugin {self.name}: {self.error}>"
