@@ -5,6 +5,9 @@
             the monitor follows, with all it needs to poll them, so a cycle never scans the
             registry nor loads a job that has nothing new
 ``ids``     the next free job id (ids are never reused)
+``submitting`` IOBTree: job id -> the intent of a submission in progress (kind, subjob ids,
+            owner process), removed when its outcome is recorded; what is left after a crash
+            is recovered at startup (see ganga_like.runtime.recovery)
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ class Registry:
     def initialise(root: Any) -> bool:
         """Create the layout if missing; True when something was created."""
         created = False
-        for key, factory in (("jobs", IOBTree), ("active", OOBTree), ("ids", IdAllocator)):
+        for key, factory in (("jobs", IOBTree), ("active", OOBTree), ("ids", IdAllocator),
+                             ("submitting", IOBTree)):
             if key not in root:
                 root[key] = factory()
                 created = True
@@ -65,6 +69,10 @@ class Registry:
     @property
     def active(self) -> OOBTree:
         return self.root["active"]
+
+    @property
+    def submitting(self) -> IOBTree:
+        return self.root["submitting"]
 
     def add(self, job: Job) -> int:
         job_id: int = self.root["ids"].allocate()

@@ -9,9 +9,10 @@ Failures before the backend is reached roll back completely.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ganga_like.errors import BackendError, BrokenObjectError, GangaError, JobError
 from ganga_like.model.base import GangaObject
@@ -79,12 +80,15 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         # whatever the backend may have received under this job's keys).
         job.change_status(Status.SUBMITTING, "user: submit")
         job.submit_count = job.submit_count + 1
+        count = len(targets) if is_split else 0
+        session.registry().submitting[job.id] = intent("submit", count)
 
     session.repo.in_transaction(record_intent)
     outcome = _hand_to_backend(session, job, targets, keep_going)
 
     def record_outcome() -> None:
         registry = session.repo.registry()
+        registry.submitting.pop(job.id, None)
         if not is_split:
             message = outcome.failed.get(job.fqid)
             if message is not None:
@@ -124,6 +128,18 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     return True
 
 
+def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, float]:
+    """What a crash recovery needs to know about a submission in progress, and whose it is
+    (pid and process start time, so a live session's submission is never "recovered")."""
+    return (kind, detail, os.getpid(), _process_started())
+
+
+def _process_started() -> float:
+    import psutil
+
+    return float(psutil.Process().create_time())
+
+
 def _split(job: Job) -> list[Job]:
     try:
         variations = job.splitter.variations(job)
@@ -146,8 +162,6 @@ def _summarise(outcome: SubmitOutcome) -> str:
 
 
 def _check_inputs(job: Job) -> None:
-    import os
-
     for f in job.inputfiles:
         path = f.input_path()
         if not os.path.isfile(path):
@@ -205,11 +219,14 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit")
     else:
         status = job.current_status()
-        if status not in (*_RESUBMITTABLE, Status.COMPLETED) or (
-                status is Status.NEW and job.master is None):
+        allowed = {*_RESUBMITTABLE, Status.COMPLETED}
+        if job.master is not None:
+            allowed.add(Status.NEW)  # a subjob whose submission failed
+        if status not in allowed:
             raise JobError(f"job {job.fqid} is {status}: only failed, killed or completed "
                            "jobs can be resubmitted")
         targets = [job]
+    master = job.master or job
 
     def record_intent() -> None:
         for target in targets:
@@ -217,13 +234,15 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             target.submit_count = target.submit_count + 1
         if job.is_master:
             job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
+        ids = tuple(t.id for t in targets) if targets[0] is not master else ()
+        session.registry().submitting[master.id] = intent("resubmit", ids)
 
     session.repo.in_transaction(record_intent)
-    master = job.master or job
     outcome = _hand_to_backend(session, master, targets, keep_going)
 
     def record_outcome() -> None:
         registry = session.repo.registry()
+        registry.submitting.pop(master.id, None)
         for target in targets:
             message = outcome.failed.get(target.fqid)
             if message is not None or target.fqid in outcome.not_attempted:

@@ -53,6 +53,7 @@ class Monitor:
         self._lock = threading.Lock()  # one cycle at a time (thread or run_once)
         self.stale_backends: dict[str, str] = {}
         self.cycles = 0
+        self.commits = 0  # successful commits that changed something: readers refresh on it
         self.cpu_seconds = 0.0  # CPU spent in cycles, for benchmarks and `%monitor status`
 
     # -- control ---------------------------------------------------------------------
@@ -116,30 +117,31 @@ class Monitor:
                 self.cpu_seconds += time.thread_time() - cpu_before
 
     def _run_once_locked(self) -> CycleResult:
-        if True:
-            if self._conn is None:
-                self._conn = self.repo.db.open(transaction_manager=self._tm)
-            self._tm.begin()
-            result = CycleResult()
-            registry = Registry(self._conn.root())
-            staged: dict[str, dict[str, Any]] = {}
-            try:
-                self._cycle(registry, result, staged)
-                self._tm.commit()
-            except ConflictError:
-                # Another session changed the same jobs: nothing is lost, the same reports
-                # are produced again next cycle because backend offsets were not advanced.
-                self._tm.abort()
-                result.changed = 1
-                return result
-            except BaseException:
-                self._tm.abort()
-                raise
-            for name, memory in staged.items():
-                self._contexts[name].memory.update(memory)
-            self.stale_backends = result.stale_backends
-            self.cycles += 1
+        if self._conn is None:
+            self._conn = self.repo.db.open(transaction_manager=self._tm)
+        self._tm.begin()
+        result = CycleResult()
+        registry = Registry(self._conn.root())
+        staged: dict[str, dict[str, Any]] = {}
+        try:
+            self._cycle(registry, result, staged)
+            self._tm.commit()
+        except ConflictError:
+            # Another session changed the same jobs: nothing is lost, the same reports
+            # are produced again next cycle because backend offsets were not advanced.
+            self._tm.abort()
+            result.changed = 1
             return result
+        except BaseException:
+            self._tm.abort()
+            raise
+        if result.changed:
+            self.commits += 1
+        for name, memory in staged.items():
+            self._contexts[name].memory.update(memory)
+        self.stale_backends = result.stale_backends
+        self.cycles += 1
+        return result
 
     def _cycle(self, registry: Registry, result: CycleResult,
                staged: dict[str, dict[str, Any]]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 
 from ganga_like.model.interfaces import SubmitContext
 from ganga_like.repository.connection import Repository
@@ -21,6 +22,9 @@ __all__ = ["Session", "close_session", "current_session", "open_session"]
 
 log = logging.getLogger("ganga_like")
 
+# Longest a status read may lag behind commits the monitor did not tell us about.
+REFRESH_AFTER = 0.5
+
 
 class Session:
     def __init__(self, settings: Settings) -> None:
@@ -30,6 +34,13 @@ class Session:
         # Outside a shell cell, every change is committed at once (scripts, notebooks
         # without the extension); the shell turns this off and commits per cell.
         self.autocommit = True
+        self.recovered: list[str] = []
+        self._seen_commits = -1
+        self._refreshed_at = 0.0
+        if not self.repo.read_only:
+            from ganga_like.runtime.recovery import recover_interrupted_submissions
+
+            self.recovered = recover_interrupted_submissions(self)
         if settings.monitoring:
             self.monitor.start()
 
@@ -46,8 +57,18 @@ class Session:
             self.repo.commit()
 
     def refresh(self) -> None:
-        """See the monitor's latest commits (nothing of ours is pending in autocommit)."""
-        if self.autocommit:
+        """See the latest commits (nothing of ours is pending in autocommit).
+
+        Starting a new transaction is cheap but not free, and status reads call this: it
+        is skipped unless the monitor committed since, or a moment passed (other writers).
+        """
+        if not self.autocommit:
+            return
+        serial = self.monitor.commits
+        now = time.monotonic()
+        if serial != self._seen_commits or now - self._refreshed_at > REFRESH_AFTER:
+            self._seen_commits = serial
+            self._refreshed_at = now
             self.repo.abort()
 
     def poke_monitor(self) -> None:
