@@ -219,7 +219,8 @@ def _short(exc: traitlets.TraitError) -> str:
     text = str(exc)
     # traitlets says "The 'x' trait of a Job instance expected ..."; keep "expected ...".
     marker = " expected "
-    return "expected " + text.split(marker, 1)[1] if marker in text else text
+    text = "expected " + text.split(marker, 1)[1] if marker in text else text
+    return text.rstrip(".")
 
 
 def unknown_attribute_message(cls: type[GangaObject], name: str) -> str:

@@ -29,7 +29,7 @@ class Applied:
 def describe(backend: str, report: StatusReport) -> str:
     """The cause recorded in the event log for a monitored transition."""
     parts = [f"{backend}: {report.status}"]
-    if report.exit_code is not None:
+    if report.exit_code is not None and "exit code" not in report.reason:
         parts.append(f"exit code {report.exit_code}")
     if report.reason:
         parts.append(report.reason)
