@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "BackendError",
     "BrokenObjectError",
+    "ConfigError",
     "GangaError",
     "IllegalTransitionError",
     "JobError",
@@ -29,6 +30,10 @@ class SchemaError(GangaError, AttributeError, TypeError):
     It also derives from AttributeError and TypeError so that Python idioms such as
     ``getattr(obj, name, default)`` and ``hasattr`` keep working on GPI objects.
     """
+
+
+class ConfigError(SchemaError):
+    """A configuration option is unknown, or was given a value it does not accept."""
 
 
 class JobError(GangaError):

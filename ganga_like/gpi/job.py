@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
-import sys
+import inspect
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -12,7 +12,9 @@ from typing import Any
 
 from ganga_like.errors import GangaError, JobError
 from ganga_like.gpi.display import table
-from ganga_like.gpi.proxy import GPIObject, _session, unwrap, wrap
+from ganga_like.gpi.progress import Progress
+from ganga_like.gpi.progress import progress as show_progress
+from ganga_like.gpi.proxy import GPIObject, _session, schema_doc, unwrap, wrap
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
@@ -105,7 +107,16 @@ class Job(GPIObject):
 
     def submit(self, keep_going: bool = False) -> bool:
         """Split (if a splitter is set) and submit; see the user guide for keep_going."""
-        return actions.submit(_session(), self._job, keep_going)
+        job = self._job
+        if job.__dict__.get("splitter") is None:
+            return actions.submit(_session(), job, keep_going)
+        # Splitting and bulk submission of thousands of subjobs takes seconds: say so.
+        with show_progress(f"submitting job {job.fqid}") as bar:
+            bar.update(0, None, "splitting, preparing and handing to the backend")
+            result = actions.submit(_session(), job, keep_going)
+            count = job.subjob_count()
+            bar.update(count, count, f"{count} subjobs submitted")
+        return result
 
     def kill(self, keep_going: bool = True) -> bool:
         """Kill the job (a master: all its active subjobs)."""
@@ -164,43 +175,41 @@ class Job(GPIObject):
         return f"Job({', '.join(fields)})"
 
 
+# ``Job?`` and ``help(Job)`` list every attribute with its type, default and help.
+Job.__doc__ = f"{inspect.cleandoc(Job.__doc__ or '')}\n\n{schema_doc(JobImpl)}"
+
+
 def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
                  progress: bool | None) -> str:
     session = _session()
     target = Status.parse(until) if until else None
-    show = sys.stderr.isatty() if progress is None else progress
     deadline = None if timeout is None else time.monotonic() + timeout
-    last_line = ""
-    while True:
-        session.refresh()
-        status = job.current_status()
-        done = status.reached(target) or status.final if target else status.final
-        if show:
-            line = _progress_line(job, status)
-            if line != last_line:
-                sys.stderr.write("\r" + line.ljust(len(last_line)))
-                sys.stderr.flush()
-                last_line = line
-        if done:
-            if show:
-                sys.stderr.write("\n")
-            return status.label
-        if deadline is not None and time.monotonic() >= deadline:
-            if show:
-                sys.stderr.write("\n")
-            raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
-        session.poke_monitor()
-        time.sleep(0.05)
+    with show_progress(f"job {job.fqid}", show=progress) as bar:
+        while True:
+            # Waiting is an action, like submit: inside a shell cell it commits what the
+            # cell changed so far, so that the monitor's new commits become visible.
+            session.sync()
+            status = job.current_status()
+            done = status.reached(target) or status.final if target else status.final
+            _report_progress(bar, job, status)
+            if done:
+                return status.label
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
+            session.poke_monitor()
+            time.sleep(0.05)
 
 
-def _progress_line(job: JobImpl, status: Status) -> str:
+def _report_progress(bar: Progress, job: JobImpl, status: Status) -> None:
     counts = job.counts()
     if not counts:
-        return f"job {job.fqid}: {status}"
+        bar.update(0, None, str(status), {status.label: 1})
+        return
     total = sum(counts.values())
     finished = sum(n for s, n in counts.items() if s.final)
-    detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order))
-    return f"job {job.fqid}: {finished}/{total} finished ({detail})"
+    ordered = sorted(counts.items(), key=lambda kv: kv[0].order)
+    detail = ", ".join(f"{n} {s}" for s, n in ordered)
+    bar.update(finished, total, detail, {s.label: n for s, n in ordered})
 
 
 def _parse_fqid(key: Any) -> tuple[int, int | None]:
@@ -283,29 +292,46 @@ class JobSlice:
             out.append(job)
         return JobSlice(out, self._title)
 
-    def _bulk(self, action: Callable[[JobImpl], Any], keep_going: bool) -> list[str]:
+    def query(self, text: str) -> JobSlice:
+        """The jobs matching a query, e.g. ``"status=failed; name~scan*; time.submitted>2d-ago"``
+        (see the query language reference)."""
+        from ganga_like.query import parse
+        from ganga_like.runtime.search import KNOWN_ROOTS, filter_jobs
+
+        query = parse(text, known_roots=KNOWN_ROOTS)
+        return JobSlice(filter_jobs(self._impls(), query), self._title)
+
+    def _bulk(self, action: Callable[[JobImpl], Any], keep_going: bool,
+              verb: str = "") -> list[str]:
         errors = []
-        for job in self._impls():
-            try:
-                action(job)
-            except GangaError as exc:
-                if not keep_going:
-                    raise
-                errors.append(f"{job.fqid}: {exc}")
+        impls = self._impls()
+        # A bar only if the whole thing lasts long enough to be worth watching.
+        with show_progress(f"{verb} {len(impls)} jobs", delay=0.5) as bar:
+            for done, job in enumerate(impls):
+                try:
+                    action(job)
+                except GangaError as exc:
+                    if not keep_going:
+                        raise
+                    errors.append(f"{job.fqid}: {exc}")
+                bar.update(done + 1, len(impls), f"{len(errors)} errors" if errors else "")
         return errors
 
     def submit(self, keep_going: bool = True) -> list[str]:
         """Submit every job; with keep_going, errors are collected and returned."""
-        return self._bulk(lambda j: actions.submit(_session(), j, keep_going), keep_going)
+        return self._bulk(lambda j: actions.submit(_session(), j, keep_going), keep_going,
+                          "submitting")
 
     def kill(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going)
+        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going,
+                          "killing")
 
     def resubmit(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.resubmit(_session(), j, keep_going), keep_going)
+        return self._bulk(lambda j: actions.resubmit(_session(), j, keep_going), keep_going,
+                          "resubmitting")
 
     def remove(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.remove(_session(), j), keep_going)
+        return self._bulk(lambda j: actions.remove(_session(), j), keep_going, "removing")
 
     def copy(self, keep_going: bool = True) -> JobSlice:
         copies = []
@@ -316,6 +342,24 @@ class JobSlice:
                 if not keep_going:
                     raise
         return JobSlice(copies, self._title)
+
+
+class LazyJobSlice(JobSlice):
+    """A slice of job ids, loading each job only when it is used."""
+
+    def __init__(self, registry: Any, ids: list[int], title: str = "jobs") -> None:
+        self._registry = registry
+        self._ids = ids
+        self._title = title
+
+    def _impls(self) -> list[JobImpl]:
+        return [j for j in (self._registry.get(i) for i in self._ids) if j is not None]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def ids(self) -> list[int]:
+        return list(self._ids)
 
 
 class SubjobSlice(JobSlice):
@@ -392,7 +436,20 @@ class JobRegistry(JobSlice):
             raise JobError(f"jobs: index {index} out of range ({len(ids)} jobs)") from None
 
     def __repr__(self) -> str:
+        _session().refresh()
         return table(self._impls(), self._title)
+
+    def query(self, text: str) -> JobSlice:
+        """The jobs matching a query; status, name and id conditions are answered from the
+        repository's indexes without loading jobs."""
+        from ganga_like.query import parse
+        from ganga_like.runtime.search import KNOWN_ROOTS, search
+
+        query = parse(text, known_roots=KNOWN_ROOTS)
+        session = _session()
+        session.refresh()
+        registry = session.registry()
+        return LazyJobSlice(registry, search(registry, query), self._title)
 
     def __getstate__(self) -> Any:
         raise TypeError("the jobs registry cannot be pickled")

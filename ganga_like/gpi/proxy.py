@@ -8,6 +8,7 @@ one proxy per underlying object, so ``jobs(3) is jobs(3)``.
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -16,14 +17,20 @@ from ZODB.broken import Broken
 
 from ganga_like.errors import BrokenObjectError, JobError, SchemaError
 from ganga_like.model import plugin_registry
-from ganga_like.model.base import GangaObject, schema_items, unknown_attribute_message
+from ganga_like.model.base import (
+    Component,
+    ComponentList,
+    GangaObject,
+    schema_items,
+    unknown_attribute_message,
+)
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["GPIList", "GPIObject", "proxy_class", "unwrap", "wrap"]
+__all__ = ["GPIList", "GPIObject", "proxy_class", "schema_doc", "unwrap", "wrap"]
 
 _proxies: weakref.WeakValueDictionary[int, GPIObject] = weakref.WeakValueDictionary()
 _classes: dict[type[GangaObject], type[GPIObject]] = {}
@@ -117,7 +124,10 @@ class GPIObject:
         cls = type(impl)
         _check_writable(cls, name)
         self._check_editable(name)
+        old = getattr(impl, name)
         impl._assign(name, unwrap(value))
+        if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
+            _session().registry().rename(impl, old)
         if impl._p_jar is not None or self._root_job() is not None:
             _commit_if_stored(self)
 
@@ -340,11 +350,47 @@ def proxy_class(impl_class: type[GangaObject]) -> type[GPIObject]:
 
 
 def _class_doc(impl_class: type[GangaObject]) -> str:
-    lines = [impl_class.__doc__ or impl_class.__name__, "", "Attributes:"]
+    intro = inspect.cleandoc(impl_class.__doc__ or impl_class.__name__)
+    return f"{intro}\n\n{schema_doc(impl_class)}"
+
+
+_TYPE_NAMES = {"Unicode": "str", "Int": "int", "Float": "float", "Bool": "bool",
+               "List": "list", "Dict": "dict", "Tuple": "tuple", "CInt": "int",
+               "CFloat": "float", "Enum": "one of"}
+
+
+def schema_doc(impl_class: type[GangaObject]) -> str:
+    """The "Attributes:" section of a GPI class's help: type, default and help of each
+    public attribute (what ``Job?`` and ``help(Job)`` show)."""
+    lines = ["Attributes:"]
     for name, trait in schema_items(impl_class):
-        default = trait.default_value if trait.default_value is not None else "None"
-        lines.append(f"  {name} ({type(trait).__name__}, default {default!r}): {trait.help}")
+        read_only = ", read-only" if trait.metadata.get("protected") else ""
+        lines.append(f"  {name} ({_type_text(trait)}, default {_default_text(trait)}"
+                     f"{read_only}): {trait.help}")
+    if len(lines) == 1:
+        lines.append("  (none)")
     return "\n".join(lines)
+
+
+def _type_text(trait: Any) -> str:
+    if isinstance(trait, ComponentList):
+        return f"list of {trait.category[:-1]} objects"
+    if isinstance(trait, Component):
+        return f"{trait.category[:-1]} object"
+    name = _TYPE_NAMES.get(type(trait).__name__, type(trait).__name__)
+    values = getattr(trait, "values", None)
+    if name == "one of" and values:
+        name = "one of " + ", ".join(repr(v) for v in values)
+    return f"{name} or None" if getattr(trait, "allow_none", False) else name
+
+
+def _default_text(trait: Any) -> str:
+    if isinstance(trait, Component):
+        return f"{trait.default_plugin}()" if trait.default_plugin else "None"
+    try:
+        return repr(trait.default())
+    except Exception:  # a trait without a computable default: say so, never fail help()
+        return "(computed)"
 
 
 def plugin(name: str) -> type[GPIObject]:

@@ -8,16 +8,22 @@
 ``submitting`` IOBTree: job id -> the intent of a submission in progress (kind, subjob ids,
             owner process), removed when its outcome is recorded; what is left after a crash
             is recovered at startup (see ganga_like.runtime.recovery)
+``by_status`` OOBTree: status -> IITreeSet of top-level job ids, and ``status_of`` IOBTree:
+            id -> the status it is indexed under; ``by_name`` OOBTree: name -> IITreeSet.
+            Queries by status or name answer from these without loading a job.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from BTrees.IIBTree import IITreeSet
 from BTrees.IOBTree import IOBTree
 from BTrees.OOBTree import OOBTree
 from persistent import Persistent
 
+from ganga_like.model.history import make_entry
 from ganga_like.model.job import Job
 
 __all__ = ["FORMAT", "TOP", "IdAllocator", "Registry", "active_key"]
@@ -57,6 +63,14 @@ class Registry:
             if key not in root:
                 root[key] = factory()
                 created = True
+        if "by_status" not in root:
+            # Also the migration of a repository made before the indexes existed.
+            root["by_status"], root["status_of"], root["by_name"] = (
+                OOBTree(), IOBTree(), OOBTree())
+            registry = Registry(root)
+            for job in root["jobs"].values():
+                registry.reindex(job)
+            created = True
         if root.get("format") != FORMAT:
             root["format"] = FORMAT
             created = True
@@ -79,7 +93,65 @@ class Registry:
         job.__dict__["id"] = job_id
         job._p_changed = True
         self.jobs[job_id] = job
+        self.reindex(job)
         return job_id
+
+    def remove(self, job_id: int) -> None:
+        """Forget a top-level job: registry, indexes, active entries."""
+        for key in list(self.active.keys(min=(job_id, TOP), max=(job_id, 2**31 - 1))):
+            del self.active[key]
+        self.submitting.pop(job_id, None)
+        job = self.jobs.get(job_id)
+        old = self.root["status_of"].pop(job_id, None)
+        if old is not None:
+            _discard(self.root["by_status"], old, job_id)
+        if job is not None:
+            _discard(self.root["by_name"], getattr(job, "name", ""), job_id)
+            del self.jobs[job_id]
+
+    # -- indexes ---------------------------------------------------------------------
+
+    def reindex(self, job: Job) -> None:
+        """Bring the status index up to date for a top-level job (O(log n))."""
+        if not isinstance(job, Job) or job.master is not None:
+            return
+        label = job.current_status().label
+        status_of = self.root["status_of"]
+        old = status_of.get(job.id)
+        if old == label:
+            return
+        if old is not None:
+            _discard(self.root["by_status"], old, job.id)
+        _insert(self.root["by_status"], label, job.id)
+        status_of[job.id] = label
+        history = job.history
+        if job.is_master and history and history[-1][2] != label:
+            # A master's status is derived, never set: log its changes here, where they
+            # are noticed, so its history and time show them too.
+            job.history = (*history, make_entry(time.time(), history[-1][2], label,
+                                                "derived from its subjobs"))
+        if old is None:
+            _insert(self.root["by_name"], job.name, job.id)
+
+    def rename(self, job: Job, old_name: str) -> None:
+        if job.master is None and old_name != job.name:
+            _discard(self.root["by_name"], old_name, job.id)
+            _insert(self.root["by_name"], job.name, job.id)
+
+    def ids_with_status(self, label: str) -> IITreeSet:
+        found: IITreeSet = self.root["by_status"].get(label, IITreeSet())
+        return found
+
+    def ids_named(self, name: str) -> IITreeSet:
+        found: IITreeSet = self.root["by_name"].get(name, IITreeSet())
+        return found
+
+    def names(self) -> Any:
+        return self.root["by_name"].keys()
+
+    def indexed_status(self, job_id: int) -> str | None:
+        found: str | None = self.root["status_of"].get(job_id)
+        return found
 
     def get(self, job_id: int) -> Job | None:
         result: Job | None = self.jobs.get(job_id)
@@ -101,3 +173,18 @@ class Registry:
         key = active_key(job)
         if key in self.active:
             del self.active[key]
+
+
+def _insert(index: OOBTree, key: str, job_id: int) -> None:
+    ids = index.get(key)
+    if ids is None:
+        ids = index[key] = IITreeSet()
+    ids.insert(job_id)
+
+
+def _discard(index: OOBTree, key: str, job_id: int) -> None:
+    ids = index.get(key)
+    if ids is not None and job_id in ids:
+        ids.remove(job_id)
+        if not ids:
+            del index[key]

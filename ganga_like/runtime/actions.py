@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ganga_like.errors import BackendError, BrokenObjectError, GangaError, JobError
@@ -83,7 +83,7 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         count = len(targets) if is_split else 0
         session.registry().submitting[job.id] = intent("submit", count)
 
-    session.repo.in_transaction(record_intent)
+    _record(session, job, record_intent)
     outcome = _hand_to_backend(session, job, targets, keep_going)
 
     def record_outcome() -> None:
@@ -111,9 +111,9 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             registry.follow(sj, sj.backend.monitor_data(sj))
         # Each subjob record is written once, in its submitted (or new) state.
         job.attach_subjobs(targets)
-        job.status = Status.SUBMITTED.label
+        job.change_status(Status.SUBMITTED, "user: submit")
 
-    session.repo.in_transaction(record_outcome)
+    _record(session, job, record_outcome)
     session.poke_monitor()
     if outcome.failed:
         summary = _summarise(outcome)
@@ -126,6 +126,16 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             raise JobError(f"job {job.fqid}: submission stopped: {summary}")
         log.warning("job %s: %s", job.fqid, summary)
     return True
+
+
+def _record(session: Session, top: Job, action: Callable[[], None]) -> None:
+    """Run ``action`` in a retried transaction, then update the top-level job's index entry
+    in the same transaction."""
+    def recorded() -> None:
+        action()
+        session.repo.registry().reindex(top)
+
+    session.repo.in_transaction(recorded)
 
 
 def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, float]:
@@ -229,15 +239,15 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
     master = job.master or job
 
     def record_intent() -> None:
+        if job.is_master:
+            job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
         for target in targets:
             target.change_status(Status.SUBMITTING, "user: resubmit")
             target.submit_count = target.submit_count + 1
-        if job.is_master:
-            job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
         ids = tuple(t.id for t in targets) if targets[0] is not master else ()
         session.registry().submitting[master.id] = intent("resubmit", ids)
 
-    session.repo.in_transaction(record_intent)
+    _record(session, master, record_intent)
     outcome = _hand_to_backend(session, master, targets, keep_going)
 
     def record_outcome() -> None:
@@ -251,7 +261,7 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
                 target.change_status(Status.SUBMITTED, "user: resubmit")
                 registry.follow(target, target.backend.monitor_data(target))
 
-    session.repo.in_transaction(record_outcome)
+    _record(session, master, record_outcome)
     session.poke_monitor()
     if outcome.failed and not keep_going:
         raise JobError(f"job {job.fqid}: resubmission failed: {_summarise(outcome)}")
@@ -283,7 +293,7 @@ def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
                 target.change_status(Status.KILLED, "user: kill")
             registry.unfollow(target)
 
-    session.repo.in_transaction(record)
+    _record(session, job.master or job, record)
     if errors:
         fqid, message = next(iter(errors.items()))
         text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
@@ -311,14 +321,7 @@ def remove(session: Session, job: Job) -> bool:
         except GangaError as exc:
             log.warning("job %s: kill before removal failed: %s", job_id, exc)
 
-    def record() -> None:
-        registry = session.repo.registry()
-        for key in list(registry.active.keys(min=(job_id, -1), max=(job_id, 2**31))):
-            del registry.active[key]
-        if job_id in registry.jobs:
-            del registry.jobs[job_id]
-
-    session.repo.in_transaction(record)
+    session.repo.in_transaction(lambda: session.repo.registry().remove(job_id))
     shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
     return True
 
@@ -359,5 +362,5 @@ def force_status(session: Session, job: Job, status: str) -> bool:
                 j.change_status(target, "forced by user")
                 registry.unfollow(j)
 
-    session.repo.in_transaction(record)
+    _record(session, job.master or job, record)
     return True

@@ -172,6 +172,7 @@ class Monitor:
 
     def _apply(self, registry: Registry, backend: str, reports: list[StatusReport]) -> int:
         changed = 0
+        touched: dict[int, Any] = {}
         for report in reports:
             job_id, _, sub = report.fqid.partition(".")
             job = registry.lookup(int(job_id), int(sub) if sub else None)
@@ -180,8 +181,11 @@ class Monitor:
             applied = apply_report(job, report, backend)
             if applied.path:
                 changed += 1
+                touched[int(job_id)] = job.master or job
                 if applied.final:
                     registry.unfollow(job)
+        for top in touched.values():
+            registry.reindex(top)
         return changed
 
     def _context(self, backend: str) -> PollContext:

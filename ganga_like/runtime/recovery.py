@@ -58,6 +58,7 @@ def recover_interrupted_submissions(session: Session) -> list[str]:
                 lines.append(_roll_back(session, job, int(detail)))
             else:
                 lines.append(_fail_resubmission(session, job, tuple(detail)))
+            registry.reindex(job)
 
     session.repo.in_transaction(recover)
     for line in lines:

@@ -11,6 +11,7 @@ import atexit
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from ganga_like.model.interfaces import SubmitContext
 from ganga_like.repository.connection import Repository
@@ -18,7 +19,14 @@ from ganga_like.repository.registry import Registry
 from ganga_like.runtime.monitor import Monitor
 from ganga_like.runtime.settings import Settings
 
-__all__ = ["Session", "close_session", "current_session", "open_session"]
+__all__ = [
+    "Session",
+    "close_session",
+    "current_session",
+    "existing_session",
+    "open_session",
+    "set_settings_factory",
+]
 
 log = logging.getLogger("ganga_like")
 
@@ -71,6 +79,17 @@ class Session:
             self._refreshed_at = now
             self.repo.abort()
 
+    def sync(self) -> None:
+        """See the latest commits now, also inside a shell cell (``autocommit`` off).
+
+        For actions that watch the repository change (``wait``): what the cell changed so
+        far is committed first, as a GPI action would, then new commits become visible.
+        """
+        if self.autocommit or self.repo.read_only:
+            self.repo.abort()
+        else:
+            self.repo.commit()
+
     def poke_monitor(self) -> None:
         self.monitor.poke()
 
@@ -81,6 +100,20 @@ class Session:
 
 _lock = threading.Lock()
 _current: Session | None = None
+# Where a session opened on first use gets its settings. The configuration layer installs
+# one that reads the user's config file; this module cannot import it (it sits above).
+_settings_factory: Callable[[], Settings] = Settings
+
+
+def set_settings_factory(factory: Callable[[], Settings] | None) -> None:
+    """Make ``factory()`` the settings of sessions opened on first use (None: defaults)."""
+    global _settings_factory
+    _settings_factory = factory or Settings
+
+
+def existing_session() -> Session | None:
+    """The open session, or None (never opens one)."""
+    return _current
 
 
 def open_session(settings: Settings | None = None) -> Session:
@@ -89,7 +122,7 @@ def open_session(settings: Settings | None = None) -> Session:
     with _lock:
         if _current is not None:
             _current.close()
-        _current = Session(settings or Settings())
+        _current = Session(settings or _settings_factory())
         return _current
 
 
@@ -97,7 +130,7 @@ def current_session() -> Session:
     global _current
     with _lock:
         if _current is None:
-            _current = Session(Settings())
+            _current = Session(_settings_factory())
         return _current
 
 
