@@ -167,3 +167,16 @@ def _input_file(session: Session, name: str) -> str:
     path = session.repo.gangadir.parent / name
     path.write_text("content\n")
     return str(path)
+
+
+def test_resubmit_logs_what_changed_since_the_last_run(session: Session) -> None:
+    j = Job(application=Executable(exe="sh", args=["-c", "exit 2"]))
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    j.application.args = ["-c", "exit 0"]
+    j.resubmit()
+    assert j.wait(timeout=60) == "completed"
+    causes = [e.cause for e in j.history if e.new == "submitting"]
+    assert causes[0] == "user: submit"
+    assert causes[1] == ("user: resubmit with application.args ['-c', 'exit 2'] -> "
+                         "['-c', 'exit 0']")

@@ -80,6 +80,8 @@ class Job(GangaObject):
     _master: Job | None = None
     _subjobs: IOBTree | None = None
     _counter: StatusCounter | None = None
+    # The editable description at the last submission, to log what a resubmit changed.
+    _described: dict[str, str] | None = None
 
     # -- identity --------------------------------------------------------------------
 

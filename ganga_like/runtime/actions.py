@@ -80,6 +80,7 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         # whatever the backend may have received under this job's keys).
         job.change_status(Status.SUBMITTING, "user: submit")
         job.submit_count = job.submit_count + 1
+        job._described = describe_job(job)
         count = len(targets) if is_split else 0
         session.registry().submitting[job.id] = intent("submit", count)
 
@@ -126,6 +127,27 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             raise JobError(f"job {job.fqid}: submission stopped: {summary}")
         log.warning("job %s: %s", job.fqid, summary)
     return True
+
+
+def describe_job(job: Job) -> dict[str, str]:
+    """The editable description of a job, flattened: ``{"application.args": "['1']"}``."""
+    flat: dict[str, str] = {}
+    for name in ("application", "backend", "inputdata"):
+        component = job.__dict__.get(name)
+        if isinstance(component, GangaObject):
+            for attr in type(component)._schema:
+                value = getattr(component, attr)
+                shown = list(value) if isinstance(value, tuple) else value
+                flat[f"{name}.{attr}"] = repr(shown)[:80]
+    for name in ("inputfiles", "outputfiles"):
+        flat[name] = repr([type(f).__name__ for f in getattr(job, name)])[:80]
+    return flat
+
+
+def describe_changes(before: dict[str, str], after: dict[str, str]) -> str:
+    changed = [f"{k} {before.get(k, '-')} -> {after.get(k, '-')}"
+               for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+    return "; ".join(changed)
 
 
 def _record(session: Session, top: Job, action: Callable[[], None]) -> None:
@@ -242,7 +264,15 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
         if job.is_master:
             job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
         for target in targets:
-            target.change_status(Status.SUBMITTING, "user: resubmit")
+            cause = "user: resubmit"
+            if target.master is None:
+                # Only top-level jobs can be edited between runs: say what changed.
+                now = describe_job(target)
+                changes = describe_changes(getattr(target, "_described", None) or {}, now)
+                target._described = now
+                if changes:
+                    cause = f"user: resubmit with {changes}"
+            target.change_status(Status.SUBMITTING, cause)
             target.submit_count = target.submit_count + 1
         ids = tuple(t.id for t in targets) if targets[0] is not master else ()
         session.registry().submitting[master.id] = intent("resubmit", ids)
