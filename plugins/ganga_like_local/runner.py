@@ -8,7 +8,9 @@ through a shell.
 
 The event loop sleeps in ``signal.sigtimedwait``: SIGCHLD means a task ended, SIGUSR1 that
 a client queued something, SIGTERM/SIGINT that the runner should stop (leaving running tasks
-alone).  It exits by itself after ``idle_exit_seconds`` with nothing to do.
+alone).  It exits by itself after ``idle_exit_seconds`` with nothing to do.  Starting and
+ending tasks all happens on the main thread; a helper thread only creates the directories
+and output files of the next tasks in line, so that file system work overlaps with the rest.
 
 Crash safety: a batch is moved to ``accepted/`` when read and deleted once all its tasks
 have ended.  On start-up a runner goes through ``accepted/``: tasks with an ``__exit__`` of
@@ -23,12 +25,15 @@ import argparse
 import contextlib
 import fcntl
 import glob
+import itertools
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -45,6 +50,7 @@ from ganga_like_local.runner_client import (
     LOG_NAME,
     PID_NAME,
     QUEUE_DIR,
+    RUNNER_SIGNALS,
     START_FILE,
     STDERR_FILE,
     STDOUT_FILE,
@@ -59,11 +65,13 @@ SAFETY_WAKE_SECONDS = 30.0
 DEFAULT_IDLE_EXIT_SECONDS = 30.0
 # Journals are shared by many tasks, so their descriptors are kept open, up to this many.
 MAX_OPEN_JOURNALS = 64
+# Upcoming tasks prepared ahead (two open files each); twice the concurrency, at most this.
+MAX_PREFETCH = 64
 # A process counts as part of an orphaned task only if it started after the task did,
 # give or take this much (clock ticks and boot time are coarse).
 ORPHAN_START_SLACK_SECONDS = 2.0
 
-WAKE_SIGNALS = frozenset({signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
+WAKE_SIGNALS = RUNNER_SIGNALS
 _FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
 
@@ -98,6 +106,7 @@ class Task:
         "output_dir",
         "patterns",
         "pid",
+        "prepared",
         "proc",
         "start",
         "workdir",
@@ -118,6 +127,52 @@ class Task:
         self.start: float | None = None
         self.kill_requested = False
         self.finished = False
+        self.prepared: Preparation | None = None  # set once handed to the helper thread
+
+
+class Preparation:
+    """Outcome of preparing a task on the helper thread: its stdout/stderr, or why not."""
+
+    __slots__ = ("done", "error", "fds")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.fds: tuple[int, int] | None = None
+        self.error: str | None = None
+
+
+class Preparer:
+    """Helper thread that creates the directories and output files of upcoming tasks.
+
+    It only touches the files of tasks that have not started; everything about starting
+    and ending tasks stays on the main thread.  It is created with the wake-up signals
+    blocked (inherited from the main thread), so those keep going to sigtimedwait.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Task] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def hand(self, task: Task) -> None:
+        task.prepared = Preparation()
+        if self.thread is None:
+            self.thread = threading.Thread(target=self.work, name="prepare", daemon=True)
+            self.thread.start()
+        self.jobs.put(task)
+
+    def work(self) -> None:
+        while True:
+            task = self.jobs.get()
+            preparation = task.prepared
+            assert preparation is not None
+            try:
+                preparation.fds = prepare_files(task)
+            except TaskSetupError as exc:
+                preparation.error = str(exc)
+            except Exception as exc:  # never leave the main thread waiting
+                preparation.error = f"cannot prepare task: {exc}"
+            finally:
+                preparation.done.set()
 
 
 class Runner:
@@ -137,10 +192,12 @@ class Runner:
         self.max_concurrent = 1
         self.idle_exit = DEFAULT_IDLE_EXIT_SECONDS
         self.config_mtime: int | None = None
+        self.settings_time = -1  # submission time (ns) of the settings in force
         self.last_activity = time.monotonic()
         self.woken = True
         self.stopping = False
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self.preparer = Preparer()
         self.log_fd = os.open(
             runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
         )
@@ -156,8 +213,11 @@ class Runner:
         """
         for signum in WAKE_SIGNALS:
             signal.signal(signum, self._on_signal)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_BLOCK, WAKE_SIGNALS)
+        # A handler rather than SIG_IGN: ignored signals would stay ignored in the tasks.
+        signal.signal(signal.SIGHUP, self._on_signal)
+        # Exactly these blocked: whatever else the submitter had blocked must not reach
+        # the tasks.
+        signal.pthread_sigmask(signal.SIG_SETMASK, WAKE_SIGNALS)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._note_signal(signum)
@@ -182,6 +242,8 @@ class Runner:
             self.start_tasks()
             if self.reap():
                 continue  # tasks ended while signals were unblocked for spawning
+            if self.woken or self.stopping:
+                continue  # a signal was handled while the mask was lifted
             timeout = self.next_timeout()
             if timeout is None:
                 if self.leave_if_still_idle():
@@ -226,12 +288,13 @@ class Runner:
             return True  # the new holder is or will be a runner, and reads the queue
         self.holds_lock = True
         self.write_pid_file()
+        self.log("work arrived while leaving, staying")
         self.woken = True
         self.last_activity = time.monotonic()
         return False
 
     def write_pid_file(self) -> None:
-        tmp = self.dir / f".{PID_NAME}.tmp"
+        tmp = self.dir / f".{PID_NAME}.{os.getpid()}.tmp"
         tmp.write_text(f"{os.getpid()}\n")
         os.replace(tmp, self.dir / PID_NAME)
 
@@ -242,9 +305,7 @@ class Runner:
     def shutdown(self) -> None:
         if self.holds_lock:
             self.remove_pid_file()
-        for fd in self.journals.values():
-            os.close(fd)
-        self.journals.clear()
+        self.close_journals()
 
     def log(self, message: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -269,28 +330,31 @@ class Runner:
             path = self.queue_dir / name
             try:
                 data = json.loads(path.read_bytes())
+                if name.endswith(KILL_SUFFIX):
+                    self.kill_keys(check_kill(data))
+                    os.unlink(path)
+                elif name.endswith(BATCH_SUFFIX):
+                    check_batch(data)
+                    accepted = self.accepted_dir / name
+                    self.accepted_dir.mkdir(exist_ok=True)
+                    # Moved before any task starts: a crash after this point is recovered
+                    # from accepted/, a crash before it simply reads the batch again.
+                    os.replace(path, accepted)
+                    self.add_batch(data, accepted, recovering=False)
+                else:
+                    raise ValueError("unknown kind of request")
             except FileNotFoundError:
-                continue
+                continue  # taken away meanwhile (the directory may be gone, too)
             except (OSError, ValueError) as exc:
-                self.log(f"unreadable request {name} removed: {exc}")
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-                continue
-            if name.endswith(KILL_SUFFIX):
-                self.kill_keys(data.get("keys", []))
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-            elif name.endswith(BATCH_SUFFIX):
-                accepted = self.accepted_dir / name
-                self.accepted_dir.mkdir(exist_ok=True)
-                # Moved before any task starts: a crash after this point is recovered
-                # from accepted/, a crash before it simply reads the batch again.
-                os.replace(path, accepted)
-                self.add_batch(data, accepted, recovering=False)
-            else:
-                self.log(f"unknown request {name} removed")
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+                self.reject(path, exc)
+
+    def reject(self, path: Path, problem: Exception) -> None:
+        """Keep a bad request for inspection, hidden from the queue scan by a dot."""
+        self.log(f"rejected request {path.name}: {problem}")
+        try:
+            os.replace(path, path.with_name(f".rejected-{path.name}"))
+        except OSError as exc:
+            self.log(f"cannot set aside {path}: {exc}")
 
     def read_config(self) -> None:
         path = self.dir / CONFIG_NAME
@@ -305,9 +369,15 @@ class Runner:
             self.log(f"ignoring unreadable {CONFIG_NAME}: {exc}")
             return
         self.config_mtime = mtime
-        self.apply_config(config)
+        if isinstance(config, dict):
+            written = config.get("time")
+            self.apply_config(config, written if isinstance(written, int) else mtime)
 
-    def apply_config(self, config: dict[str, Any]) -> None:
+    def apply_config(self, config: dict[str, Any], when: int) -> None:
+        """Apply settings unless newer ones (by submission time) are already in force."""
+        if when < self.settings_time:
+            return
+        self.settings_time = when
         if isinstance(config.get("max_concurrent"), int) and config["max_concurrent"] >= 1:
             self.max_concurrent = config["max_concurrent"]
         if isinstance(config.get("idle_exit_seconds"), int | float):
@@ -315,7 +385,7 @@ class Runner:
 
     def add_batch(self, data: dict[str, Any], path: Path, recovering: bool) -> list[Task]:
         """Register a batch's tasks; queue them unless recovering (the caller sorts)."""
-        self.apply_config(data)
+        self.apply_config(data, submission_time(data["id"]))
         batch = Batch(str(data["id"]), path, data.get("base_env", {}))
         tasks = [Task(row, batch) for row in data["tasks"]]
         batch.remaining = len(tasks)
@@ -333,6 +403,7 @@ class Runner:
             for task in list(self.active.get(key, ())):
                 if task.proc is None:
                     # Still queued: it stays in the deque but is skipped when its turn comes.
+                    discard_files(task)
                     self.finish(task, "killed", None, "killed by user")
                 elif not task.kill_requested and task.pid is not None:
                     task.kill_requested = True
@@ -349,96 +420,89 @@ class Runner:
     # ------------------------------------------------------------------- starting
 
     def start_tasks(self) -> None:
-        if not self.pending or len(self.running) >= self.max_concurrent:
-            return
-        # Children inherit the signal mask through exec; a task with SIGTERM blocked
-        # could not be killed gracefully.  Lift it once for the whole spawning round.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, WAKE_SIGNALS)
-        try:
-            while self.pending and len(self.running) < self.max_concurrent:
-                task = self.pending.popleft()
-                if not task.finished:
-                    self.start_task(task)
-        finally:
-            signal.pthread_sigmask(signal.SIG_BLOCK, WAKE_SIGNALS)
+        if self.pending and len(self.running) < self.max_concurrent:
+            # Children inherit the signal mask through exec; a task with SIGTERM blocked
+            # could not be killed gracefully.  Lift it once for the whole spawning round.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, WAKE_SIGNALS)
+            try:
+                while self.pending and len(self.running) < self.max_concurrent:
+                    task = self.pending.popleft()
+                    if not task.finished:
+                        self.start_task(task)
+            finally:
+                signal.pthread_sigmask(signal.SIG_BLOCK, WAKE_SIGNALS)
+        self.prefetch()
+
+    def prefetch(self) -> None:
+        """Have the helper thread prepare the next tasks in line.
+
+        Creating directories and output files is most of the cost of a start on a real
+        file system; done ahead, on another core, it overlaps with spawning and waiting.
+        """
+        window = min(2 * self.max_concurrent, MAX_PREFETCH)
+        for task in itertools.islice(self.pending, window):
+            if task.prepared is None and not task.finished:
+                self.preparer.hand(task)
 
     def start_task(self, task: Task) -> None:
         now = time.time()
-        start_path = os.path.join(task.output_dir, START_FILE)
         try:
-            self.prepare(task, now)
-            proc = self.spawn(task)
+            out, err = files_of(task)
         except TaskSetupError as exc:
-            self.abort_start(task, start_path, str(exc))
+            self.finish(task, "failed", None, str(exc))
             return
+        start_path = os.path.join(task.output_dir, START_FILE)
+        failure: str | None = None
+        try:
+            start_fd = write_placeholder(start_path, now, task.batch.id)
+            try:
+                proc = self.spawn(task, out, err)
+            except BaseException:
+                os.close(start_fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(start_path)
+                raise
+        except TaskSetupError as exc:
+            failure = str(exc)
         except OSError as exc:
-            self.abort_start(task, start_path, spawn_failure_reason(task, exc))
-            return
+            failure = spawn_failure_reason(task, exc)
         except (ValueError, TypeError) as exc:
-            self.abort_start(task, start_path, f"invalid command: {exc}")
+            failure = f"invalid command: {exc}"
+        finally:
+            os.close(out)
+            os.close(err)
+        if failure is not None:
+            self.finish(task, "failed", None, failure)
             return
         task.proc = proc
         task.pid = proc.pid
         task.start = now
         self.running[proc.pid] = task
         try:
-            write_json(start_path, {"time": now, "pid": proc.pid, "batch": task.batch.id})
+            # Same length or longer than the placeholder: one overwrite, no truncation.
+            os.pwrite(start_fd, start_record(now, task.batch.id, proc.pid), 0)
         except OSError as exc:
             self.log(f"task {task.key}: cannot write {start_path}: {exc}")
+        finally:
+            os.close(start_fd)
         self.emit(task, "started", now, None, None)
 
-    def prepare(self, task: Task, now: float) -> None:
-        """Directories, inputs and a pid-less ``__start__`` before the process exists.
-
-        The early ``__start__`` means a crash between spawning and recording the pid is
-        reported as an interrupted run after a restart, never as a task to run again.
-        """
-        try:
-            make_dirs(task.workdir)
-            make_dirs(task.output_dir)
-        except OSError as exc:
-            raise TaskSetupError(f"cannot create directory: {exc}") from exc
-        for source in task.inputs:
-            place_input(source, task.workdir)
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(task.output_dir, EXIT_FILE))
-            write_json(
-                os.path.join(task.output_dir, START_FILE),
-                {"time": now, "pid": None, "batch": task.batch.id},
-            )
-        except OSError as exc:
-            raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
-
-    def spawn(self, task: Task) -> subprocess.Popen[bytes]:
+    def spawn(self, task: Task, out: int, err: int) -> subprocess.Popen[bytes]:
         env = task.batch.base_env
         if task.env:
             env = {**env, **task.env}
-        out = os.open(os.path.join(task.output_dir, STDOUT_FILE), _FLAGS_CREATE, 0o644)
-        try:
-            err = os.open(os.path.join(task.output_dir, STDERR_FILE), _FLAGS_CREATE, 0o644)
-            try:
-                # A new session makes the task its own process group, so a kill reaches
-                # everything it started.  Popen searches argv[0] on the PATH of env.
-                return subprocess.Popen(
-                    task.argv,
-                    stdin=self.devnull,
-                    stdout=out,
-                    stderr=err,
-                    cwd=task.workdir,
-                    env=env,
-                    close_fds=True,
-                    start_new_session=True,
-                )
-            finally:
-                os.close(err)
-        finally:
-            os.close(out)
-
-    def abort_start(self, task: Task, start_path: str, reason: str) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(start_path)
-        self.finish(task, "failed", None, reason)
+        # A new session makes the task its own process group, so a kill reaches
+        # everything it started.  Popen searches argv[0] on the PATH of env.
+        return subprocess.Popen(
+            task.argv,
+            stdin=self.devnull,
+            stdout=out,
+            stderr=err,
+            cwd=task.workdir,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
 
     # ------------------------------------------------------------------- finishing
 
@@ -507,8 +571,15 @@ class Runner:
             "reason": reason,
             "batch": task.batch.id,
         }
+        exit_path = os.path.join(task.output_dir, EXIT_FILE)
         try:
-            write_json_atomic(os.path.join(task.output_dir, EXIT_FILE), record)
+            try:
+                write_json_atomic(exit_path, record)
+            except FileNotFoundError:
+                # Never started (killed while queued, setup failed): recovery still needs
+                # the file to know that the task is done.
+                make_dirs(task.output_dir)
+                write_json_atomic(exit_path, record)
         except OSError as exc:
             self.log(f"task {task.key}: cannot write {EXIT_FILE}: {exc}")
         self.emit(task, state, end, exit_code, reason)
@@ -533,6 +604,14 @@ class Runner:
             pass
         except OSError as exc:
             self.log(f"cannot delete finished batch {batch.path}: {exc}")
+        # Journals are reopened on demand, so one that was removed and created again
+        # between batches is written to under its current name.
+        self.close_journals()
+
+    def close_journals(self) -> None:
+        for fd in self.journals.values():
+            os.close(fd)
+        self.journals.clear()
 
     def emit(
         self, task: Task, event: str, when: float, exit_code: int | None, reason: str | None
@@ -549,9 +628,7 @@ class Runner:
         if fd is not None:
             return fd
         if len(self.journals) >= MAX_OPEN_JOURNALS:
-            for old in self.journals.values():
-                os.close(old)
-            self.journals.clear()
+            self.close_journals()
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
             fd = os.open(path, flags, 0o644)
@@ -570,7 +647,9 @@ class Runner:
     def recover(self) -> None:
         """Resume the batches a previous runner accepted but did not finish."""
         try:
-            names = sorted(n for n in os.listdir(self.accepted_dir) if n.endswith(".json"))
+            names = sorted(
+                n for n in os.listdir(self.accepted_dir) if n.endswith(".json") and n[0] != "."
+            )
         except FileNotFoundError:
             return
         journal_cache: dict[str, set[tuple[str, str, float]]] = {}
@@ -579,10 +658,11 @@ class Runner:
             path = self.accepted_dir / name
             try:
                 data = json.loads(path.read_bytes())
-                tasks = self.add_batch(data, path, recovering=True)
-            except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-                self.log(f"cannot recover batch {name}, left in place: {exc}")
+                check_batch(data)
+            except (OSError, ValueError) as exc:
+                self.reject(path, exc)
                 continue
+            tasks = self.add_batch(data, path, recovering=True)
             for task in tasks:
                 exit_record = read_json(os.path.join(task.output_dir, EXIT_FILE))
                 start_record = read_json(os.path.join(task.output_dir, START_FILE))
@@ -643,6 +723,36 @@ class Runner:
 # ----------------------------------------------------------------------- helpers
 
 
+def check_kill(data: Any) -> list[str]:
+    keys = data.get("keys") if isinstance(data, dict) else None
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise ValueError("a kill request needs a list of keys")
+    return keys
+
+
+def check_batch(data: Any) -> None:
+    """Reject malformed batches before they are accepted (cheap, shape only)."""
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise ValueError("a batch needs an id")
+    if not isinstance(data.get("base_env", {}), dict):
+        raise ValueError("base_env must be an object")
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list):
+        raise ValueError("a batch needs a list of tasks")
+    for row in tasks:
+        if not (
+            isinstance(row, list)
+            and len(row) == 8
+            and isinstance(row[0], str)
+            and isinstance(row[1], list)
+            and row[1]
+            and isinstance(row[2], dict)
+            and all(isinstance(row[i], str) for i in (3, 4, 7))
+            and all(isinstance(row[i], list) for i in (5, 6))
+        ):
+            raise ValueError(f"malformed task {row!r:.200}")
+
+
 def signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
@@ -668,14 +778,87 @@ def spawn_failure_reason(task: Task, exc: OSError) -> str:
     return f"cannot run program {program}: {exc.strerror or exc}"
 
 
-def make_dirs(path: str) -> None:
+def prepare_files(task: Task) -> tuple[int, int]:
+    """Directories, inputs, and open stdout/stderr of a task that has not started."""
+    try:
+        fresh = make_dirs(task.output_dir)
+        if task.workdir != task.output_dir:
+            make_dirs(task.workdir)
+    except OSError as exc:
+        raise TaskSetupError(f"cannot create directory: {exc}") from exc
+    for source in task.inputs:
+        place_input(source, task.workdir)
+    try:
+        if not fresh:  # a new directory cannot hold the __exit__ of an earlier run
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(task.output_dir, EXIT_FILE))
+        out = os.open(os.path.join(task.output_dir, STDOUT_FILE), _FLAGS_CREATE, 0o644)
+        try:
+            err = os.open(os.path.join(task.output_dir, STDERR_FILE), _FLAGS_CREATE, 0o644)
+        except OSError:
+            os.close(out)
+            raise
+    except OSError as exc:
+        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
+    return out, err
+
+
+def files_of(task: Task) -> tuple[int, int]:
+    """The task's open stdout/stderr: from the helper thread, or prepared right now."""
+    preparation = task.prepared
+    if preparation is None:
+        return prepare_files(task)
+    preparation.done.wait()
+    if preparation.fds is None:
+        raise TaskSetupError(preparation.error or "cannot prepare task")
+    fds, preparation.fds = preparation.fds, None
+    return fds
+
+
+def discard_files(task: Task) -> None:
+    """Undo the preparation of a task that will not start after all."""
+    preparation = task.prepared
+    if preparation is None:
+        return
+    preparation.done.wait()
+    if preparation.fds is not None:
+        for fd in preparation.fds:
+            os.close(fd)
+        preparation.fds = None
+        for name in (STDOUT_FILE, STDERR_FILE):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(task.output_dir, name))
+
+
+def write_placeholder(path: str, when: float, batch_id: str) -> int:
+    """A pid-less ``__start__``, written before the process exists; returned open.
+
+    A crash between spawning and recording the pid is then reported as an interrupted
+    run after a restart, never taken for a task to run again.
+    """
+    try:
+        fd = os.open(path, _FLAGS_CREATE, 0o644)
+    except OSError as exc:
+        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
+    try:
+        os.write(fd, start_record(when, batch_id, None))
+    except OSError as exc:
+        os.close(fd)
+        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
+    return fd
+
+
+def make_dirs(path: str) -> bool:
+    """Create a directory and its parents; return whether it is new."""
     try:
         os.mkdir(path)
     except FileExistsError:
         if not os.path.isdir(path):
             raise
+        return False
     except FileNotFoundError:
         os.makedirs(path, exist_ok=True)
+    return True
 
 
 def place_input(source: str, workdir: str) -> None:
@@ -706,6 +889,12 @@ def move(source: str, target: str) -> None:
         shutil.move(source, target)  # another file system, or a directory onto a directory
 
 
+def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
+    """``__start__`` content; the pid comes last, padded to the width of ``null``."""
+    shown = "null" if pid is None else f"{pid:<4}"
+    return f'{{"time": {when!r}, "batch": {json.dumps(batch_id)}, "pid": {shown}}}'.encode()
+
+
 def write_json(path: str, value: dict[str, Any]) -> None:
     fd = os.open(path, _FLAGS_CREATE, 0o644)
     try:
@@ -728,6 +917,12 @@ def read_json(path: str) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def submission_time(batch_id: str) -> int:
+    """Batch ids start with the submitter's clock in nanoseconds."""
+    head = batch_id.split("-", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def newer(record: dict[str, Any], batch_id: str) -> bool:

@@ -9,16 +9,19 @@ and reads the event journals the runner appends to.
 Layout of a runner directory::
 
     runner.lock   flock held by the live runner for its whole life
-    runner.pid    pid of the live runner, written after the lock is taken
+    runner.pid    pid of the live runner, written only while holding the lock
     runner.log    errors plus start/stop lines
     config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
     queue/        batch and kill request files, handled in name (= submission) order
     accepted/     batches the runner has read and not finished yet
 
-Per task the runner writes into ``output_dir``: ``__start__`` (JSON: time, pid, batch) when
+Per task the runner writes into ``output_dir``: ``__start__`` (JSON: time, batch, pid) when
 the process starts, ``stdout``/``stderr`` while it runs and ``__exit__`` (JSON: state,
-exit_code, start, end, reason, batch) once the task has ended.  Every state change is also
-appended as one JSON line to the task's ``events`` journal.
+exit_code, start, end, reason, batch; written atomically) once the task has ended, also
+when it never started (``start`` is then null).  ``__start__`` is written just before the
+process is spawned with a null pid that is filled in right after; it stays null only if
+the runner died in between.  Every state change is also appended as one JSON line to the
+task's ``events`` journal; a task that never started has no "started" event.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = [
     "Event",
     "TaskSpec",
     "configure",
+    "event_line",
     "kill",
     "read_events",
     "runner_pid",
@@ -65,6 +69,11 @@ RUNNER_MODULE = "ganga_like_local.runner"
 FORMAT_VERSION = 1
 
 TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})
+# Signals the runner waits for: SIGUSR1 wakes it, SIGTERM/SIGINT stop it, SIGCHLD reaps.
+RUNNER_SIGNALS = frozenset({signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
+# How long a client waits for a runner that is leaving or dying to let go of the lock.
+LOCK_PATIENCE_SECONDS = 10.0
+_EVENT_FIELDS = frozenset({"key", "event", "time", "exit_code", "reason"})
 
 # Request names start with a zero-padded nanosecond clock so that sorting the queue
 # directory gives submission order; pid and a counter keep concurrent names apart.
@@ -159,7 +168,8 @@ def configure(
 
     Settings given here last until the next batch brings its own.
     """
-    config: dict[str, Any] = {}
+    # The time orders these settings against those carried by batches.
+    config: dict[str, Any] = {"time": time.time_ns()}
     if max_concurrent is not None:
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
@@ -186,20 +196,32 @@ def read_events(path: Path, offset: int) -> tuple[list[Event], int]:
     end = data.rfind(b"\n")
     if end < 0:
         return [], offset
-    lines = [line for line in data[:end].split(b"\n") if line.strip()]
+    chunk = data[:end]
     try:
         # One json.loads over the whole chunk is several times faster than one per line.
-        rows: list[Any] = json.loads(b"[" + b",".join(lines) + b"]")
+        rows: list[Any] = json.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
     except ValueError:
-        rows = _parse_lines(lines)
+        rows = _parse_lines(chunk.split(b"\n"))  # blank or broken lines: go one by one
+    return _events_from_rows(rows), offset + end + 1
+
+
+def _events_from_rows(rows: list[Any]) -> list[Event]:
     events = []
     for row in rows:
-        try:
-            key, event, when = row["key"], row["event"], row["time"]
-            events.append(Event(key, event, when, row.get("exit_code"), row.get("reason")))
-        except (KeyError, TypeError):
+        if isinstance(row, dict) and row.keys() == _EVENT_FIELDS:
+            # The runner writes exactly Event's fields.  Adopting the parsed dict as the
+            # instance's attributes skips the frozen dataclass __init__, which would cost
+            # more than all of the JSON parsing.
+            event = object.__new__(Event)
+            object.__setattr__(event, "__dict__", row)
+            events.append(event)
             continue
-    return events, offset + end + 1
+        try:
+            key, name, when = row["key"], row["event"], row["time"]
+            events.append(Event(key, name, when, row.get("exit_code"), row.get("reason")))
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return events
 
 
 def runner_pid(runner_dir: Path) -> int | None:
@@ -275,6 +297,8 @@ def _dumps(value: Any) -> bytes:
 def _parse_lines(lines: list[bytes]) -> list[Any]:
     rows = []
     for line in lines:
+        if not line.strip():
+            continue
         try:
             rows.append(json.loads(line))
         except ValueError:
@@ -299,8 +323,9 @@ def _queue_dir(runner_dir: Path) -> Path:
 
 def _write_atomic(directory: Path, name: str, data: bytes) -> None:
     """Write a file so that readers see either nothing or all of it."""
-    # A leading dot keeps the runner from picking up the file before it is complete.
-    tmp = directory / f".{name}.tmp"
+    # A leading dot keeps the runner from picking up the file before it is complete; pid
+    # and counter keep writers of the same name (the pid file) out of each other's way.
+    tmp = directory / f".{name}.{os.getpid()}.{next(_sequence)}.tmp"
     with open(tmp, "wb") as handle:
         handle.write(data)
     os.replace(tmp, directory / name)
@@ -316,36 +341,63 @@ def _has_batches(runner_dir: Path) -> bool:
 
 def _has_accepted(runner_dir: Path) -> bool:
     try:
-        return bool(os.listdir(runner_dir / ACCEPTED_DIR))
+        names = os.listdir(runner_dir / ACCEPTED_DIR)
     except FileNotFoundError:
         return False
+    return any(not name.startswith(".") for name in names)
 
 
 def _ensure_runner(runner_dir: Path, always: bool) -> bool:
     """Make sure a runner will see what was just queued; return whether one is there.
 
     Called after a request file is in place.  Whoever takes the lock either hands it to a
-    new runner or releases it and looks at the queue again, and a runner that finds work
-    there after releasing the lock takes it back.  So a submit that finds the lock taken
-    can rely on the holder to see its batch, even if that holder is about to leave.
+    new runner (and names it in the pid file before letting go) or releases it and looks
+    at the queue again, and a runner that finds work there after releasing the lock takes
+    it back.  So a live runner named in the pid file, or a lock holder that lets go soon,
+    will see the request.  The lock held with no live runner named means a runner that is
+    leaving or dying, or a client about to name one: try again in a moment.
     """
     _reap_spawned()
+    patience = time.monotonic() + LOCK_PATIENCE_SECONDS
+    delay = 0.001
     while True:
-        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        outcome = _lock_or_wake(runner_dir, always)
+        if outcome == "busy":
+            if time.monotonic() > patience:
+                _log(runner_dir, "lock held for long by no live runner; request left queued")
+                return True
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
+        elif outcome == "idle":
+            if not _has_batches(runner_dir):
+                return False
+        else:
+            return True
+
+
+def _lock_or_wake(runner_dir: Path, always: bool) -> str:
+    """One attempt: "woken", "spawned", "idle" (lock free, no work) or "busy"."""
+    fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                _wake(runner_dir)
-                return True
-            if always or _has_batches(runner_dir) or _has_accepted(runner_dir):
-                _spawn_runner(runner_dir, fd)
-                return True
-        finally:
-            # Once spawned, the runner holds its own copy of the locked descriptor.
-            os.close(fd)
-        if not _has_batches(runner_dir):
-            return False
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = runner_pid(runner_dir)
+            if pid is None:
+                return "busy"
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+            return "woken"
+        if always or _has_batches(runner_dir) or _has_accepted(runner_dir):
+            # With the lock in hand no runner is alive: a pid file is a dead one's.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(runner_dir / PID_NAME)
+            _spawn_runner(runner_dir, fd)
+            return "spawned"
+        return "idle"
+    finally:
+        # Once spawned, the runner holds its own copy of the locked descriptor.
+        os.close(fd)
 
 
 def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
@@ -363,6 +415,9 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
     log_fd = os.open(
         runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
     )
+    # The child starts with the wake-up signals blocked (the mask survives exec), so that
+    # a client waking it before its handlers are set up cannot kill it.
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, RUNNER_SIGNALS)
     try:
         # Its stderr goes to the log so that a crash of the runner leaves a traceback.
         proc = subprocess.Popen(
@@ -377,8 +432,39 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
             start_new_session=True,
         )
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         os.close(log_fd)
     _spawned[proc.pid] = proc
+    _name_runner(runner_dir, proc.pid)
+
+
+def _name_runner(runner_dir: Path, pid: int) -> None:
+    """Write the pid file for a runner just spawned, unless one is there already.
+
+    From here on other clients find a live runner to wake instead of waiting for its
+    start-up.  Only created, never replaced: if this process was slow, the runner may
+    have named itself, or even left and been followed by another runner, and that file
+    must stand.
+    """
+    tmp = runner_dir / f".{PID_NAME}.{os.getpid()}.{next(_sequence)}.tmp"
+    tmp.write_text(f"{pid}\n")
+    try:
+        os.link(tmp, runner_dir / PID_NAME)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+
+
+def _log(runner_dir: Path, message: str) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    line = f"{stamp} [{os.getpid()}] client: {message}\n".encode()
+    with contextlib.suppress(OSError):
+        fd = os.open(runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
 
 def _import_path() -> list[str]:
@@ -395,7 +481,7 @@ def _import_path() -> list[str]:
 def _reap_spawned() -> None:
     for pid, proc in list(_spawned.items()):
         if proc.poll() is not None:
-            del _spawned[pid]
+            _spawned.pop(pid, None)
 
 
 def _wake(runner_dir: Path) -> None:
@@ -417,8 +503,10 @@ def _is_runner(pid: int, runner_dir: Path) -> bool:
     args = [os.fsdecode(arg) for arg in cmdline.split(b"\0")]
     if RUNNER_MODULE not in args:
         return False  # a zombie (empty cmdline) or another program that got the pid
-    where = os.path.realpath(runner_dir)
-    return any(os.path.realpath(arg) == where for arg in args if os.path.isabs(arg))
+    position = args.index(RUNNER_MODULE) + 1
+    if position >= len(args):
+        return False
+    return os.path.realpath(args[position]) == os.path.realpath(runner_dir)
 
 
 def _process_alive(pid: int) -> bool:
@@ -427,7 +515,7 @@ def _process_alive(pid: int) -> bool:
     if proc is not None:
         if proc.poll() is None:
             return True
-        del _spawned[pid]
+        _spawned.pop(pid, None)
         return False
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:

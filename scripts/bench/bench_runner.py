@@ -5,10 +5,13 @@ same commands with a ``ThreadPoolExecutor`` of ``subprocess.run`` calls, and pri
 wall times, their ratio and the runner's own CPU time per task (read from /proc before the
 runner exits; its children's CPU is not included).
 
-The pool is measured twice: writing each task's stdout/stderr to files in a directory of
-its own, as the runner does, and bare (output to /dev/null, no directories).
+Each task gets the layout the Local backend uses: ``<n>/work`` as its working directory
+and ``<n>/output`` for stdout/stderr (and the runner's ``__start__``/``__exit__``).  The pool
+is measured twice: creating the same directories and output files, and bare (output to
+/dev/null, no directories).  File creation costs depend a lot on the file system; --dir
+picks where the task directories go.
 
-    PYTHONPATH=plugins python scripts/bench/bench_runner.py [--tasks 1000] [--repeat 3]
+    python scripts/bench/bench_runner.py [--tasks 1000] [--repeat 3] [--dir /dev/shm]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
-from ganga_like_local.runner_client import (  # noqa: E402
+from ganga_like_local.runner_client import (
     TERMINAL_EVENTS,
     TaskSpec,
     read_events,
@@ -38,12 +41,12 @@ from ganga_like_local.runner_client import (  # noqa: E402
 ECHO = "/bin/echo"
 
 
-def runner_cpu_seconds(pid: int) -> float:
-    """User + system CPU of the runner process itself."""
+def runner_cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU of the runner process itself (not of its children)."""
     with open(f"/proc/{pid}/stat", "rb") as handle:
         fields = handle.read().rsplit(b")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return int(fields[11]) / ticks, int(fields[12]) / ticks  # utime, stime
 
 
 def wait_for(journal: Path, count: int, timeout: float = 120.0) -> None:
@@ -64,8 +67,8 @@ def make_tasks(root: Path, prefix: str, count: int, journal: Path) -> list[TaskS
             key=f"{prefix}.{i}",
             argv=[ECHO, "task", str(i)],
             env={},
-            workdir=str(root / prefix / str(i)),
-            output_dir=str(root / prefix / str(i)),
+            workdir=str(root / prefix / str(i) / "work"),
+            output_dir=str(root / prefix / str(i) / "output"),
             inputs=[],
             output_patterns=[],
             events=str(journal),
@@ -74,8 +77,8 @@ def make_tasks(root: Path, prefix: str, count: int, journal: Path) -> list[TaskS
     ]
 
 
-def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[float, float]:
-    """Wall seconds for ``count`` tasks and the runner's CPU seconds per task."""
+def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[float, float, float]:
+    """Wall seconds for ``count`` tasks and the runner's user and system CPU per task."""
     runner_dir = root / "runner"
     env = {"PATH": os.environ.get("PATH", os.defpath)}
     # A warm-up task starts the runner, so that neither its start-up nor its imports are
@@ -86,23 +89,24 @@ def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[fl
     pid = runner_pid(runner_dir)
     if pid is None:
         raise RuntimeError("runner did not start")
-    cpu_before = runner_cpu_seconds(pid)
+    user_before, system_before = runner_cpu_seconds(pid)
     journal = root / f"run{run}.jsonl"
     tasks = make_tasks(root, f"run{run}", count, journal)
     start = time.perf_counter()
     submit(runner_dir, tasks, env, concurrency)
     wait_for(journal, count)
     wall = time.perf_counter() - start
-    cpu = runner_cpu_seconds(pid) - cpu_before
+    user, system = runner_cpu_seconds(pid)
     stop(runner_dir)
-    return wall, cpu / count
+    return wall, (user - user_before) / count, (system - system_before) / count
 
 
 def pool_task_with_files(root: Path) -> Callable[[int], None]:
     def run_one(i: int) -> None:
-        workdir = root / str(i)
+        workdir, output = root / str(i) / "work", root / str(i) / "output"
         workdir.mkdir(parents=True)
-        with open(workdir / "stdout", "wb") as out, open(workdir / "stderr", "wb") as err:
+        output.mkdir()
+        with open(output / "stdout", "wb") as out, open(output / "stderr", "wb") as err:
             subprocess.run([ECHO, "task", str(i)], stdout=out, stderr=err, cwd=workdir)
 
     return run_one
@@ -124,27 +128,34 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--dir", default=None, help="where to create the task directories")
     args = parser.parse_args()
     count, concurrency = args.tasks, args.concurrency
-    runner_walls, cpus, pool_walls, bare_walls = [], [], [], []
+    runner_walls, users, systems, pool_walls, bare_walls = [], [], [], [], []
     for run in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="bench_runner_") as tmp:
+        with tempfile.TemporaryDirectory(prefix="bench_runner_", dir=args.dir) as tmp:
             root = Path(tmp)
-            wall, cpu = bench_runner(root, count, concurrency, run)
+            wall, user, system = bench_runner(root, count, concurrency, run)
             runner_walls.append(wall)
-            cpus.append(cpu)
+            users.append(user)
+            systems.append(system)
             pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
             bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
     runner_wall = statistics.median(runner_walls)
     pool_wall = statistics.median(pool_walls)
     bare_wall = statistics.median(bare_walls)
+    where = args.dir or tempfile.gettempdir()
     print(f"tasks: {count}, concurrency: {concurrency}, repeats: {args.repeat} (medians)")
+    print(f"task directories in: {where}")
     print(f"runner wall:              {runner_wall:.3f} s  (runs: {fmt(runner_walls)})")
     print(f"pool wall, output files:  {pool_wall:.3f} s  (runs: {fmt(pool_walls)})")
     print(f"pool wall, bare:          {bare_wall:.3f} s  (runs: {fmt(bare_walls)})")
     print(f"ratio runner / pool with files: {runner_wall / pool_wall:.2f}")
     print(f"ratio runner / bare pool:       {runner_wall / bare_wall:.2f}")
-    print(f"runner CPU per task: {statistics.median(cpus) * 1000:.3f} ms  (runs: {fmt_ms(cpus)})")
+    cpus = [user + system for user, system in zip(users, systems, strict=True)]
+    for label, values in (("runner CPU per task", cpus), ("  user", users), ("  system", systems)):
+        median = statistics.median(values) * 1000
+        print(f"{label + ':':21}{median:.3f} ms  (runs: {fmt_ms(values)})")
     return 0
 
 
