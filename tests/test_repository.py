@@ -158,3 +158,19 @@ def test_objects_of_a_missing_plugin_still_list_and_can_be_removed(
     assert "submit refused" in out
     assert "<broken: wobble_plugin.Wobble (plugin missing)>" in out
     assert out.strip().splitlines()[-2:] == ["True", "1"]
+
+
+def test_copy_in_a_fresh_process_copies_the_stored_description(
+        gangadir: Path, env_for: dict[str, str]) -> None:
+    made = run_python("""
+        from ganga_like import *
+        Job(name="orig", application=Executable(exe="echo", args=["a", "b"], env={"K": "v"}))
+    """, env_for)
+    assert made.returncode == 0, made.stderr
+    copied = run_python("""
+        from ganga_like import *
+        c = jobs(0).copy()
+        print(c.name, c.application.exe, c.application.args, c.application.env)
+    """, env_for)
+    assert copied.returncode == 0, copied.stderr
+    assert copied.stdout.strip() == "orig echo ['a', 'b'] {'K': 'v'}"

@@ -19,7 +19,7 @@ _SHORT = {Status.COMPLETED: "done", Status.FAILED: "fail", Status.RUNNING: "run"
 
 def _component_name(job: Job, name: str) -> str:
     # The class of a referenced object is known without loading its record.
-    value = job.__dict__.get(name)
+    value = job.stored().get(name)
     if value is None:
         return ""
     cls = type(value)

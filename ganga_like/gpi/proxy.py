@@ -186,8 +186,8 @@ class GPIObject:
         impl = object.__getattribute__(self, "_impl")
         parts = []
         for name, _trait in schema_items(type(impl)):
-            if name in impl.__dict__:
-                parts.append(f"{name}={wrap(impl.__dict__[name])!r}")
+            if name in impl.stored():
+                parts.append(f"{name}={wrap(impl.stored()[name])!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
 

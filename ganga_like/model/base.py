@@ -83,6 +83,15 @@ class GangaObject(Persistent):  # type: ignore[misc]
 
     # -- reading ---------------------------------------------------------------------
 
+    def stored(self) -> dict[str, Any]:
+        """The attributes actually stored (not at their defaults), loading a ghost first.
+
+        Read state through this, never through ``__dict__`` directly: an object that was
+        not touched yet in this transaction is a ghost whose ``__dict__`` is empty."""
+        self._p_activate()
+        state: dict[str, Any] = self.__dict__
+        return state
+
     def __getattr__(self, name: str) -> Any:
         # Called only when normal lookup fails: the attribute is at its default.
         schema = type(self)._schema
@@ -130,10 +139,11 @@ class GangaObject(Persistent):  # type: ignore[misc]
         """A new, unattached object with every copyable attribute copied (components deep)."""
         clone = type(self).__new__(type(self))
         Persistent.__init__(clone)
+        state = self.stored()
         for name, trait in self._schema.items():
-            if not trait.metadata.get("copyable", True) or name not in self.__dict__:
+            if not trait.metadata.get("copyable", True) or name not in state:
                 continue
-            clone.__dict__[name] = _copy_value(self.__dict__[name])
+            clone.__dict__[name] = _copy_value(state[name])
         return clone
 
     # -- conflict resolution ---------------------------------------------------------

@@ -18,6 +18,10 @@ __all__ = ["StatusCounter"]
 class StatusCounter(Persistent):  # type: ignore[misc]
     """Subjob counts by status label."""
 
+    # Seconds subjobs spent running (from running to their end), summed as they finish:
+    # `ganga status` shows it without loading any subjob.
+    run_seconds: float = 0.0
+
     def __init__(self) -> None:
         super().__init__()
         self.counts: dict[str, int] = {}
@@ -58,4 +62,9 @@ class StatusCounter(Persistent):  # type: ignore[misc]
             value = c.get(label, 0) + n.get(label, 0) - o.get(label, 0)
             if value:
                 merged[label] = value
-        return {"counts": merged}
+        state: dict[str, Any] = {"counts": merged}
+        seconds = (committed.get("run_seconds", 0.0) + new.get("run_seconds", 0.0)
+                   - old.get("run_seconds", 0.0))
+        if seconds:
+            state["run_seconds"] = seconds
+        return state

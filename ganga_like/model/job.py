@@ -122,6 +122,10 @@ class Job(GangaObject):
         master = self._master
         if master is not None and master._counter is not None:
             master._counter.move(old, new)
+            if new.final and old is not Status.SUBMITTING:
+                started = self.time.get(Status.RUNNING.label)
+                if started is not None and when > started:
+                    master._counter.run_seconds += when - started
 
     @property
     def time(self) -> dict[str, float]:
@@ -167,6 +171,18 @@ class Job(GangaObject):
         counter.counts = counts
         self._subjobs = tree
         self._counter = counter
+
+    def run_seconds(self) -> float:
+        """Seconds spent running: of the job itself, or summed over a master's subjobs."""
+        counter = self._counter
+        if counter is not None and self._subjobs:
+            return float(counter.run_seconds)
+        times = self.time
+        started, status = times.get(Status.RUNNING.label), Status.parse(self.status)
+        if started is None:
+            return 0.0
+        end = times.get(status.label) if status.final else _time.time()
+        return max(0.0, (end or started) - started)
 
     def counts(self) -> dict[Status, int]:
         counter = self._counter

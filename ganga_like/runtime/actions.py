@@ -43,7 +43,7 @@ def describe_broken(obj: object) -> str:
 def _check_components(job: Job, action: str) -> None:
     check_not_broken(job, action)
     for name in ("application", "backend", "splitter", "inputdata"):
-        value = job.__dict__.get(name)
+        value = job.stored().get(name)
         if value is not None and not isinstance(value, GangaObject):
             raise BrokenObjectError(f"cannot {action} job {job.fqid}: its {name} "
                                     f"({describe_broken(value)}) comes from a missing plugin")
@@ -133,7 +133,7 @@ def describe_job(job: Job) -> dict[str, str]:
     """The editable description of a job, flattened: ``{"application.args": "['1']"}``."""
     flat: dict[str, str] = {}
     for name in ("application", "backend", "inputdata"):
-        component = job.__dict__.get(name)
+        component = job.stored().get(name)
         if isinstance(component, GangaObject):
             for attr in type(component)._schema:
                 value = getattr(component, attr)

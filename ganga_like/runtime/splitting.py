@@ -19,7 +19,7 @@ _SHARED = ("name", "comment", "inputdata", "inputfiles", "outputfiles")
 def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
     """One subjob per variation, ids 0..N-1, every varied value validated."""
     subjobs = []
-    source = master.__dict__
+    source = master.stored()
     for index, variation in enumerate(variations):
         sj = Job.new_subjob(master, index)
         d = sj.__dict__
@@ -48,11 +48,11 @@ def _apply(sj: Job, master: Job, path: str, value: Any) -> None:
     target: GangaObject = sj
     origin: GangaObject | None = master
     for name in parts[:-1]:
-        current: GangaObject | None = target.__dict__.get(name)
+        current: GangaObject | None = target.stored().get(name)
         if not isinstance(current, GangaObject):
             raise JobError(f"cannot set {path!r}: {type(target).__name__}.{name} is not an "
                            "object with attributes")
-        if origin is not None and current is origin.__dict__.get(name):
+        if origin is not None and current is origin.stored().get(name):
             # Shared with the master: give this subjob its own copy before changing it.
             copied = cast(GangaObject, current)._copy()
             target.__dict__[name] = copied

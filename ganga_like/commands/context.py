@@ -1,0 +1,52 @@
+"""Opening the repository for one subcommand, and the exit codes they share."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ganga_like.errors import RepositoryBusyError
+from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.runtime.settings import Settings
+
+__all__ = ["DECLINED", "ERROR", "NOTHING", "OK", "USAGE", "error", "session_for"]
+
+OK, ERROR, USAGE, NOTHING, DECLINED = 0, 1, 2, 3, 4
+
+
+def error(message: str) -> None:
+    print(f"ganga: {message}", file=sys.stderr)
+
+
+def configured_settings() -> Settings:
+    """The settings a session would get from the configuration (file, environment)."""
+    from ganga_like.runtime import session as session_module
+
+    factory = getattr(session_module, "_settings_factory", Settings)
+    settings: Settings = factory()
+    return settings
+
+
+@contextmanager
+def session_for(*, write: bool) -> Iterator[Session]:
+    """A session without a monitoring thread; one cycle brings statuses up to date.
+
+    A read-only command on a repository another session holds reads a snapshot instead of
+    failing; a command that changes jobs needs the repository (or shared mode)."""
+    settings = configured_settings()
+    settings.monitoring = False
+    try:
+        session = open_session(settings)
+    except RepositoryBusyError:
+        if write:
+            raise
+        settings.repository_mode = "readonly"
+        session = open_session(settings)
+    try:
+        if not session.repo.read_only:
+            session.monitor.run_once()
+            session.repo.abort()
+        yield session
+    finally:
+        close_session()

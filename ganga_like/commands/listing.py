@@ -1,0 +1,174 @@
+"""Read-only subcommands: jobs, show, log, status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from typing import Any
+
+from ganga_like.commands.context import NOTHING, OK, error, session_for
+from ganga_like.commands.lookup import find_job, matching_jobs
+from ganga_like.gpi.display import COLUMNS, job_row, table
+from ganga_like.model.base import GangaObject, schema_items
+from ganga_like.model.history import HistoryEntry
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+
+__all__ = ["jobs_parser", "log_parser", "show_parser", "status_parser"]
+
+
+def jobs_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("query", nargs="*", help='a query, e.g. "status=failed; name~scan*"')
+    parser.add_argument("--json", action="store_true", help="print JSON for machines")
+    return run_jobs
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    with session_for(write=False) as session:
+        found = matching_jobs(session, " ".join(args.query))
+        if args.json:
+            rows = []
+            for job in found:
+                row: dict[str, Any] = {c: job_row(job)[c] for c in COLUMNS}
+                if isinstance(job, Job):
+                    row["id"] = job.id
+                    row["counts"] = {s.label: n for s, n in job.counts().items()}
+                rows.append(row)
+            print(json.dumps(rows, indent=1))
+        else:
+            print(table(found))
+    return OK
+
+
+def show_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("id", help="a job or subjob id: 12 or 12.3")
+    parser.add_argument("--lines", type=int, default=10, help="last lines of stdout/stderr")
+    return run_show
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with session_for(write=False) as session:
+        job = find_job(session, args.id)
+        if job is None:
+            error(f"no job {args.id}")
+            return NOTHING
+        paths = session.submit_context().paths(job)
+        print(f"job {job.fqid}: {job.current_status()}")
+        for name, value in _attributes(job):
+            print(f"  {name:<16} {value}")
+        counts = job.counts()
+        if counts:
+            detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(),
+                                                             key=lambda kv: kv[0].order))
+            print(f"  {'subjobs':<16} {sum(counts.values())} ({detail})")
+        for status, stamp in sorted(job.time.items(), key=lambda kv: kv[1]):
+            print(f"  {'time.' + status:<16} {HistoryEntry(stamp, '', '', '').__str__()[:19]}")
+        print(f"  {'inputdir':<16} {paths.input}")
+        print(f"  {'outputdir':<16} {paths.output}")
+        for stream in ("stdout", "stderr"):
+            path = paths.output / stream
+            if path.exists():
+                lines = path.read_text(errors="replace").splitlines()[-args.lines:]
+                print(f"--- last {len(lines)} line(s) of {stream}")
+                for line in lines:
+                    print(line)
+    return OK
+
+
+def _attributes(job: Job) -> list[tuple[str, str]]:
+    out = [("name", repr(job.name))]
+    if job.comment:
+        out.append(("comment", repr(job.comment)))
+    for name in ("application", "backend", "splitter", "inputdata"):
+        value = job.stored().get(name)
+        if value is None and name in ("splitter", "inputdata"):
+            continue
+        out.append((name, _describe(value)))
+    for name in ("inputfiles", "outputfiles"):
+        files = getattr(job, name)
+        if files:
+            out.append((name, ", ".join(_describe(f) for f in files)))
+    if job.exit_code is not None:
+        out.append(("exit_code", str(job.exit_code)))
+    out.append(("submitted", f"{job.submit_count} time(s)"))
+    return out
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "None"
+    if not isinstance(value, GangaObject):
+        cls = type(value)
+        return f"<broken: {cls.__module__}.{cls.__name__} (plugin missing)>"
+    parts = []
+    for name, _trait in schema_items(type(value)):
+        shown = getattr(value, name)
+        if isinstance(shown, GangaObject):
+            parts.append(f"{name}={_describe(shown)}")
+        elif isinstance(shown, tuple):
+            items = [_describe(v) if isinstance(v, GangaObject) else repr(v) for v in shown]
+            parts.append(f"{name}=[{', '.join(items)}]")
+        else:
+            parts.append(f"{name}={shown!r}")
+    return f"{type(value).__name__}({', '.join(parts)})"
+
+
+def log_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("id", help="a job or subjob id: 12 or 12.3")
+    return run_log
+
+
+def run_log(args: argparse.Namespace) -> int:
+    with session_for(write=False) as session:
+        job = find_job(session, args.id)
+        if job is None:
+            error(f"no job {args.id}")
+            return NOTHING
+        for entry in job.history:
+            print(HistoryEntry(*entry))
+    return OK
+
+
+def status_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("--json", action="store_true", help="print JSON for machines")
+    return run_status
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Counts by status per backend (subjobs counted for split jobs), the time spent
+    running, and what is still queued — all from masters' counters, no subjob loaded."""
+    with session_for(write=False) as session:
+        counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        seconds: dict[str, float] = defaultdict(float)
+        for job in session.registry().jobs.values():
+            if not isinstance(job, Job):
+                counts["(broken)"]["unknown"] += 1
+                continue
+            backend = job_row(job)["backend"] or "-"
+            by_status = job.counts() or {job.current_status(): 1}
+            for status, n in by_status.items():
+                counts[backend][status.label] += n
+            seconds[backend] += job.run_seconds()
+        if args.json:
+            print(json.dumps({b: {"counts": dict(c), "run_seconds": round(seconds[b], 1),
+                                  "queued": c.get("submitted", 0)}
+                              for b, c in counts.items()}, indent=1))
+            return OK
+        labels = [s.label for s in Status]
+        header = ["backend", *labels, "run time", "queued"]
+        rows = [[b, *(str(c.get(s, 0)) for s in labels), _duration(seconds[b]),
+                 str(c.get("submitted", 0))] for b, c in sorted(counts.items())]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  ".join(cell.rjust(w) if i else cell.ljust(w)
+                            for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+    return OK
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
