@@ -108,7 +108,7 @@ class Job(GPIObject):
     def submit(self, keep_going: bool = False) -> bool:
         """Split (if a splitter is set) and submit; see the user guide for keep_going."""
         job = self._job
-        if job.__dict__.get("splitter") is None:
+        if job.stored().get("splitter") is None:
             return actions.submit(_session(), job, keep_going)
         # Splitting and bulk submission of thousands of subjobs takes seconds: say so.
         with show_progress(f"submitting job {job.fqid}") as bar:
@@ -167,7 +167,7 @@ class Job(GPIObject):
         if job.name:
             fields.append(f"name={job.name!r}")
         for name in ("application", "backend", "splitter", "inputdata"):
-            value = job.__dict__.get(name)
+            value = job.stored().get(name)
             if value is not None:
                 fields.append(f"{name}={wrap(value)!r}")
         if job.is_master:
