@@ -227,7 +227,8 @@ def test_keep_going_decides_whether_the_other_arrays_are_submitted(
     going = _cores_job([1, 2, 1, 2])  # two arrays: subjobs 0 and 2, subjobs 1 and 3
     assert going.submit(keep_going=True)
     assert len(sbatch.scripts) == 2
-    assert [s.status for s in going.subjobs] == ["submitted", "new", "submitted", "new"]
+    # real bulk (arrays): refused subjobs are failed, the others submitted
+    assert [s.status for s in going.subjobs] == ["submitted", "failed", "submitted", "failed"]
     assert "Requested node configuration is not available" in going.subjobs[1].history[-1].cause
     assert going.subjobs[2].backend.id == "9000001_2"
 
@@ -435,6 +436,9 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_pat
     assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
     assert not (session.repo.workspace / str(j.id)).exists()
     assert before == commands.COMMAND_COUNTS  # not even squeue
+    # submit(dry_run=True) shows the same and changes nothing either
+    assert _untokened(str(j.submit(dry_run=True))) == _untokened(text)
+    assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
 
     k = Job(application=Executable(exe="/bin/true"), backend=Slurm(partition="debug"))
     single = k.backend.preview()

@@ -105,9 +105,14 @@ class Job(GPIObject):
 
     # -- actions ---------------------------------------------------------------------
 
-    def submit(self, keep_going: bool = False) -> bool:
-        """Split (if a splitter is set) and submit; see the user guide for keep_going."""
+    def submit(self, keep_going: bool = False, dry_run: bool = False) -> bool | str:
+        """Split (if a splitter is set) and submit; see the user guide for keep_going.
+
+        ``dry_run=True`` returns what would be sent to the backend (e.g. the batch
+        scripts) and changes nothing."""
         job = self._job
+        if dry_run:
+            return actions.preview(_session(), job)
         if job.stored().get("splitter") is None:
             return actions.submit(_session(), job, keep_going)
         # Splitting and bulk submission of thousands of subjobs takes seconds: say so.

@@ -92,6 +92,9 @@ class SubmitOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     # Submission stopped early (keep_going=False): these fqids were never attempted.
     not_attempted: list[str] = field(default_factory=list)
+    # True when the backend submitted in real bulk (one scheduler call for many subjobs):
+    # subjobs it refused are then failed rather than left new (the splitting design).
+    real_bulk: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,10 @@ class IBackend(GangaObject):
     ) -> SubmitOutcome:
         """Submit every job, honouring ``keep_going`` as the splitting design says."""
         raise NotImplementedError
+
+    def preview_bulk(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]]) -> object:
+        """What submit_bulk would send (scripts, commands), as text; no side effect."""
+        raise BackendError(f"the {type(self).__name__} backend has no dry run")
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
         """Kill the jobs; return fqid -> error message for those that could not be killed."""

@@ -24,7 +24,7 @@ from ganga_like.runtime.splitting import build_subjobs
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["copy_job", "force_status", "kill", "remove", "resubmit", "submit"]
+__all__ = ["copy_job", "force_status", "kill", "preview", "remove", "resubmit", "submit"]
 
 log = logging.getLogger("ganga_like")
 
@@ -105,7 +105,13 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             return
         for sj in targets:
             message = outcome.failed.get(sj.fqid)
-            if message is not None:
+            if message is None:
+                continue
+            if outcome.real_bulk:
+                # Real bulk: a subjob the backend refused is failed, not new (design).
+                sj.change_status(Status.SUBMITTING, "user: submit")
+                sj.change_status(Status.FAILED, f"submission failed: {message}")
+            else:
                 sj.log_event(f"submission failed: {message}")
         for sj in submitted:
             sj.change_status(Status.SUBMITTED, "user: submit")
@@ -135,7 +141,9 @@ def describe_job(job: Job) -> dict[str, str]:
     for name in ("application", "backend", "inputdata"):
         component = job.stored().get(name)
         if isinstance(component, GangaObject):
-            for attr in type(component)._schema:
+            for attr, trait in type(component)._schema.items():
+                if trait.metadata.get("protected"):
+                    continue  # backend bookkeeping (scheduler ids) is no user change
                 value = getattr(component, attr)
                 shown = list(value) if isinstance(value, tuple) else value
                 flat[f"{name}.{attr}"] = repr(shown)[:80]
@@ -200,10 +208,10 @@ def _check_inputs(job: Job) -> None:
             raise JobError(f"job {job.fqid}: input file not found: {path}")
 
 
-def _hand_to_backend(
-    session: Session, job: Job, targets: Sequence[Job], keep_going: bool
-) -> SubmitOutcome:
-    """Prepare each target and submit them in one bulk call (never raises)."""
+def _prepare(
+    session: Session, targets: Sequence[Job], keep_going: bool
+) -> tuple[list[tuple[Job, RunSpec]], SubmitOutcome]:
+    """Each target's run specification; failures recorded as the splitting design says."""
     ctx = session.submit_context()
     pairs: list[tuple[Job, RunSpec]] = []
     outcome = SubmitOutcome()
@@ -222,9 +230,17 @@ def _hand_to_backend(
                 break
             continue
         pairs.append((target, spec))
+    return pairs, outcome
+
+
+def _hand_to_backend(
+    session: Session, job: Job, targets: Sequence[Job], keep_going: bool
+) -> SubmitOutcome:
+    """Prepare each target and submit them in one bulk call (never raises)."""
+    pairs, outcome = _prepare(session, targets, keep_going)
     if pairs:
         try:
-            result = job.backend.submit_bulk(ctx, pairs, keep_going)
+            result = job.backend.submit_bulk(session.submit_context(), pairs, keep_going)
         except BackendError as exc:
             result = SubmitOutcome(failed={t.fqid: str(exc) for t, _ in pairs})
         except Exception as exc:  # a plugin bug must not leave the job in submitting
@@ -233,7 +249,21 @@ def _hand_to_backend(
                                            for t, _ in pairs})
         outcome.failed.update(result.failed)
         outcome.not_attempted.extend(result.not_attempted)
+        outcome.real_bulk = result.real_bulk
     return outcome
+
+
+def preview(session: Session, job: Job) -> str:
+    """What submitting ``job`` would send to its backend; nothing is stored or submitted."""
+    _check_components(job, "preview")
+    if job.current_status() is not Status.NEW:
+        raise JobError(f"job {job.fqid} is {job.current_status()}: only a new job can be "
+                       "submitted (see backend.preview() for a resubmission)")
+    targets = _split(job) if job.splitter is not None else [job]
+    pairs, outcome = _prepare(session, targets, keep_going=True)
+    if outcome.failed:
+        raise JobError(f"job {job.fqid} could not be prepared: {_summarise(outcome)}")
+    return str(job.backend.preview_bulk(session.submit_context(), pairs))
 
 
 # -- resubmit -------------------------------------------------------------------------

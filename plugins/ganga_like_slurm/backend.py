@@ -181,6 +181,8 @@ class Slurm(IBackend):
                 stop_at = min(stop_at, min(order[f] for f in errors))
         if array_ids:
             self._assign("id", ",".join(array_ids))
+        # Arrays are real bulk: the splitting design wants refused subjobs failed.
+        outcome.real_bulk = bool(array_ids) or any(b.is_array for b in batches)
         outcome.not_attempted = [job.fqid for job, _ in jobs
                                  if job.fqid not in submitted and job.fqid not in outcome.failed]
         return outcome
