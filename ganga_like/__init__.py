@@ -15,6 +15,9 @@ from ganga_like.errors import (
     BrokenObjectError as BrokenObjectError,
 )
 from ganga_like.errors import (
+    ConfigError as ConfigError,
+)
+from ganga_like.errors import (
     GangaError as GangaError,
 )
 from ganga_like.errors import (
@@ -37,6 +40,8 @@ from ganga_like.gpi.job import JobSlice as JobSlice
 from ganga_like.gpi.job import jobs as jobs
 from ganga_like.gpi.proxy import plugin as plugin
 from ganga_like.model import plugin_registry as _plugin_registry
+from ganga_like.shell import config as _config
+from ganga_like.shell.config import config as config
 
 __version__ = "0.1.0"
 
@@ -45,6 +50,7 @@ __version__ = "0.1.0"
 _CORE = [
     "BackendError",
     "BrokenObjectError",
+    "ConfigError",
     "GangaError",
     "Job",
     "JobError",
@@ -53,11 +59,16 @@ _CORE = [
     "RepositoryBusyError",
     "RepositoryError",
     "SchemaError",
+    "config",
     "jobs",
     "plugin",
 ]
 
 __all__ = [*_CORE, *_plugin_registry.known_names()]
+
+# A session opened on first use (scripts, notebooks) gets the same settings as the ganga
+# command: config file, environment, runtime ``config`` changes.
+_config.install()
 
 
 def __getattr__(name: str) -> Any:
@@ -75,6 +86,15 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext ganga_like``: the GPI names in the notebook's namespace."""
-    ipython.push({name: globals()[name] if name in _CORE else __getattr__(name)
-                  for name in __all__})
+    """``%load_ext ganga_like``: the GPI names, monitoring, per-cell transactions, one-line
+    errors, magics and rich/HTML displays in this IPython shell or notebook kernel."""
+    from ganga_like.shell.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext ganga_like``: back to committing every change at once."""
+    from ganga_like.shell.extension import unload
+
+    unload(ipython)

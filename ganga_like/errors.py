@@ -15,7 +15,9 @@ __all__ = [
     "JobError",
     "PluginError",
     "RepositoryBusyError",
+    "RepositoryCorruptError",
     "RepositoryError",
+    "RepositoryWriteError",
     "SchemaError",
 ]
 
@@ -74,3 +76,17 @@ class RepositoryBusyError(RepositoryError):
     def __init__(self, message: str, *, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class RepositoryCorruptError(RepositoryError):
+    """The repository file is damaged; nothing was changed. ``recover_repository`` keeps
+    what is intact (and a backup of the damaged file)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class RepositoryWriteError(RepositoryError):
+    """A commit could not be written (disk full, quota, read-only filesystem): the
+    transaction was aborted and the repository is unchanged and still usable."""

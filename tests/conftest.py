@@ -17,6 +17,18 @@ from ganga_like_local.backend import runner_dir
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _private_config(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads the user's ganga config file; runtime config changes do not leak."""
+    from ganga_like.shell.config import store
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
+    store.reset()
+    yield
+    store.reset()
+
+
 @pytest.fixture
 def gangadir(tmp_path: Path) -> Path:
     return tmp_path / "gangadir"
@@ -38,5 +50,6 @@ def env_for(gangadir: Path) -> dict[str, str]:
     """Environment for a child process using the same gangadir."""
     env = dict(os.environ)
     env["GANGA_DIR"] = str(gangadir)
+    env["XDG_CONFIG_HOME"] = str(gangadir.parent / "xdg-config")
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     return env

@@ -13,7 +13,7 @@ import pytest
 
 def ganga(args: list[str], env: dict[str, str], stdin: str = "",
           timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.commands", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
                           input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
@@ -119,3 +119,10 @@ def test_read_commands_work_beside_a_running_session(populated: dict[str, str]) 
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_repository_check_and_monitor_status(populated: dict[str, str]) -> None:
+    check = ganga(["repository", "check"], populated)
+    assert check.returncode == 0 and "repository is sound" in check.stdout
+    status = ganga(["monitor", "status"], populated)
+    assert status.returncode == 0 and status.stdout.strip()

@@ -1,7 +1,16 @@
-"""Submissions interrupted by a crash (kill -9) are recovered at the next start."""
+"""Submissions interrupted by a crash (kill -9) are recovered at the next start.
+
+The submitting process is killed at random points of a large split submission, in both the
+embedded and the shared repository mode; after a restart every job must be either ``new``
+with no subjobs (rolled back, nothing of it left running at the backend) or fully recorded
+(every subjob submitted, followed, counted). The full-scale version (10,000 subjobs, many
+kill points) is marked slow: ``GANGA_SLOW_TESTS=1 python -m pytest tests/test_recovery.py``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import signal
 import subprocess
@@ -10,8 +19,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from ganga_like import jobs
-from ganga_like.runtime.session import close_session, open_session
+from ganga_like.model.status import Status
+from ganga_like.repository import shared
+from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local import runner_client
 from ganga_like_local.backend import JOURNAL, runner_dir
@@ -31,44 +44,96 @@ SUBMITTER = textwrap.dedent("""
 
 def test_kill_9_during_submit_leaves_new_or_fully_recorded(
         gangadir: Path, env_for: dict[str, str]) -> None:
-    rng = random.Random(7)
+    _kill_during_submit(gangadir, env_for, "embedded", count=1500, attempts=4, seed=7)
+
+
+def test_kill_9_during_a_shared_mode_submit_leaves_new_or_fully_recorded(
+        gangadir: Path, env_for: dict[str, str]) -> None:
+    _kill_during_submit(gangadir, env_for, "shared", count=1500, attempts=3, seed=8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["embedded", "shared"])
+def test_kill_9_at_many_points_of_a_10000_subjob_submit(
+        mode: str, gangadir: Path, env_for: dict[str, str]) -> None:
+    if not os.environ.get("GANGA_SLOW_TESTS"):
+        pytest.skip("slow: set GANGA_SLOW_TESTS=1 to run the full-scale version")
+    _kill_during_submit(gangadir, env_for, mode, count=10_000, attempts=15, seed=9)
+
+
+def _kill_during_submit(gangadir: Path, env_for: dict[str, str], mode: str, count: int,
+                        attempts: int, seed: int) -> None:
+    rng = random.Random(seed)
+    env = dict(env_for, GANGA_REPOSITORY_MODE=mode)
     outcomes = []
+    duration = 0.0  # of a whole submission, measured by the first attempt
     try:
-        for attempt in range(4):
-            child = subprocess.Popen([sys.executable, "-c", SUBMITTER, "1500"], env=env_for,
+        for attempt in range(attempts):
+            child = subprocess.Popen([sys.executable, "-c", SUBMITTER, str(count)], env=env,
                                      stdout=subprocess.PIPE, text=True)
             assert child.stdout is not None and child.stdout.readline().strip() == "created"
-            time.sleep(rng.uniform(0.0, 0.6))
+            started = time.monotonic()
+            if attempt == 0:
+                assert child.stdout.readline().strip() == "submitted"
+                duration = time.monotonic() - started
+            else:
+                # Kill points spread over the whole submission (and a little after).
+                time.sleep(rng.uniform(0.0, 1.2 * duration))
             child.send_signal(signal.SIGKILL)
             child.wait()
-            session = open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+            session = open_session(Settings(gangadir=gangadir, repository_mode=mode,
+                                            local_max_concurrent=2, zeo_idle_exit=2.0))
             try:
                 j = jobs[-1]
-                status = j.status
-                if status == "new":
-                    assert j.subjobs == []
+                if j.status == "new":
+                    _check_rolled_back(session, j.id)
                     outcomes.append("rolled back")
-                    # nothing of this job may run unrecorded: the runner was told to cancel
-                    journal = session.repo.workspace / str(j.id) / JOURNAL
-                    _settle()
-                    if journal.exists():
-                        events, _ = runner_client.read_events(journal, 0)
-                        finished = {e.key for e in events if e.event != "started"}
-                        started = {e.key for e in events if e.event == "started"}
-                        assert started <= finished
                 else:
-                    assert len(j.subjobs) == 1500
-                    assert all(s.status != "submitting" for s in j.subjobs)
+                    _check_fully_recorded(session, j.id, count)
                     outcomes.append("recorded")
                     j.kill()
             finally:
                 close_session()
-                del attempt
     finally:
-        runner_client.stop(runner_dir(gangadir))
-    print(outcomes)
-    assert len(outcomes) == 4  # each attempt ended in one of the two consistent states
+        with contextlib.suppress(Exception):
+            runner_client.stop(runner_dir(gangadir))
+        with contextlib.suppress(Exception):
+            shared.stop_server(gangadir / "repository")
+    print(mode, f"a whole submission of {count} subjobs takes {duration:.1f} s;", outcomes)
+    assert len(outcomes) == attempts  # each attempt ended in one of the two consistent states
 
 
-def _settle() -> None:
-    time.sleep(1.0)
+def _check_rolled_back(session: Session, job_id: int) -> None:
+    j = jobs(job_id)
+    assert j.subjobs == []
+    assert job_id not in session.registry().submitting
+    assert not list(session.registry().active.keys(min=(job_id, -1), max=(job_id, 2**31 - 1)))
+    # Nothing of this job may run unrecorded: the runner was told to cancel it all.
+    journal = session.repo.workspace / str(job_id) / JOURNAL
+
+    def unfinished() -> set[str]:
+        events, _ = runner_client.read_events(journal, 0)
+        finished = {e.key for e in events if e.event != "started"}
+        return {e.key for e in events if e.event == "started"} - finished
+
+    # Whatever had started ends soon (killed): a large batch takes the runner a moment.
+    deadline = time.monotonic() + 30
+    while unfinished() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not unfinished()
+
+
+def _check_fully_recorded(session: Session, job_id: int, count: int) -> None:
+    registry = session.registry()
+    master = registry.get(job_id)
+    assert master is not None
+    assert master.subjob_count() == count
+    counts: dict[str, int] = {}
+    for sj in master.iter_subjobs():
+        assert Status.parse(sj.status) is not Status.SUBMITTING, sj.fqid
+        counts[sj.status] = counts.get(sj.status, 0) + 1
+    assert master._counter is not None and master._counter.counts == counts
+    assert job_id not in registry.submitting
+    active = len(list(registry.active.keys(min=(job_id, -1), max=(job_id, 2**31 - 1))))
+    assert active == sum(n for label, n in counts.items() if Status.parse(label).active)
+    assert registry.indexed_status(job_id) == master.current_status().label

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ganga_like.commands import actions, listing, transfer
+from ganga_like.commands import actions, listing, maintenance, transfer
 from ganga_like.commands.context import ERROR, OK, USAGE, error
 from ganga_like.errors import GangaError
 
@@ -23,6 +23,9 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]]
     "remove": ("remove the jobs matching a query", actions.remove_parser),
     "export": ("write a job's definition as JSON", transfer.export_parser),
     "import": ("create a new job from a JSON definition", transfer.import_parser),
+    "monitor": ("the background monitor daemon: start, stop, status",
+                maintenance.monitor_parser),
+    "repository": ("check or recover the repository file", maintenance.repository_parser),
 }
 
 EPILOG = ("exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "

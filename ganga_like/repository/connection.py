@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlparse
 
 import transaction
 import ZODB
 from ZODB.Connection import Connection
 
-from ganga_like.errors import RepositoryError
+from ganga_like.errors import RepositoryError, RepositoryWriteError
+from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
-from ganga_like.repository.storage import default_uri, ensure_private_dir, open_database
+from ganga_like.repository.storage import (
+    StorageOptions,
+    database_mode,
+    default_uri,
+    ensure_private_dir,
+    open_database,
+)
 
-__all__ = ["Repository"]
+__all__ = ["Repository", "write_errors"]
+
+log = logging.getLogger("ganga_like")
 
 T = TypeVar("T")
 
@@ -23,16 +37,37 @@ T = TypeVar("T")
 class Repository:
     """The repository of one gangadir, opened in one mode."""
 
-    def __init__(self, gangadir: Path, mode: str = "embedded", uri: str | None = None) -> None:
+    def __init__(self, gangadir: Path, mode: str = "embedded", uri: str | None = None,
+                 options: StorageOptions | None = None) -> None:
         self.gangadir = gangadir.expanduser().resolve()
         ensure_private_dir(self.gangadir)
         self.workspace = self.gangadir / "workspace"
         ensure_private_dir(self.workspace)
         self.mode = mode
         self.uri = uri or default_uri(self.gangadir)
-        self.db: ZODB.DB = open_database(self.uri, mode)
+        self.options = options or StorageOptions()
+        self.db: ZODB.DB = open_database(self.uri, mode, self.options)
+        # "auto" resolves to the mode actually used ("shared" or "embedded").
+        self.effective_mode = database_mode(self.db)
         self._local = threading.local()
         self._closed = False
+        # Held while a GPI action commits: this process's monitor skips a cycle rather
+        # than conflict with it (a kill of 10,000 subjobs is one long transaction).
+        self.action_lock = threading.RLock()
+        self._background: list[Any] = []  # a pack thread, the shared server's keeper
+        if self.effective_mode == "embedded":
+            # The file is ours alone: pack it here if due (the shared server does it there).
+            path = Path(unquote(urlparse(self.uri).path))
+            policy = PackPolicy(self.options.pack_threshold_mb, self.options.pack_keep_days)
+            packer = maybe_pack_in_background(self.db.storage, path, policy)
+            if packer is not None:
+                self._background.append(packer)
+        elif self.effective_mode == "shared":
+            from ganga_like.repository.shared import ServerKeeper
+
+            keeper = ServerKeeper(self.db.storage, self.gangadir / "repository", self.options)
+            keeper.start()
+            self._background.append(keeper)
         if mode != "readonly":
             tm = transaction.TransactionManager()
             conn = self.db.open(transaction_manager=tm)
@@ -66,14 +101,16 @@ class Repository:
         what the user did before the action.
         """
         tm = self.connection().transaction_manager
-        tm.commit()
-        for attempt in tm.attempts(attempts):
-            with attempt:
-                result = action()
+        with self.action_lock, write_errors(self.gangadir):
+            tm.commit()
+            for attempt in tm.attempts(attempts):
+                with attempt:
+                    result = action()
         return result
 
     def commit(self) -> None:
-        self.connection().transaction_manager.commit()
+        with write_errors(self.gangadir):
+            self.connection().transaction_manager.commit()
 
     def abort(self) -> None:
         self.connection().transaction_manager.abort()
@@ -89,6 +126,13 @@ class Repository:
                 conn.close()
             except Exception:  # closing must never hang or raise at exit
                 pass
+        for worker in self._background:
+            stop = getattr(worker, "stop", None)
+            if stop is not None:
+                stop()
+            elif worker.is_alive():
+                log.warning("waiting for the repository pack to finish before closing")
+            worker.join()  # a pack cannot be interrupted: it ends before the file closes
         self.db.close()
 
     def __enter__(self) -> Repository:
@@ -96,3 +140,39 @@ class Repository:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# Errors of the filesystem under the repository: the commit did not happen.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+@contextlib.contextmanager
+def write_errors(gangadir: Path) -> Iterator[None]:
+    """Turn a failed write of a commit into one clear RepositoryWriteError.
+
+    FileStorage truncates what it had written of the transaction, and the transaction
+    manager aborts it, so the repository is unchanged and stays usable.
+    """
+    try:
+        yield
+    except Exception as exc:
+        code = _write_errno(exc)
+        if code is None:
+            raise
+        raise RepositoryWriteError(
+            f"the repository in {gangadir} could not be written ({os.strerror(code)}); "
+            "this change was not saved and the repository is unchanged; free some space "
+            "(or fix the filesystem) and try again") from None
+
+
+def _write_errno(exc: Exception) -> int | None:
+    """The errno of a failed write, here or on the shared server (which sends it back as
+    ``ServerException('builtins.OSError', (errno, text))``)."""
+    if isinstance(exc, OSError):
+        return exc.errno if exc.errno in _WRITE_ERRNOS else None
+    if type(exc).__name__ == "ServerException" and len(exc.args) == 2 \
+            and exc.args[0] == "builtins.OSError":
+        detail = exc.args[1]
+        if isinstance(detail, tuple) and detail and detail[0] in _WRITE_ERRNOS:
+            return int(detail[0])
+    return None

@@ -1,30 +1,74 @@
 """Opening the job database from a storage URI in one of the repository modes.
 
 ``embedded`` (default): a FileStorage in this process; a second process gets a one-line
-error naming the holder's PID. ``readonly``: a read-only view of the same file, allowed
-beside a writer. The opening code takes a URI so other storages slot in without changes
-elsewhere (``file:///path/Data.fs`` today).
+error naming the holder's PID and saying how to share the repository. ``readonly``: a
+read-only view of the same file, allowed beside a writer. ``shared``: a ZEO client of the
+repository's own server (see :mod:`ganga_like.repository.shared`), started on demand.
+``auto``: the server if one is running, else embedded. The opening code takes a URI so other
+storages slot in without changes elsewhere (``file:///path/Data.fs`` today).
+
+Before a FileStorage is opened its file is checked (:mod:`ganga_like.repository.integrity`):
+a damaged file is refused with a :class:`RepositoryCorruptError` instead of being cut short.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import pickle
 import stat
+import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import zc.lockfile
 import ZODB
+from ZODB.Connection import Connection
 from ZODB.FileStorage import FileStorage
+from ZODB.FileStorage.format import CorruptedError
+from ZODB.POSException import POSKeyError, StateLoadError
 
-from ganga_like.errors import RepositoryBusyError, RepositoryError
+from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.repository.integrity import check_file, corrupt
+from ganga_like.repository.packing import finish_interrupted_pack
 
-__all__ = ["MODES", "default_uri", "ensure_private_dir", "open_database"]
+__all__ = [
+    "MODES",
+    "StorageOptions",
+    "database_mode",
+    "default_uri",
+    "ensure_private_dir",
+    "open_database",
+    "open_file_storage",
+]
+
+log = logging.getLogger("ganga_like")
 
 MODES = ("embedded", "readonly", "shared", "auto")
 # Large enough that a 10,000-subjob job (3 records per subjob) stays in memory between
 # transactions; the default of 400 reloads it after every commit.
 CACHE_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """How a repository is served and kept (filled from ``Settings``)."""
+
+    # "" serves shared mode on a Unix socket inside the gangadir (owner only); "HOST:PORT"
+    # listens on TCP instead. Never set by default: nothing listens on the network.
+    address: str = ""
+    # Seconds the shared server stays up with no client before it exits.
+    idle_exit: float = 60.0
+    # Size of each session's persistent ZEO client cache, in MB.
+    cache_mb: float = 100.0
+    # Automatic packing when the file is opened: at this size (MB; 0: never) ...
+    pack_threshold_mb: float = 256.0
+    # ... keeping this many days of history (undo information).
+    pack_keep_days: float = 7.0
+    # Seconds to wait for a shared server to start or answer.
+    connect_timeout: float = 30.0
 
 
 def default_uri(gangadir: Path) -> str:
@@ -48,37 +92,101 @@ def ensure_private_dir(path: Path) -> None:
                               "(GANGA_DIR=...)")
 
 
-def open_database(uri: str, mode: str = "embedded") -> ZODB.DB:
+def database_mode(db: ZODB.DB) -> str:
+    """The mode a database was actually opened in (``auto`` resolves to one of the others)."""
+    mode: str = getattr(db, "ganga_mode", "embedded")
+    return mode
+
+
+def open_database(uri: str, mode: str = "embedded",
+                  options: StorageOptions | None = None) -> ZODB.DB:
     """A ZODB.DB for ``uri`` in ``mode``; clear RepositoryErrors for every failure."""
     if mode not in MODES:
         raise RepositoryError(f"unknown repository mode {mode!r}; expected one of {MODES}")
-    if mode in ("shared", "auto"):
-        raise RepositoryError(f"repository mode {mode!r} is not available in this version; "
-                              "use 'embedded' or 'readonly'")
+    options = options or StorageOptions()
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         raise RepositoryError(f"unsupported storage URI {uri!r}: only file:// is supported")
     path = Path(unquote(parsed.path))
     ensure_private_dir(path.parent)
-    read_only = mode == "readonly"
+    quiet_zodb_logging()
+    storage: Any
+    effective = mode
+    if mode in ("shared", "auto"):
+        from ganga_like.repository import shared
+
+        storage = shared.open_client(path, options, spawn=mode == "shared")
+        if storage is None:  # auto, and no server is running
+            effective = "embedded"
+            storage = open_file_storage(path)
+        else:
+            effective = "shared"
+    else:
+        storage = open_file_storage(path, read_only=mode == "readonly")
+    db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
+    db.ganga_mode = effective
+    return db
+
+
+def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
+    """Open ``Data.fs`` after checking it; busy and damaged files give one-line errors."""
+    if not read_only:
+        finish_interrupted_pack(path)
     if read_only and not path.exists():
         raise RepositoryError(f"no repository at {path} to open read-only")
+    lock_probe = _probe_lock(path) if not read_only else None
     try:
-        storage = FileStorage(str(path), read_only=read_only)
+        note = check_file(path)
+    finally:
+        if lock_probe is not None:
+            lock_probe.close()  # FileStorage takes the lock itself right away
+    try:
+        storage = FileStorage(str(path), read_only=read_only, pack_keep_old=False)
     except zc.lockfile.LockError:
-        pid = _lock_holder(path)
-        holder = f"PID {pid}" if pid else "another process"
-        raise RepositoryBusyError(
-            f"repository {path.parent} is in use by {holder}; close that session, or open it "
-            "read-only (--Repository.mode=readonly)", pid=pid) from None
+        raise _busy(path) from None
     except OSError as exc:
         raise RepositoryError(f"cannot open repository {path}: {exc.strerror}") from None
+    except (CorruptedError, struct.error, pickle.UnpicklingError) as exc:
+        raise corrupt(path, f"{type(exc).__name__}: {exc}") from None
+    if note is not None and not read_only:  # a read-only view drops nothing
+        log.warning("repository %s: %s", path.parent, note)
     if not read_only:
         for suffix in ("", ".index", ".lock", ".tmp"):
             candidate = Path(str(path) + suffix)
             if candidate.exists():
                 candidate.chmod(0o600)
-    return ZODB.DB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
+    return storage
+
+
+def _probe_lock(path: Path) -> zc.lockfile.LockFile:
+    """Take the file's lock before checking it, so a busy repository is reported as busy
+    (a live writer's unfinished commit is not damage)."""
+    if path.exists() and path.stat().st_uid != os.getuid():
+        raise RepositoryError(f"{path} belongs to another user (uid {path.stat().st_uid}); "
+                              "refusing to use it")
+    try:
+        return zc.lockfile.LockFile(f"{path}.lock")
+    except zc.lockfile.LockError:
+        raise _busy(path) from None
+
+
+def _busy(path: Path) -> RepositoryBusyError:
+    from ganga_like.repository import shared
+
+    pid = _lock_holder(path)
+    server = shared.server_pid(path.parent)
+    if pid is not None and pid == server:
+        return RepositoryBusyError(
+            f"repository {path.parent} is served by its shared-mode server (PID {pid}); "
+            "open it in shared mode (--Repository.mode=shared or auto, or "
+            "GANGA_REPOSITORY_MODE=shared), or read-only (--Repository.mode=readonly)",
+            pid=pid)
+    holder = f"PID {pid}" if pid else "another process"
+    return RepositoryBusyError(
+        f"repository {path.parent} is in use by {holder}; close that session, or start "
+        "every session in shared mode to use it from several at once "
+        "(--Repository.mode=shared or GANGA_REPOSITORY_MODE=shared), or open this one "
+        "read-only (--Repository.mode=readonly)", pid=pid)
 
 
 def _lock_holder(path: Path) -> int | None:
@@ -88,3 +196,64 @@ def _lock_holder(path: Path) -> int | None:
         return None
     first = text.split()[0] if text else ""
     return int(first) if first.isdigit() else None
+
+
+class GuardedConnection(Connection):  # type: ignore[misc]
+    """A connection that reports an unreadable record as damage, in one line."""
+
+    def setstate(self, obj: Any) -> None:
+        try:
+            super().setstate(obj)
+        except (CorruptedError, POSKeyError, StateLoadError, pickle.UnpicklingError,
+                EOFError, struct.error) as exc:
+            path = Path(self.db().storage.getName())
+            raise _unreadable(path, obj, exc) from None
+
+
+class GuardedDB(ZODB.DB):  # type: ignore[misc]
+    """Every connection (also the one the database opens for itself) is guarded."""
+
+    klass = GuardedConnection
+
+
+def _unreadable(path: Path, obj: Any, exc: BaseException) -> RepositoryCorruptError:
+    oid = int.from_bytes(obj._p_oid or b"", "big")
+    what = f"record {oid:#x} ({type(obj).__name__}) cannot be read ({type(exc).__name__})"
+    if not path.name.endswith(".fs"):  # a ZEO client: the file is on the server's side
+        return RepositoryCorruptError(f"repository is damaged: {what}. Stop the sessions and "
+                                      "run `ganga repository recover`", path=str(path))
+    return corrupt(path, what)
+
+
+class _OneLine(logging.Handler):
+    """ZODB and ZEO log problems with tracebacks; the user gets them as one line each."""
+
+    # Benign: FileStorage rebuilds a stale index itself (a read-only view beside a
+    # writer always finds one).
+    BENIGN = ("Ignoring index for",)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            if record.getMessage().startswith(self.BENIGN):
+                return
+            text = record.getMessage().strip().splitlines()
+            line = text[0] if text else record.levelname
+            log.warning("repository: %s", line if len(line) < 200 else line[:197] + "...")
+
+
+_quieted = False
+
+
+def quiet_zodb_logging() -> None:
+    """Route ZODB's and ZEO's warnings through our logger, one line each, unless the
+    application configured those loggers itself."""
+    global _quieted
+    if _quieted:
+        return
+    _quieted = True
+    for name in ("ZODB", "ZEO", "zc.lockfile"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(_OneLine())
+            logger.propagate = False
+

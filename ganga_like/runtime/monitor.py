@@ -5,6 +5,10 @@ its active jobs, feeds the reports to the status engine and commits everything a
 poll interval shrinks to ``min_interval`` while things change and doubles up to
 ``max_interval`` when nothing does. A backend that cannot be reached leaves its jobs as they
 were (they are "stale", not failed) and is asked again next cycle.
+
+Only the holder of the monitor lease (``ganga_like.runtime.lease``) polls: with several
+sessions on one repository (shared mode), the others only follow its commits, and one of
+them takes the lease over when its holder exits or dies.
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ from collections import defaultdict
 from typing import Any
 
 import transaction
-from ZODB.POSException import ConflictError
+from transaction.interfaces import TransientError
 
-from ganga_like.errors import BackendError, PluginError
+from ganga_like.errors import BackendError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import ActiveRef, IBackend, PollContext, StatusReport
-from ganga_like.repository.connection import Repository
+from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import TOP, Registry
 from ganga_like.runtime.engine import apply_report
+from ganga_like.runtime.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
 
 __all__ = ["CycleResult", "Monitor"]
@@ -55,6 +60,11 @@ class Monitor:
         self.cycles = 0
         self.commits = 0  # successful commits that changed something: readers refresh on it
         self.cpu_seconds = 0.0  # CPU spent in cycles, for benchmarks and `%monitor status`
+        # Only the lease holder polls; without it a cycle only notices others' commits.
+        self.lease = MonitorLease(repo.gangadir)
+        self._tenure = 0  # the lease acquisition the backend contexts belong to
+        self._seen_tid: bytes | None = None
+        self._write_failed = False
 
     # -- control ---------------------------------------------------------------------
 
@@ -84,10 +94,12 @@ class Monitor:
                 except Exception:  # never block process exit on cleanup
                     pass
                 self._conn = None
+            self.lease.release()
 
     def poke(self) -> None:
         """Poll soon (after a submission, or while someone waits)."""
         self._wake.set()
+        self.lease.wake_holder()  # the daemon, when it holds the lease
 
     # -- cycles ----------------------------------------------------------------------
 
@@ -103,6 +115,9 @@ class Monitor:
                 interval = self.settings.monitor_min_interval
             else:
                 interval = min(interval * 2, self.settings.monitor_max_interval)
+            if not self.lease.held:
+                # A lease its holder left (or died with) is taken within this time.
+                interval = min(interval, self.settings.monitor_lease_timeout)
             if self._wake.wait(interval):
                 self._wake.clear()
                 interval = self.settings.monitor_min_interval
@@ -117,6 +132,26 @@ class Monitor:
                 self.cpu_seconds += time.thread_time() - cpu_before
 
     def _run_once_locked(self) -> CycleResult:
+        if self.repo.read_only or not self.lease.hold():
+            return self._follow()
+        if not self.repo.action_lock.acquire(blocking=False):
+            # A GPI action of this process is committing: poll right after it instead
+            # of conflicting with it.
+            result = CycleResult()
+            result.changed = 1
+            return result
+        try:
+            return self._poll_and_apply()
+        finally:
+            self.repo.action_lock.release()
+
+    def _poll_and_apply(self) -> CycleResult:
+        if self.lease.acquisitions != self._tenure:
+            # Newly (re)acquired: what the backends remembered from an earlier tenure
+            # (journal offsets) may be behind another holder's commits; start afresh.
+            # Reports are idempotent, so reading again applies nothing twice.
+            self._tenure = self.lease.acquisitions
+            self._contexts.clear()
         if self._conn is None:
             self._conn = self.repo.db.open(transaction_manager=self._tm)
         self._tm.begin()
@@ -125,22 +160,42 @@ class Monitor:
         staged: dict[str, dict[str, Any]] = {}
         try:
             self._cycle(registry, result, staged)
-            self._tm.commit()
-        except ConflictError:
-            # Another session changed the same jobs: nothing is lost, the same reports
-            # are produced again next cycle because backend offsets were not advanced.
+            with write_errors(self.repo.gangadir):
+                self._tm.commit()
+        except TransientError:
+            # Another session changed the same jobs (or the shared server is restarting):
+            # nothing is lost, the same reports are produced again next cycle because
+            # backend offsets were not advanced.
             self._tm.abort()
             result.changed = 1
+            return result
+        except RepositoryWriteError as exc:
+            # Disk full: the cycle's updates wait in the backends for the next cycle.
+            self._tm.abort()
+            if not self._write_failed:
+                log.warning("monitoring: %s", exc)
+            self._write_failed = True
             return result
         except BaseException:
             self._tm.abort()
             raise
+        self._write_failed = False
         if result.changed:
             self.commits += 1
         for name, memory in staged.items():
             self._contexts[name].memory.update(memory)
         self.stale_backends = result.stale_backends
         self.cycles += 1
+        return result
+
+    def _follow(self) -> CycleResult:
+        """Without the lease: notice commits of other processes, so readers refresh."""
+        result = CycleResult()
+        last = self.repo.db.lastTransaction()
+        if last != self._seen_tid:
+            self._seen_tid = last
+            self.commits += 1
+            result.changed = 1
         return result
 
     def _cycle(self, registry: Registry, result: CycleResult,

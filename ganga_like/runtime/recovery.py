@@ -50,7 +50,8 @@ def recover_interrupted_submissions(session: Session) -> list[str]:
     def recover() -> None:
         lines.clear()
         for job_id, (kind, detail, _pid, _started) in stale:
-            registry.submitting.pop(job_id, None)
+            if registry.submitting.pop(job_id, None) is None:
+                continue  # recovered meanwhile by another session (shared mode)
             job = registry.get(job_id)
             if not isinstance(job, Job) or not isinstance(job.backend, GangaObject):
                 continue

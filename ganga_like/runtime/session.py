@@ -37,7 +37,8 @@ REFRESH_AFTER = 0.5
 class Session:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.repo = Repository(settings.gangadir, settings.repository_mode)
+        self.repo = Repository(settings.gangadir, settings.repository_mode,
+                               options=settings.storage_options())
         self.monitor = Monitor(self.repo, settings)
         # Outside a shell cell, every change is committed at once (scripts, notebooks
         # without the extension); the shell turns this off and commits per cell.

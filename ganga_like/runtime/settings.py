@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ganga_like.repository.storage import StorageOptions
+
 __all__ = ["Settings"]
 
 
@@ -26,6 +28,26 @@ class Settings:
     # Local backend: how many subjobs run at once (default: the number of cores).
     local_max_concurrent: int = field(default_factory=lambda: os.cpu_count() or 1)
     local_idle_exit: float = 30.0
+    # Shared repository mode (docs/repository.md). The server listens on a private Unix
+    # socket in the gangadir; "HOST:PORT" makes it listen on TCP instead (explicit only).
+    zeo_address: str = ""
+    zeo_idle_exit: float = 60.0  # seconds the server stays up with no session
+    zeo_cache_mb: float = 100.0  # each session's persistent client cache
+    # Automatic packing when the repository is opened: at this file size (0: never), once
+    # it grew by half since the last pack, keeping this many days of history.
+    pack_threshold_mb: float = 256.0
+    pack_keep_days: float = 7.0
+    # Monitor lease: the longest a lease left by a dead holder stays untaken (seconds).
+    monitor_lease_timeout: float = 2.0
+
+    def storage_options(self) -> StorageOptions:
+        return StorageOptions(
+            address=self.zeo_address,
+            idle_exit=self.zeo_idle_exit,
+            cache_mb=self.zeo_cache_mb,
+            pack_threshold_mb=self.pack_threshold_mb,
+            pack_keep_days=self.pack_keep_days,
+        )
 
     def backend_settings(self) -> dict[str, Any]:
         return {

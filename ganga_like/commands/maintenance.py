@@ -1,0 +1,54 @@
+"""`ganga monitor start|stop|status` and `ganga repository check|recover`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ganga_like.commands.context import ERROR, OK, configured_settings
+
+__all__ = ["monitor_parser", "repository_parser"]
+
+
+def monitor_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("action", choices=("start", "stop", "status"),
+                        help="start the background monitor daemon, stop it, or show it")
+    return run_monitor
+
+
+def run_monitor(args: argparse.Namespace) -> int:
+    from ganga_like.runtime import daemon
+
+    settings = configured_settings()
+    if args.action == "start":
+        pid = daemon.start(settings)
+        print(f"monitor daemon running, PID {pid}")
+    elif args.action == "stop":
+        stopped = daemon.stop(settings.gangadir)
+        print("monitor daemon stopped" if stopped else "no monitor daemon was running")
+    else:
+        print(daemon.status(settings.gangadir))
+    return OK
+
+
+def repository_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("action", choices=("check", "recover"),
+                        help="check the repository file, or recover a damaged one "
+                             "(a dated backup is kept)")
+    return run_repository
+
+
+def run_repository(args: argparse.Namespace) -> int:
+    from ganga_like.repository import integrity
+
+    gangadir = configured_settings().gangadir
+    if args.action == "recover":
+        print(integrity.recover_repository(gangadir))
+        return OK
+    problems = integrity.check_repository(gangadir)
+    if problems:
+        for line in problems:
+            print(line)
+        return ERROR
+    print("repository is sound")
+    return OK

@@ -1,0 +1,407 @@
+"""Integrity of the repository file: a cheap check before opening, a full check, recovery.
+
+FileStorage (``Data.fs``) is an append-only log of transactions. What can go wrong:
+
+* a crash in the middle of a commit leaves an incomplete transaction at the end, still
+  flagged as "being committed". It was never committed, so FileStorage drops it when the
+  file is next opened (keeping the bytes in ``Data.fs.trN``). Normal; reported as a note.
+* the file is truncated, or bytes are overwritten (a full disk, a bad copy, a broken
+  filesystem): committed transactions are gone or unreadable. Opening refuses with a
+  :class:`RepositoryCorruptError` that says what is wrong and how to recover, and changes
+  nothing. FileStorage would otherwise cut the file at the first damaged byte by itself,
+  losing everything after it without a word.
+
+:func:`recover_repository` keeps what is intact: the damaged file is renamed to a backup,
+``ZODB.fsrecover`` copies every undamaged transaction into a new ``Data.fs`` (the index is
+rebuilt on opening), and the job registry is then checked object by object: a job that
+lost records it needs is taken out of the registry and named in the report (its workspace
+stays on disk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import pickle
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import zc.lockfile
+from ZODB.FileStorage.FileStorage import packed_version as MAGIC
+from ZODB.FileStorage.format import TRANS_HDR, TRANS_HDR_LEN
+
+from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+
+__all__ = [
+    "RecoveryReport",
+    "check_file",
+    "check_repository",
+    "corrupt",
+    "recover_repository",
+]
+
+log = logging.getLogger("ganga_like")
+
+_COMMITTED = b" pu"  # committed, packed, undone: every status a finished transaction has
+_TRAILER = 8  # each transaction ends with its length again, as 8 bytes
+
+
+def data_path(gangadir: Path) -> Path:
+    return gangadir / "repository" / "Data.fs"
+
+
+def corrupt(path: Path, detail: str) -> RepositoryCorruptError:
+    """The one-line error for a damaged repository file."""
+    gangadir = path.parent.parent
+    return RepositoryCorruptError(
+        f"repository {path} is damaged: {detail}. Nothing was changed. To keep everything "
+        f"that is intact run `ganga repository recover` (or python -m "
+        f"ganga_like.repository.integrity recover {gangadir}); the damaged file is kept "
+        "as a backup", path=str(path))
+
+
+# -- the check before opening ---------------------------------------------------------
+
+
+def check_file(path: Path) -> str | None:
+    """Refuse a damaged file; return a note when a crash left an unfinished commit.
+
+    Cheap after a clean close: the header, the length recorded in the index and the last
+    transaction are read. Otherwise (after a crash, or without an index) FileStorage will
+    scan the file and cut it at the first record it cannot read, so the same scan is done
+    first, read-only, to tell an unfinished commit (safe to drop) from damage (refused).
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        return None
+    with open(path, "rb") as f:
+        if size < len(MAGIC) or f.read(len(MAGIC)) != MAGIC:
+            raise corrupt(path, "it does not start like a repository file (FileStorage "
+                                "header missing)")
+        if size == len(MAGIC):
+            return None
+        indexed = _index_position(path)
+        if indexed is not None and indexed > size:
+            raise corrupt(path, f"it is {indexed - size} bytes shorter than when it was "
+                                "last closed (truncated)")
+        if indexed == size and _last_transaction_complete(f, size):
+            return None
+    return _classify_unfinished_end(path, size)
+
+
+def _index_position(path: Path) -> int | None:
+    """The file length recorded in ``Data.fs.index`` (its first pickle), if readable."""
+    try:
+        with open(f"{path}.index", "rb") as f:
+            pos = pickle.Unpickler(f).load()
+    except Exception:  # a missing or broken index is rebuilt by FileStorage: no verdict
+        return None
+    return pos if isinstance(pos, int) else None
+
+
+def _last_transaction_complete(f: Any, size: int) -> bool:
+    if size < len(MAGIC) + TRANS_HDR_LEN + _TRAILER:
+        return False
+    f.seek(size - _TRAILER)
+    (length,) = struct.unpack(">Q", f.read(_TRAILER))
+    start = size - _TRAILER - length
+    if length < TRANS_HDR_LEN or start < len(MAGIC):
+        return False
+    f.seek(start)
+    _tid, recorded, status, *_ = struct.unpack(TRANS_HDR, f.read(TRANS_HDR_LEN))
+    return bool(recorded == length and status in _COMMITTED)
+
+
+def _classify_unfinished_end(path: Path, size: int) -> str | None:
+    """Scan read-only: where do the complete transactions end, and what follows?"""
+    from ZODB.FileStorage import FileStorage
+
+    try:
+        with _zodb_log_captured() as messages:
+            storage = FileStorage(str(path), read_only=True)
+    except Exception as exc:  # any failure to read the file is damage: say what it was
+        raise corrupt(path, _describe(exc)) from None
+    end = storage._pos
+    storage.close()
+    if end >= size:
+        return None  # every transaction is complete
+    with open(path, "rb") as f:
+        f.seek(end)
+        header = f.read(TRANS_HDR_LEN)
+    if len(header) < TRANS_HDR_LEN or _unfinished_commit(header, end, size):
+        return (f"the last commit was interrupted by a crash and never completed; its "
+                f"{size - end} bytes are discarded (kept in {path.name}.trN)")
+    detail = "; ".join(m for m in messages if "Ignoring index" not in m)
+    raise corrupt(path, f"the transaction at byte {end} cannot be read ({size - end} bytes "
+                        f"from there on would be lost){': ' + detail if detail else ''}")
+
+
+def _unfinished_commit(header: bytes, pos: int, size: int) -> bool:
+    """A transaction still flagged "being committed" that reaches the end of the file:
+    what a crash during a commit leaves (the flag is cleared only once all is written)."""
+    _tid, length, status, *_ = struct.unpack(TRANS_HDR, header)
+    return bool(status == b"c" and pos + length + _TRAILER >= size)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _zodb_log_captured() -> Any:
+    """Collect what FileStorage logs while scanning, instead of printing it."""
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                messages.append(record.getMessage())
+
+    logger = logging.getLogger("ZODB.FileStorage")
+    handler = Collect()
+    previous = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = previous
+
+
+# -- the full check -------------------------------------------------------------------
+
+
+def check_repository(gangadir: Path) -> list[str]:
+    """Walk every transaction of the file; return the problems found (empty: sound).
+
+    Reads only transaction headers and trailers, so it is quick; damage inside a record's
+    data is found when the record is read (the registry check of the recovery does that).
+    """
+    path = data_path(gangadir.expanduser().resolve())
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return []
+    problems: list[str] = []
+    with open(path, "rb") as f:
+        if f.read(len(MAGIC)) != MAGIC:
+            return ["the file does not start like a repository file"]
+        pos = len(MAGIC)
+        last_tid = b""
+        while pos < size:
+            f.seek(pos)
+            header = f.read(TRANS_HDR_LEN)
+            if len(header) < TRANS_HDR_LEN:
+                problems.append(f"incomplete transaction header at byte {pos}")
+                break
+            tid, length, status, *_ = struct.unpack(TRANS_HDR, header)
+            end = pos + length
+            if length < TRANS_HDR_LEN or end + _TRAILER > size:
+                problems.append(f"transaction at byte {pos} runs past the end of the file")
+                break
+            f.seek(end)
+            (trailer,) = struct.unpack(">Q", f.read(_TRAILER))
+            if trailer != length:
+                problems.append(f"transaction at byte {pos}: its two lengths differ")
+                break
+            if status not in _COMMITTED:
+                problems.append(f"transaction at byte {pos} was never completed")
+            if tid <= last_tid:
+                problems.append(f"transaction ids go backwards at byte {pos}")
+            last_tid = tid
+            pos = end + _TRAILER
+    return problems
+
+
+# -- recovery -------------------------------------------------------------------------
+
+
+@dataclass
+class RecoveryReport:
+    """What :func:`recover_repository` did."""
+
+    backup: Path
+    bytes_removed: int = 0
+    jobs_kept: int = 0
+    lost_jobs: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"repository recovered: {self.jobs_kept} job(s) kept, "
+                 f"{self.bytes_removed} damaged byte(s) left out; the damaged file is kept "
+                 f"as {self.backup}"]
+        if self.lost_jobs:
+            shown = ", ".join(str(i) for i in self.lost_jobs[:20])
+            more = " ..." if len(self.lost_jobs) > 20 else ""
+            lines.append(f"job(s) {shown}{more} could not be read back and were taken out of "
+                         "the registry (their workspaces are kept)")
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def recover_repository(gangadir: Path) -> RecoveryReport:
+    """Rebuild ``Data.fs`` from its intact transactions, keeping the damaged file.
+
+    The repository must not be open anywhere (close the sessions, ``ganga monitor stop``;
+    the shared server exits by itself when idle).
+    """
+    from ZODB import fsrecover
+
+    path = data_path(gangadir.expanduser().resolve())
+    if not path.exists():
+        raise RepositoryError(f"no repository at {path} to recover")
+    try:
+        lock = zc.lockfile.LockFile(f"{path}.lock")
+    except zc.lockfile.LockError:
+        raise RepositoryBusyError(
+            f"repository {path.parent} is in use; close every session using it (and stop "
+            "the monitor daemon) before recovering it", pid=None) from None
+    try:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        backup = path.with_name(f"{path.name}.damaged-{stamp}")
+        target = path.with_name(f"{path.name}.recovering")
+        for stale in (target, Path(f"{target}.index"), Path(f"{target}.lock"),
+                      Path(f"{target}.tmp")):
+            stale.unlink(missing_ok=True)
+        os.replace(path, backup)
+        output = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(output), _zodb_log_captured():
+                fsrecover.recover(str(backup), str(target), verbose=0, partial=False,
+                                  force=True)
+        except (Exception, SystemExit) as exc:
+            os.replace(backup, path)  # leave everything as it was
+            raise RepositoryError(f"recovery of {path} failed ({_describe(exc)}); the file "
+                                  "was left unchanged") from None
+        report = RecoveryReport(backup=backup, bytes_removed=_bytes_removed(output.getvalue()))
+        for suffix in (".index", ".tmp"):
+            old = Path(f"{path}{suffix}")
+            if old.exists():
+                os.replace(old, Path(f"{backup}{suffix}"))
+        Path(f"{target}.index").unlink(missing_ok=True)
+        Path(f"{target}.lock").unlink(missing_ok=True)
+        os.replace(target, path)
+        path.chmod(0o600)
+        backup.chmod(0o600)
+    finally:
+        lock.close()
+    _check_registry(path, report)
+    log.warning("%s", report)
+    return report
+
+
+def _bytes_removed(text: str) -> int:
+    for line in text.splitlines():
+        if "bytes removed during recovery" in line:
+            with contextlib.suppress(ValueError):
+                return int(line.split()[0])
+    return 0
+
+
+def _check_registry(path: Path, report: RecoveryReport) -> None:
+    """Load every job and subjob; take out what cannot be read; rebuild the indexes."""
+    import transaction
+    import ZODB
+    from ZODB.FileStorage import FileStorage
+
+    from ganga_like.repository.registry import Registry
+
+    storage = FileStorage(str(path))
+    db = ZODB.DB(storage)
+    tm = transaction.TransactionManager()
+    conn = db.open(transaction_manager=tm)
+    try:
+        with tm:
+            root = conn.root()
+            try:
+                job_ids = list(root["jobs"].keys()) if "jobs" in root else []
+            except Exception as exc:
+                report.notes.append(f"the job table could not be read ({_describe(exc)}); "
+                                    "it was started afresh")
+                job_ids = []
+                del root["jobs"]
+            Registry.initialise(root)
+            jobs = root["jobs"]
+            for job_id in job_ids:
+                if _job_readable(jobs, job_id, report):
+                    report.jobs_kept += 1
+                    continue
+                report.lost_jobs.append(job_id)
+                with contextlib.suppress(Exception):
+                    del jobs[job_id]
+            # The indexes are derived data: rebuild them from the jobs that are left.
+            for key in ("by_status", "status_of", "by_name"):
+                root.pop(key, None)
+            active = root["active"]
+            for key in list(active.keys()):
+                if key[0] not in jobs:
+                    del active[key]
+            Registry.initialise(root)
+            lost = set(report.lost_jobs)
+            for key in list(root["submitting"].keys()):
+                if key in lost:
+                    del root["submitting"][key]
+    finally:
+        conn.close()
+        db.close()
+
+
+def _job_readable(jobs: Any, job_id: int, report: RecoveryReport) -> bool:
+    from ganga_like.model.job import Job
+
+    try:
+        job = jobs[job_id]
+        job._p_activate()
+        if not isinstance(job, Job):
+            return True  # a job of a missing plugin: kept, it lists as broken
+        subjobs = job._subjobs
+        if subjobs:
+            counts: dict[str, int] = {}
+            for sj in subjobs.values():
+                sj._p_activate()
+                counts[sj.status] = counts.get(sj.status, 0) + 1
+            counter = job._counter
+            if counter is not None and counter.counts != counts:
+                counter.counts = counts
+                report.notes.append(f"job {job_id}: its subjob counts were recomputed")
+        return True
+    except Exception:  # a record it needs was lost with a damaged transaction
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ganga_like.repository.integrity check|recover GANGADIR``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] not in ("check", "recover"):
+        print("usage: python -m ganga_like.repository.integrity check|recover GANGADIR",
+              file=sys.stderr)
+        return 2
+    gangadir = Path(args[1])
+    try:
+        if args[0] == "check":
+            problems = check_repository(gangadir)
+            for problem in problems:
+                print(problem)
+            if not problems:
+                print(f"{data_path(gangadir)}: no damage found")
+            return 1 if problems else 0
+        print(recover_repository(gangadir))
+    except RepositoryError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""Shared mode, client side: find the repository's ZEO server, start it when missing.
+
+One server per repository serves every session of the user (``zeo_server``). It is started
+by the first session that needs it, with this interpreter and ``sys.path`` (it resolves
+write conflicts with our own classes), detached, and exits after ``idle_exit`` seconds with
+no client. Files in ``<gangadir>/repository/``:
+
+``zeo.sock``        the server's Unix socket, mode 0600 in a 0700 directory
+``zeo.pid``         ``PID ADDRESS`` of the live server, written once it listens
+``zeo.spawn.lock``  flock held while a client looks for a server or starts one
+``zeo.log``         the server's log
+``zeo-cache/``      persistent client caches (``slot-N.zec``), one per open session, so a
+                    session reopened later starts with a warm cache
+
+A socket that does not answer is a dead server's: it is removed and a new server started,
+under the spawn lock so that two sessions never start two servers. A socket or a server
+owned by another user is refused. TCP is used only when an address is configured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import select
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import zc.lockfile
+
+from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+
+if TYPE_CHECKING:
+    from ganga_like.repository.storage import StorageOptions
+
+__all__ = [
+    "Address",
+    "ServerKeeper",
+    "ensure_server",
+    "open_client",
+    "parse_address",
+    "probe",
+    "server_address",
+    "server_pid",
+    "stop_server",
+]
+
+SOCKET_NAME = "zeo.sock"
+PID_NAME = "zeo.pid"
+SPAWN_LOCK = "zeo.spawn.lock"
+LOG_NAME = "zeo.log"
+CACHE_DIR = "zeo-cache"
+CACHE_SLOTS = 16
+SERVER_MODULE = "ganga_like.repository.zeo_server"
+
+log = logging.getLogger("ganga_like")
+
+Address = str | tuple[str, int]
+
+# Servers started by this process, kept so they can be reaped when they exit (no zombies
+# that would look alive).
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise RepositoryError(f"repository server address {text!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+# A Unix socket path must fit in sockaddr_un.sun_path (108 bytes on Linux).
+MAX_SOCKET_PATH = 100
+
+
+def server_address(repo_dir: Path, address: str = "") -> Address:
+    """Where the server of ``repo_dir`` listens: ``zeo.sock`` in it, or, when that path is
+    too long for a socket, a name derived from it in a private directory of ours under
+    the temporary directory."""
+    if address:
+        return parse_address(address)
+    path = str(repo_dir / SOCKET_NAME)
+    if len(path.encode()) <= MAX_SOCKET_PATH:
+        return path
+    from ganga_like.repository.storage import ensure_private_dir
+
+    digest = hashlib.sha256(str(repo_dir.resolve()).encode()).hexdigest()[:20]
+    short_dir = Path(tempfile.gettempdir()) / f"ganga-{os.getuid()}"
+    ensure_private_dir(short_dir)
+    return str(short_dir / f"{digest}.sock")
+
+
+# -- is a server there? ---------------------------------------------------------------
+
+
+def probe(address: Address, timeout: float = 2.0) -> bool:
+    """Whether a server of ours answers at ``address``; refuse anything not ours."""
+    _reap()
+    if isinstance(address, tuple):
+        try:
+            with socket.create_connection(address, timeout=timeout):
+                return True
+        except OSError:
+            return False
+    try:
+        info = os.lstat(address)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode):
+        raise RepositoryError(f"{address} exists and is not a socket; refusing to use it")
+    if info.st_uid != os.getuid():
+        raise RepositoryError(f"{address} belongs to another user (uid {info.st_uid}); "
+                              "refusing to use it")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(address)
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                struct.calcsize("3i"))
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT) or isinstance(exc, TimeoutError):
+            return False
+        raise RepositoryError(f"cannot reach the repository server at {address}: "
+                              f"{exc.strerror or exc}") from None
+    finally:
+        sock.close()
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        raise RepositoryError(f"the repository server at {address} runs as another user "
+                              f"(uid {uid}); refusing to use it")
+    return True
+
+
+def server_pid(repo_dir: Path) -> int | None:
+    """PID of the live server of ``repo_dir`` (from ``zeo.pid``, checked), or None."""
+    try:
+        pid = int((repo_dir / PID_NAME).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    _reap()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = [os.fsdecode(a) for a in f.read().split(b"\0")]
+    except OSError:
+        return None
+    if SERVER_MODULE not in args:
+        return None  # gone, a zombie, or a reused pid
+    position = args.index(SERVER_MODULE) + 1
+    if position >= len(args):
+        return None
+    gangadir = Path(args[position]).resolve()
+    return pid if gangadir / "repository" == repo_dir.resolve() else None
+
+
+# -- starting one ---------------------------------------------------------------------
+
+
+def ensure_server(repo_dir: Path, options: StorageOptions) -> bool:
+    """Make sure a server answers for ``repo_dir``; True when one had to be started."""
+    address = server_address(repo_dir, options.address)
+    with _spawn_lock(repo_dir, options.connect_timeout):
+        if probe(address):
+            return False
+        if isinstance(address, str):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(address)  # a dead server's socket (probe checked it is ours)
+        _start_server(repo_dir, options)
+        return True
+
+
+@contextlib.contextmanager
+def _spawn_lock(repo_dir: Path, timeout: float) -> Iterator[None]:
+    fd = os.open(repo_dir / SPAWN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RepositoryError(
+                        f"another process has been starting the repository server of "
+                        f"{repo_dir} for {timeout:.0f} s; see {repo_dir / LOG_NAME}") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _start_server(repo_dir: Path, options: StorageOptions) -> int:
+    """Start a detached server; wait until it listens or says why it cannot."""
+    gangadir = repo_dir.parent
+    read_fd, write_fd = os.pipe()
+    argv = [sys.executable, "-m", SERVER_MODULE, str(gangadir),
+            "--ready-fd", str(write_fd),
+            "--idle-exit", str(options.idle_exit),
+            "--pack-threshold-mb", str(options.pack_threshold_mb),
+            "--pack-keep-days", str(options.pack_keep_days)]
+    if options.address:
+        argv += ["--address", options.address]
+    env = dict(os.environ)
+    # The same import path as ours: the server unpickles our classes to resolve conflicts.
+    env["PYTHONPATH"] = os.pathsep.join(_import_path())
+    log_fd = os.open(repo_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                     0o600)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+                                cwd="/", env=env, pass_fds=(write_fd,), close_fds=True,
+                                start_new_session=True)
+    finally:
+        os.close(write_fd)
+        os.close(log_fd)
+    _spawned.append(proc)
+    try:
+        line = _read_line(read_fd, proc, options.connect_timeout)
+    finally:
+        os.close(read_fd)
+    kind, _, rest = line.partition(" ")
+    if kind == "ready":
+        return proc.pid
+    path = repo_dir / "Data.fs"
+    if kind == "busy":
+        pid_text, _, message = rest.partition(" ")
+        raise RepositoryBusyError(message, pid=int(pid_text) if pid_text.isdigit() else None)
+    if kind == "corrupt":
+        raise RepositoryCorruptError(rest, path=str(path))
+    if kind == "error":
+        raise RepositoryError(rest)
+    raise RepositoryError(f"the repository server of {repo_dir} did not start"
+                          f"{': ' + rest if rest else ''}; see {repo_dir / LOG_NAME}: "
+                          f"{_last_log_line(repo_dir)}")
+
+
+def _read_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> str:
+    data = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout waiting for it to listen"
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            if proc.poll() is not None:
+                return "exited"
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return data.decode(errors="replace").strip() or "exited"
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")
+
+
+def _last_log_line(repo_dir: Path) -> str:
+    try:
+        lines = (repo_dir / LOG_NAME).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(empty log)"
+
+
+def _import_path() -> list[str]:
+    package_root = str(Path(__file__).resolve().parent.parent.parent)
+    paths = [package_root]
+    for entry in sys.path:
+        absolute = os.path.abspath(entry or os.curdir)
+        if absolute not in paths:
+            paths.append(absolute)
+    return paths
+
+
+def _reap() -> None:
+    for proc in list(_spawned):
+        if proc.poll() is not None:
+            _spawned.remove(proc)
+
+
+# -- connecting -----------------------------------------------------------------------
+
+
+def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
+    """A ZEO ClientStorage for the repository holding ``path``; None when ``spawn`` is
+    false and no server runs (``auto`` mode then opens the file itself)."""
+    from ZEO.ClientStorage import ClientStorage
+    from ZEO.Exceptions import ClientDisconnected
+
+    repo_dir = path.parent
+    address = server_address(repo_dir, options.address)
+    for _attempt in range(3):
+        if not probe(address):
+            if not spawn:
+                return None
+            ensure_server(repo_dir, options)
+        cache = _cache_slot(repo_dir, options.cache_mb)
+        try:
+            # The server answered just now: a short first wait tells a server that went
+            # away meanwhile from a slow one; later calls wait up to connect_timeout.
+            storage = ClientStorage(address, cache=cache,
+                                    wait_timeout=min(5.0, options.connect_timeout),
+                                    client_label=f"ganga pid {os.getpid()}")
+        except ClientDisconnected:
+            cache.close()
+            continue
+        except BaseException:
+            cache.close()
+            raise
+        storage._server.timeout = options.connect_timeout
+        return storage
+    raise RepositoryError(f"cannot connect to the repository server of {repo_dir}; see "
+                          f"{repo_dir / LOG_NAME}: {_last_log_line(repo_dir)}")
+
+
+# Caches of this process by path: a slot whose cache is open here is taken, even though
+# its file lock (per open file) would not tell.
+_caches: dict[str, Any] = {}
+
+
+def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
+    """A persistent client cache in the first free slot (each file has a lock)."""
+    from ZEO.cache import ClientCache
+
+    size = int(cache_mb * 1024 * 1024)
+    cache_dir = repo_dir / CACHE_DIR
+    with contextlib.suppress(FileExistsError):
+        cache_dir.mkdir(mode=0o700)
+    for slot in range(CACHE_SLOTS):
+        name = str(cache_dir / f"slot-{slot}.zec")
+        mine = _caches.get(name)
+        handle = getattr(mine, "f", None)  # None once the cache was closed
+        if handle is not None and not handle.closed:
+            continue
+        try:
+            cache = ClientCache(name, size)
+        except zc.lockfile.LockError:
+            continue
+        os.chmod(name, 0o600)
+        _caches[name] = cache
+        return cache
+    return ClientCache(None, size)  # every slot in use: a temporary cache
+
+
+# -- stopping -------------------------------------------------------------------------
+
+
+def stop_server(repo_dir: Path, timeout: float = 10.0) -> bool:
+    """Ask the live server to exit (clients reconnect to a new one); True if one ran."""
+    import signal
+
+    pid = server_pid(repo_dir)
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while server_pid(repo_dir) == pid:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"repository server {pid} did not exit within {timeout} s")
+        time.sleep(0.02)
+    return True
+
+
+# -- keeping a server -----------------------------------------------------------------
+
+
+class ServerKeeper(threading.Thread):
+    """Watches a session's connection: when the server is gone (killed, crashed), starts a
+    new one; the ZEO client reconnects to it by itself. Meanwhile reads and commits wait
+    (up to ``connect_timeout``) instead of failing."""
+
+    CHECK = 0.5
+
+    def __init__(self, storage: Any, repo_dir: Path, options: StorageOptions) -> None:
+        super().__init__(name="ganga-zeo-keeper", daemon=True)
+        self.storage = storage
+        self.repo_dir = repo_dir
+        self.options = options
+        self._stop_event = threading.Event()
+        self.restarts = 0
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def run(self) -> None:
+        down_since: float | None = None
+        warned = False
+        while not self._stop_event.wait(self.CHECK):
+            if self.storage.is_connected():
+                down_since = None
+                warned = False
+                continue
+            now = time.monotonic()
+            if down_since is None:
+                down_since = now  # give a restarting server a moment first
+                continue
+            if now - down_since < 2 * self.CHECK:
+                continue
+            try:
+                if ensure_server(self.repo_dir, self.options):
+                    self.restarts += 1
+                    log.warning("the repository server of %s was gone: a new one was "
+                                "started", self.repo_dir)
+                down_since = time.monotonic()
+            except Exception as exc:  # keep trying; say it once
+                if not warned:
+                    log.warning("the repository server of %s is gone and could not be "
+                                "restarted: %s", self.repo_dir, exc)
+                    warned = True

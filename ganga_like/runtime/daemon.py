@@ -1,0 +1,349 @@
+"""The monitor daemon: follows jobs after every shell has exited (``ganga monitor ...``).
+
+    python -m ganga_like.runtime.daemon start|stop|status [GANGADIR]
+
+``start`` launches a detached process that opens the repository in shared mode and runs
+the monitor with the daemon's lease (it has priority: sessions give the lease up and only
+read while it runs). ``stop`` ends it (SIGTERM; jobs keep running in their backends and
+are followed again by the next monitor). ``status`` says whether it runs, who holds the
+lease, and what the daemon's last cycles did.
+
+Files in the gangadir: ``monitor-daemon.lock`` (flock held by the live daemon: one per
+gangadir), ``monitor-daemon.pid``, ``monitor-daemon.json`` (its latest figures, rewritten
+every few seconds) and ``monitor-daemon.log``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ganga_like.errors import GangaError
+from ganga_like.repository.storage import ensure_private_dir
+from ganga_like.runtime.lease import DAEMON_LOCK, DAEMON_MODULE, MonitorLease, lease_holder
+from ganga_like.runtime.settings import Settings
+
+__all__ = ["DaemonStatus", "main", "run", "start", "status", "stop"]
+
+PID_NAME = "monitor-daemon.pid"
+STATUS_NAME = "monitor-daemon.json"
+LOG_NAME = "monitor-daemon.log"
+STATUS_EVERY = 2.0
+
+log = logging.getLogger("ganga_like")
+
+
+class DaemonError(GangaError):
+    """The monitor daemon could not be started or stopped."""
+
+
+@dataclass
+class DaemonStatus:
+    gangadir: Path
+    pid: int | None
+    lease: tuple[int, str] | None
+    figures: dict[str, Any]
+
+    @property
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def __str__(self) -> str:
+        if self.pid is None:
+            lines = [f"monitor daemon: not running ({self.gangadir})"]
+        else:
+            started = self.figures.get("started")
+            since = (time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started))
+                     if isinstance(started, int | float) else "")
+            lines = [f"monitor daemon: running, PID {self.pid}{since} ({self.gangadir})"]
+            if self.figures:
+                age = time.time() - float(self.figures.get("updated", 0))
+                lines.append(
+                    f"  {self.figures.get('cycles', 0)} cycles, "
+                    f"{self.figures.get('polled', 0)} active job(s) at the last cycle, "
+                    f"{self.figures.get('commits', 0)} commits with changes, "
+                    f"figures {age:.0f} s old")
+                stale = self.figures.get("stale_backends") or {}
+                for backend, reason in stale.items():
+                    lines.append(f"  {backend}: unreachable ({reason})")
+        if self.lease is None:
+            lines.append("monitor lease: free (the next session to start monitoring takes it)")
+        else:
+            lines.append(f"monitor lease: held by PID {self.lease[0]} ({self.lease[1]})")
+        return "\n".join(lines)
+
+
+# -- control (called by `ganga monitor ...`) -------------------------------------------
+
+
+def daemon_pid(gangadir: Path) -> int | None:
+    """PID of the live daemon of ``gangadir``, or None."""
+    gangadir = gangadir.expanduser().resolve()
+    try:
+        pid = int((gangadir / PID_NAME).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    _reap()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = [os.fsdecode(a) for a in f.read().split(b"\0")]
+    except OSError:
+        return None
+    if DAEMON_MODULE not in args or "run" not in args:
+        return None
+    return pid if str(gangadir) in args else None
+
+
+def status(gangadir: Path) -> DaemonStatus:
+    gangadir = gangadir.expanduser().resolve()
+    pid = daemon_pid(gangadir)
+    figures: dict[str, Any] = {}
+    if pid is not None:
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads((gangadir / STATUS_NAME).read_text())
+            if isinstance(loaded, dict) and loaded.get("pid") == pid:
+                figures = loaded
+    return DaemonStatus(gangadir, pid, lease_holder(gangadir), figures)
+
+
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def _reap() -> None:
+    for proc in list(_spawned):
+        if proc.poll() is not None:
+            _spawned.remove(proc)
+
+
+def start(settings: Settings, timeout: float = 60.0) -> int:
+    """Start the daemon for ``settings.gangadir`` (shared mode); return its PID.
+
+    If one runs already, its PID is returned and nothing is started.
+    """
+    gangadir = settings.gangadir.expanduser().resolve()
+    ensure_private_dir(gangadir)
+    running = daemon_pid(gangadir)
+    if running is not None:
+        return running
+    fields = dataclasses.asdict(settings)
+    fields["gangadir"] = str(gangadir)
+    fields["repository_mode"] = "shared"  # sessions must be able to open it beside us
+    read_fd, write_fd = os.pipe()
+    argv = [sys.executable, "-m", DAEMON_MODULE, "run", str(gangadir),
+            "--ready-fd", str(write_fd), "--settings", json.dumps(fields)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(_import_path())
+    log_fd = os.open(gangadir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                     0o600)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+                                cwd="/", env=env, pass_fds=(write_fd,), close_fds=True,
+                                start_new_session=True)
+    finally:
+        os.close(write_fd)
+        os.close(log_fd)
+    _spawned.append(proc)
+    try:
+        line = _read_line(read_fd, proc, timeout)
+    finally:
+        os.close(read_fd)
+    kind, _, rest = line.partition(" ")
+    if kind == "ready":
+        return int(rest.split()[0])
+    if kind == "running":  # another `start` won the race
+        return int(rest.split()[0])
+    raise DaemonError(f"the monitor daemon did not start: {rest or kind}; see "
+                      f"{gangadir / LOG_NAME}")
+
+
+def stop(gangadir: Path, timeout: float = 15.0) -> bool:
+    """Stop the daemon (it finishes its cycle); True if one was running."""
+    gangadir = gangadir.expanduser().resolve()
+    pid = daemon_pid(gangadir)
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while daemon_pid(gangadir) == pid:
+        if time.monotonic() > deadline:
+            raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within "
+                              f"{timeout:.0f} s")
+        time.sleep(0.05)
+    return True
+
+
+def _read_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> str:
+    data = b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "error timed out waiting for it"
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            if proc.poll() is not None:
+                return "error it exited at start"
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return data.decode(errors="replace").strip() or "error it exited at start"
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")
+
+
+def _import_path() -> list[str]:
+    package_root = str(Path(__file__).resolve().parent.parent.parent)
+    paths = [package_root]
+    for entry in sys.path:
+        absolute = os.path.abspath(entry or os.curdir)
+        if absolute not in paths:
+            paths.append(absolute)
+    return paths
+
+
+# -- the daemon process ---------------------------------------------------------------
+
+
+def _answer(fd: int, line: str) -> None:
+    if fd < 0:
+        return
+    with contextlib.suppress(OSError):
+        os.write(fd, (" ".join(line.split()) + "\n").encode())
+        os.close(fd)
+
+
+def run(settings: Settings, ready_fd: int = -1) -> int:
+    """The daemon's life: hold the daemon lock, monitor with priority, until SIGTERM."""
+    from ganga_like.runtime.session import Session
+
+    gangadir = settings.gangadir.expanduser().resolve()
+    ensure_private_dir(gangadir)
+    lock_fd = os.open(gangadir / DAEMON_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock_fd)
+        _answer(ready_fd, f"running {daemon_pid(gangadir) or 0}")
+        return 0
+    stop_event = threading.Event()
+    session: Any = None
+    try:
+        try:
+            session = Session(dataclasses.replace(settings, gangadir=gangadir,
+                                                  monitoring=False))
+        except GangaError as exc:
+            _answer(ready_fd, f"error {exc}")
+            return 1
+        monitor = session.monitor
+        monitor.lease = MonitorLease(gangadir, kind="daemon")
+        last: dict[str, int] = {"polled": 0}
+        cycle = monitor.run_once
+
+        def counted_cycle() -> Any:  # remember how many jobs the last cycle followed
+            result = cycle()
+            last["polled"] = result.polled
+            return result
+
+        monitor.run_once = counted_cycle
+        signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
+        signal.signal(signal.SIGINT, lambda *_: stop_event.set())
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGUSR1, lambda *_: monitor.poke())
+        monitor.start()
+        started = time.time()
+        tmp = gangadir / f".{PID_NAME}.{os.getpid()}"
+        tmp.write_text(f"{os.getpid()}\n")
+        os.replace(tmp, gangadir / PID_NAME)
+        log.info("monitor daemon %d started for %s", os.getpid(), gangadir)
+        _write_figures(gangadir, monitor, started, 0)
+        _answer(ready_fd, f"ready {os.getpid()}")
+        while not stop_event.wait(STATUS_EVERY):
+            _write_figures(gangadir, monitor, started, last["polled"])
+        _write_figures(gangadir, monitor, started, last["polled"])
+        log.info("monitor daemon %d stopping", os.getpid())
+        return 0
+    finally:
+        if session is not None:
+            session.close()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int((gangadir / PID_NAME).read_text().split()[0]) == os.getpid():
+                (gangadir / PID_NAME).unlink()
+        os.close(lock_fd)
+
+
+def _write_figures(gangadir: Path, monitor: Any, started: float, polled: int) -> None:
+    figures = {
+        "pid": os.getpid(),
+        "started": started,
+        "updated": time.time(),
+        "cycles": monitor.cycles,
+        "commits": monitor.commits,
+        "polled": polled,
+        "cpu_seconds": round(monitor.cpu_seconds, 3),
+        "lease_held": monitor.lease.held,
+        "stale_backends": dict(monitor.stale_backends),
+    }
+    tmp = gangadir / f".{STATUS_NAME}.{os.getpid()}"
+    with contextlib.suppress(OSError):
+        tmp.write_text(json.dumps(figures))
+        os.replace(tmp, gangadir / STATUS_NAME)
+
+
+def _settings_from_json(text: str) -> Settings:
+    fields = json.loads(text)
+    known = {f.name for f in dataclasses.fields(Settings)}
+    values = {k: v for k, v in fields.items() if k in known}
+    values["gangadir"] = Path(values["gangadir"])
+    return Settings(**values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    usage = "usage: python -m ganga_like.runtime.daemon start|stop|status [GANGADIR]"
+    if not args or args[0] not in ("start", "stop", "status", "run"):
+        print(usage, file=sys.stderr)
+        return 2
+    command = args[0]
+    if command == "run":
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(process)d %(levelname)s %(message)s")
+        ready_fd = int(args[args.index("--ready-fd") + 1]) if "--ready-fd" in args else -1
+        if "--settings" in args:
+            settings = _settings_from_json(args[args.index("--settings") + 1])
+        else:
+            settings = Settings(gangadir=Path(args[1]), repository_mode="shared")
+        return run(settings, ready_fd)
+    settings = Settings(repository_mode="shared")
+    if len(args) > 1:
+        settings = dataclasses.replace(settings, gangadir=Path(args[1]))
+    try:
+        if command == "start":
+            pid = start(settings)
+            print(f"monitor daemon running, PID {pid}")
+        elif command == "stop":
+            print("monitor daemon stopped" if stop(settings.gangadir)
+                  else "monitor daemon was not running")
+        else:
+            print(status(settings.gangadir))
+    except GangaError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The monitor lease: exactly one process polls the backends of a gangadir at a time.
+
+The lease is an exclusive ``flock`` on ``<gangadir>/monitor.lease``, held for as long as
+the holder monitors; the file names the holder (``PID KIND``, kind ``session`` or
+``daemon``). The kernel releases the lock when the holder exits or is killed, so another
+session's monitor takes it at its next cycle (within ``Settings.monitor_lease_timeout``).
+
+The monitor daemon (``ganga monitor start``) has priority: while it runs (it holds
+``monitor-daemon.lock``), sessions give the lease up and only read. A session that needs
+a poll soon (after a submission, while waiting) wakes the daemon with SIGUSR1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import time
+from pathlib import Path
+
+__all__ = ["DAEMON_LOCK", "LEASE_NAME", "MonitorLease", "daemon_running", "lease_holder"]
+
+LEASE_NAME = "monitor.lease"
+DAEMON_LOCK = "monitor-daemon.lock"
+DAEMON_MODULE = "ganga_like.runtime.daemon"
+# How long an answer to "is a daemon running?" is reused (it is asked every cycle).
+DAEMON_CHECK_SECONDS = 1.0
+WAKE_EVERY_SECONDS = 0.5
+
+
+def _locked_by_someone(path: Path) -> bool:
+    """Whether another open file holds an exclusive lock on ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also drops the shared lock, if it was taken
+    return False
+
+
+def daemon_running(gangadir: Path) -> bool:
+    return _locked_by_someone(gangadir / DAEMON_LOCK)
+
+
+def lease_holder(gangadir: Path) -> tuple[int, str] | None:
+    """``(pid, kind)`` of the live holder, or None when the lease is free."""
+    path = gangadir / LEASE_NAME
+    if not _locked_by_someone(path):
+        return None
+    try:
+        pid_text, kind = path.read_text().split()[:2]
+        return int(pid_text), kind
+    except (OSError, ValueError):
+        return None  # being written right now
+
+
+class MonitorLease:
+    """This process's side of the lease."""
+
+    def __init__(self, gangadir: Path, kind: str = "session") -> None:
+        self.gangadir = gangadir
+        self.kind = kind
+        self._fd: int | None = None
+        self._daemon_seen = (0.0, False)
+        self._woken_at = 0.0
+        self.acquisitions = 0
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def hold(self) -> bool:
+        """Keep or take the lease, unless the daemon should have it; True when held."""
+        if self.kind != "daemon" and self._daemon_alive():
+            self.release()
+            return False
+        if self._fd is not None:
+            return True
+        fd = os.open(self.gangadir / LEASE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {self.kind}\n".encode(), 0)
+        self._fd = fd
+        self.acquisitions += 1
+        return True
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor releases the lock
+
+    def wake_holder(self) -> None:
+        """Ask the daemon, if it holds the lease, to poll now (at most twice a second)."""
+        now = time.monotonic()
+        if self._fd is not None or now - self._woken_at < WAKE_EVERY_SECONDS:
+            return
+        self._woken_at = now
+        holder = lease_holder(self.gangadir)
+        if holder is None or holder[1] != "daemon" or not _is_daemon(holder[0]):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(holder[0], signal.SIGUSR1)
+
+    def _daemon_alive(self) -> bool:
+        checked_at, alive = self._daemon_seen
+        now = time.monotonic()
+        if now - checked_at > DAEMON_CHECK_SECONDS:
+            alive = daemon_running(self.gangadir)
+            self._daemon_seen = (now, alive)
+        return alive
+
+
+def _is_daemon(pid: int) -> bool:
+    """Whether ``pid`` runs our daemon (a pid can be reused; a signal must not go astray)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return DAEMON_MODULE.encode() in f.read()
+    except OSError:
+        return False

@@ -1,0 +1,238 @@
+"""A truncated or damaged repository file: a clear error, recovery, never silent loss."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ZODB.utils import newTid
+
+from ganga_like.errors import RepositoryCorruptError, RepositoryError
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.integrity import check_repository, recover_repository
+from ganga_like.repository.registry import Registry
+
+from .conftest import child_env, python, run_python
+
+JOBS = 40
+
+
+def _make_repository(gangadir: Path) -> Path:
+    """JOBS jobs, one transaction each (as the GPI does); returns Data.fs."""
+    repo = Repository(gangadir)
+    try:
+        for i in range(JOBS):
+            def add(i: int = i) -> None:
+                job = JobImpl()
+                job.name = f"job{i}"
+                Registry(repo.connection().root()).add(job)
+            repo.in_transaction(add)
+    finally:
+        repo.close()
+    return gangadir / "repository" / "Data.fs"
+
+
+def _names(gangadir: Path, mode: str = "embedded") -> list[str]:
+    repo = Repository(gangadir, mode)
+    try:
+        return sorted((j.name for j in repo.registry().jobs.values()),
+                      key=lambda n: (len(n), n))
+    finally:
+        repo.close()
+
+
+def test_a_truncated_file_is_refused_at_every_cut_then_recovered(gangadir: Path) -> None:
+    path = _make_repository(gangadir)
+    pristine = path.read_bytes()
+    rng = random.Random(3)
+    cuts = sorted(rng.sample(range(200, len(pristine) - 1), 12))
+    for cut in cuts:
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+        with pytest.raises(RepositoryCorruptError) as info:
+            Repository(gangadir)
+        message = str(info.value)
+        assert "\n" not in message
+        assert "is damaged" in message and "shorter than when it was last closed" in message
+        assert "ganga repository recover" in message
+        assert path.stat().st_size == cut  # nothing was changed
+        path.write_bytes(pristine)
+    # Recover from one of them: what is intact is kept, the damaged file too.
+    with open(path, "r+b") as f:
+        f.truncate(cuts[len(cuts) // 2])
+    report = recover_repository(gangadir)
+    assert report.backup.exists() and report.backup.stat().st_size == cuts[len(cuts) // 2]
+    names = _names(gangadir)
+    assert names == [f"job{i}" for i in range(len(names))]  # a prefix of the history
+    assert 0 < len(names) < JOBS
+    assert check_repository(gangadir) == []
+    # Job ids are never reused, even for jobs that were lost.
+    repo = Repository(gangadir)
+    try:
+        registry = repo.registry()
+        assert registry.root["ids"].next_id >= len(names)
+        assert sorted(registry.ids_with_status("new")) == sorted(registry.jobs.keys())
+    finally:
+        repo.close()
+
+
+def _transaction_starts(path: Path) -> list[int]:
+    starts = []
+    with open(path, "rb") as f:
+        size = path.stat().st_size
+        pos = 4
+        while pos < size:
+            starts.append(pos)
+            f.seek(pos + 8)
+            (length,) = struct.unpack(">Q", f.read(8))
+            pos += length + 8
+    return starts
+
+
+@pytest.mark.parametrize("index", ["missing", "stale"])
+def test_garbage_over_a_transaction_in_the_middle_is_refused(index: str,
+                                                              gangadir: Path) -> None:
+    path = _make_repository(gangadir)
+    starts = _transaction_starts(path)
+    if index == "missing":
+        Path(f"{path}.index").unlink()
+    else:  # as after a crash: the index knows only the first transactions
+        from ZODB.fsIndex import fsIndex
+
+        fsIndex().save(starts[2], f"{path}.index")
+    data = bytearray(path.read_bytes())
+    middle = starts[len(starts) // 2]
+    data[middle:middle + 64] = b"\xff" * 64  # a header FileStorage would cut the file at
+    path.write_bytes(bytes(data))
+    with pytest.raises(RepositoryCorruptError, match="is damaged"):
+        Repository(gangadir)
+    assert path.read_bytes() == bytes(data)  # FileStorage did not cut it short
+    assert check_repository(gangadir)  # the full check names the problem too
+    report = recover_repository(gangadir)
+    assert report.bytes_removed > 0
+    names = _names(gangadir)
+    assert JOBS // 3 < len(names) < JOBS
+    assert "recovered" in str(report)
+
+
+def test_a_damaged_record_is_reported_when_read_not_as_a_traceback(gangadir: Path) -> None:
+    path = _make_repository(gangadir)
+    repo = Repository(gangadir)
+    try:
+        oid = repo.registry().get(JOBS - 5)._p_oid  # type: ignore[union-attr]
+    finally:
+        repo.close()
+    # Overwrite the pickle of that job's last record, keeping the file's structure.
+    from ZODB.FileStorage import FileStorage
+
+    storage = FileStorage(str(path), read_only=True)
+    pos = storage._lookup_pos(oid)
+    storage.close()
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        header = f.read(42)
+        length = struct.unpack(">8s8sQQHQ", header)[5]
+        f.seek(pos + 42)
+        f.write(b"\x00" * min(length, 32))
+    repo = Repository(gangadir)  # the structure is sound: it opens
+    try:
+        with pytest.raises(RepositoryCorruptError, match="cannot be read"):
+            _ = repo.registry().get(JOBS - 5).name  # type: ignore[union-attr]
+    finally:
+        repo.close()
+    report = recover_repository(gangadir)
+    assert report.lost_jobs == [JOBS - 5]
+    assert len(_names(gangadir)) == JOBS - 1
+
+
+def test_an_interrupted_commit_is_dropped_with_a_note(gangadir: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    path = _make_repository(gangadir)
+    # What a kill -9 in the middle of writing a commit leaves: a transaction header with
+    # the "being committed" flag and part of its data.
+    with open(path, "ab") as f:
+        f.write(struct.pack(">8sQcHHH", newTid(None), 5000, b"c", 0, 0, 0) + b"x" * 100)
+    assert _names(gangadir) == [f"job{i}" for i in range(JOBS)]
+    assert any("interrupted by a crash" in r.getMessage() for r in caplog.records)
+    assert list(path.parent.glob("Data.fs.tr*"))  # the bytes are kept
+
+
+def test_the_command_line_shows_one_line_and_no_traceback(gangadir: Path,
+                                                          tmp_path: Path) -> None:
+    path = _make_repository(gangadir)
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 100)
+    script = tmp_path / "list.py"
+    script.write_text("print(len(jobs))\n")
+    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", str(script)],
+                            env=child_env(gangadir, mode="embedded"), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ERROR: repository "), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_shared_mode_reports_a_damaged_file_the_same_way(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    path = _make_repository(gangadir)
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 100)
+    with pytest.raises(RepositoryCorruptError, match="shorter than when it was last closed"):
+        Repository(gangadir, "shared")
+    result = run_python("from ganga_like import *\nprint(len(jobs))", child_env(gangadir))
+    assert "RepositoryCorruptError" in result.stderr.strip().splitlines()[-1]
+
+
+def test_recovery_refuses_while_the_repository_is_open(gangadir: Path) -> None:
+    _make_repository(gangadir)
+    repo = Repository(gangadir)
+    try:
+        with pytest.raises(RepositoryError, match="in use"):
+            recover_repository(gangadir)
+    finally:
+        repo.close()
+
+
+def test_kill_9_of_a_writer_leaves_a_file_that_opens(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    _make_repository(gangadir)
+    writer = python("""
+        from ganga_like.repository.connection import Repository
+        from ganga_like.repository.registry import Registry
+        from ganga_like.model.job import Job
+        import os, sys
+        repo = Repository(__import__("pathlib").Path(os.environ["GANGA_DIR"]))
+        print("open", flush=True)
+        while True:
+            def add():
+                job = Job()
+                job.name = "x" * 5000
+                Registry(repo.connection().root()).add(job)
+            repo.in_transaction(add)
+    """, child_env(gangadir, mode="embedded"))
+    cleanup.append(writer)
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
+    rng = random.Random(5)
+    for _ in range(3):
+        import time
+
+        time.sleep(rng.uniform(0.05, 0.3))
+        os.kill(writer.pid, signal.SIGSTOP)  # freeze it mid-write, copy what is on disk
+        copy = gangadir.parent / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(gangadir, copy)
+        os.kill(writer.pid, signal.SIGCONT)
+        (copy / "repository" / "Data.fs.lock").unlink(missing_ok=True)
+        names = _names(copy)  # the crash image opens, with a note at most
+        assert len(names) >= JOBS
+    writer.kill()
+    writer.wait()

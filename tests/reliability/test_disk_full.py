@@ -1,0 +1,90 @@
+"""Disk full during a commit: a clear error, the transaction aborted, the repository usable.
+
+The gangadir lives on a 2 MB tmpfs (mounting needs root; the test is skipped, with the
+reason, where that is impossible).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ganga_like.errors import RepositoryWriteError
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.integrity import check_repository
+from ganga_like.repository.registry import Registry
+
+from .conftest import shared_settings
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs",
+                             str(mount)], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _fill_until_full(repo: Repository) -> tuple[int, RepositoryWriteError]:
+    """Add 20 kB jobs until a commit fails; return how many were saved and the error."""
+    for i in range(1000):
+        def add(i: int = i) -> None:
+            job = JobImpl()
+            job.comment = f"{i:05d}" + "x" * 20_000
+            Registry(repo.connection().root()).add(job)
+        try:
+            repo.in_transaction(add)
+        except RepositoryWriteError as exc:
+            return i, exc
+    raise AssertionError("the disk never filled up")
+
+
+@pytest.mark.parametrize("mode", ["embedded", "shared"])
+def test_a_full_disk_aborts_the_commit_and_the_repository_stays_usable(
+        mode: str, small_disk: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir = small_disk / "gangadir"
+    ballast = small_disk / "ballast"
+    ballast.write_bytes(b"\0" * 300_000)  # room to give back once the disk is full
+    options = shared_settings(gangadir, zeo_cache_mb=1).storage_options()
+    repo = Repository(gangadir, mode, options=options)
+    try:
+        saved, error = _fill_until_full(repo)
+        message = str(error)
+        assert "\n" not in message
+        assert "could not be written (No space left on device)" in message
+        assert "this change was not saved" in message
+        assert saved > 10
+        repo.abort()
+        assert len(repo.registry().jobs) == saved  # the failed commit left nothing behind
+        ballast.unlink()
+        repo.in_transaction(lambda: Registry(repo.connection().root()).add(JobImpl()))
+        assert len(repo.registry().jobs) == saved + 1
+    finally:
+        repo.close()
+    with contextlib.suppress(Exception):
+        from ganga_like.repository import shared
+
+        shared.stop_server(gangadir / "repository")
+    assert check_repository(gangadir) == []
+    reopened = Repository(gangadir)
+    try:
+        jobs = reopened.registry().jobs
+        assert len(jobs) == saved + 1
+        assert [j.comment[:5] for j in list(jobs.values())[:saved]] == \
+            [f"{i:05d}" for i in range(saved)]
+    finally:
+        reopened.close()

@@ -1,0 +1,243 @@
+"""One process polls at a time; the lease passes on when its holder dies; the daemon."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ganga_like import ArgSplitter, Executable, Job, jobs
+from ganga_like.model.status import Status
+from ganga_like.repository.connection import Repository
+from ganga_like.runtime import daemon
+from ganga_like.runtime.lease import lease_holder
+from ganga_like.runtime.session import close_session, open_session
+from ganga_like.runtime.settings import Settings
+from ganga_like_local import runner_client
+from ganga_like_local.backend import JOURNAL
+
+from .conftest import child_env, kill_tree, python, shared_settings, wait_until
+
+HOLDER = """
+    import sys, time
+    from ganga_like.runtime.session import current_session
+    session = current_session()
+    for _ in range(100):
+        session.monitor.run_once()  # take the lease now rather than after a backoff
+        if session.monitor.lease.held or len(sys.argv) > 1:
+            break
+        time.sleep(0.05)
+    print("holding" if session.monitor.lease.held else "following", flush=True)
+    time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 120)
+    print(session.monitor.lease.held, session.monitor.cycles, flush=True)
+"""
+
+
+def test_only_the_lease_holder_polls(gangadir: Path,
+                                     cleanup: list[subprocess.Popen[str]]) -> None:
+    session = open_session(shared_settings(gangadir))
+    assert wait_until(lambda: session.monitor.lease.held, 5)
+    child = python(HOLDER, child_env(gangadir), argv=("1.5",))
+    cleanup.append(child)
+    out, err = child.communicate(timeout=60)
+    first, second = out.split("\n")[:2]
+    assert first == "following", err
+    assert second == "False 0"  # it never polled a backend
+    assert lease_holder(gangadir) == (os.getpid(), "session")
+
+
+def test_a_dead_holders_lease_is_taken_over_within_seconds(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    holder = python(HOLDER, child_env(gangadir))
+    cleanup.append(holder)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+    session = open_session(shared_settings(gangadir))
+    j = Job(application=Executable(exe="sleep"),
+            splitter=ArgSplitter(args=[["0.3"] for _ in range(4)]))
+    j.submit()
+    time.sleep(0.5)
+    assert not session.monitor.lease.held
+    assert lease_holder(gangadir) == (holder.pid, "session")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    died = time.monotonic()
+    assert wait_until(lambda: session.monitor.lease.held, 10)
+    takeover = time.monotonic() - died
+    print(f"lease taken over {takeover:.2f} s after its holder was killed")
+    assert takeover < 3.0
+    assert j.wait(timeout=60) == "completed"
+
+
+def test_the_daemon_follows_jobs_after_every_shell_exited(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    pid = daemon.start(shared_settings(gangadir))
+    assert daemon.start(shared_settings(gangadir)) == pid  # one per gangadir
+    submit = python("""
+        from ganga_like import *
+        j = Job(application=Executable(exe="sleep"),
+                splitter=ArgSplitter(args=[["0.2"] for _ in range(6)]))
+        j.submit()
+        print(j.id, flush=True)
+    """, child_env(gangadir))
+    cleanup.append(submit)
+    out, err = submit.communicate(timeout=60)
+    assert submit.returncode == 0, err
+    job_id = int(out.strip())
+    # No shell is left; only the daemon polls. Read the outcome without monitoring.
+    session = open_session(shared_settings(gangadir, monitoring=False))
+
+    def done() -> bool:
+        session.sync()
+        return jobs(job_id).status == "completed"
+
+    assert wait_until(done, 30)
+    assert session.monitor.cycles == 0
+    text = str(daemon.status(gangadir))
+    assert f"running, PID {pid}" in text and f"held by PID {pid} (daemon)" in text
+    close_session()
+    assert daemon.stop(gangadir)
+    assert "not running" in str(daemon.status(gangadir))
+    assert lease_holder(gangadir) is None
+
+
+def test_sessions_give_the_lease_to_the_daemon(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    session = open_session(shared_settings(gangadir))
+    assert wait_until(lambda: session.monitor.lease.held, 5)
+    pid = daemon.start(shared_settings(gangadir))
+    assert wait_until(lambda: lease_holder(gangadir) == (pid, "daemon"), 10)
+    assert not session.monitor.lease.held
+    j = Job(application=Executable(exe="true"))
+    j.submit()
+    assert j.wait(timeout=30) == "completed"  # the daemon was woken, the session read
+    daemon.stop(gangadir)
+    assert wait_until(lambda: session.monitor.lease.held, 10)  # and back to the session
+
+
+# -- kill -9 of the monitor in the middle of its cycles ---------------------------------
+
+MONITOR = """
+    from ganga_like.runtime.session import current_session
+    session = current_session()
+    print("open", flush=True)
+    import time
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("mode", ["shared", "embedded"])
+def test_kill_9_of_the_monitor_mid_cycle_loses_and_repeats_nothing(
+        mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    _kill_monitors_while_jobs_finish(mode, gangadir, cleanup, subjobs=150, kills=8)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_monitor_at_many_points_full_scale(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    _kill_monitors_while_jobs_finish("shared", gangadir, cleanup, subjobs=2000, kills=60)
+
+
+def _kill_monitors_while_jobs_finish(mode: str, gangadir: Path,
+                                     cleanup: list[subprocess.Popen[str]],
+                                     subjobs: int, kills: int) -> None:
+    rng = random.Random(11)
+    settings = shared_settings(gangadir, repository_mode=mode, monitoring=False,
+                               local_max_concurrent=1)
+    open_session(settings)
+    # Each subjob takes a moment, so the monitors record the run while they are killed.
+    j = Job(application=Executable(exe="sleep"),
+            splitter=ArgSplitter(args=[["0.02"] for _ in range(subjobs)]))
+    j.submit()
+    job_id = j.id
+    close_session()  # from now on only the killed monitors write
+    env = child_env(gangadir, mode=mode)
+    code = MONITOR.replace("current_session()", (
+        "__import__('ganga_like.runtime.session', fromlist=['x']).open_session("
+        "__import__('ganga_like.runtime.settings', fromlist=['x']).Settings("
+        "monitor_min_interval=0.005, monitor_max_interval=0.02, "
+        "monitor_lease_timeout=0.1))"))
+    seen = []
+    for _ in range(kills):
+        child = python(code, env)
+        cleanup.append(child)
+        assert child.stdout is not None and child.stdout.readline().strip() == "open"
+        time.sleep(rng.uniform(0.0, 0.4))
+        kill_tree(child)
+        seen.append(_recorded_done(gangadir, job_id))
+    print(f"subjobs recorded done after each kill -9 of the monitor: {seen}")
+    # The kills fell while the monitor was recording: some progress, not all of it.
+    assert any(0 < done < subjobs for done in seen)
+    session = open_session(Settings(gangadir=gangadir, repository_mode=mode,
+                                    monitoring=False))
+    journal = session.repo.workspace / str(job_id) / JOURNAL
+    assert wait_until(lambda: _finished(journal) >= subjobs, 60)
+    for _ in range(3):
+        session.monitor.run_once()
+    _check_against_the_runner(session, job_id, journal)
+
+
+def _recorded_done(gangadir: Path, job_id: int) -> int:
+    snapshot = Repository(gangadir, "readonly")
+    try:
+        master = snapshot.registry().get(job_id)
+        assert master is not None
+        return master.counts().get(Status.COMPLETED, 0)
+    finally:
+        snapshot.close()
+
+
+def _finished(journal: Path) -> int:
+    events, _ = runner_client.read_events(journal, 0)
+    return sum(1 for e in events if e.event in runner_client.TERMINAL_EVENTS)
+
+
+def _check_against_the_runner(session: object, job_id: int, journal: Path) -> None:
+    from ganga_like.runtime.session import Session
+
+    assert isinstance(session, Session)
+    session.repo.abort()  # see what the monitor (its own connection) committed
+    events, _ = runner_client.read_events(journal, 0)
+    truth = {e.key.split("@")[0]: e.event for e in events
+             if e.event in runner_client.TERMINAL_EVENTS}
+    master = session.registry().get(job_id)
+    assert master is not None
+    counts: dict[str, int] = {}
+    for sj in master.iter_subjobs():
+        assert sj.status == truth[sj.fqid], sj.fqid
+        counts[sj.status] = counts.get(sj.status, 0) + 1
+        changes = [(old, new) for _t, old, new, _cause in sj.history if old != new]
+        assert len(changes) == len(set(changes)), f"{sj.fqid} applied twice: {sj.history}"
+        assert [new for _old, new in changes] == ["submitted", "running", "completed"]
+    assert master._counter is not None and master._counter.counts == counts
+    assert not any(Status.parse(s).active for s in counts)
+    assert len(session.registry().active) == 0
+
+
+def test_a_job_left_completing_is_finished_by_the_next_monitor(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    """``completing`` is an active state: it stays in the active index (written in the same
+    transaction), so whichever monitor holds the lease next finishes it."""
+    session = open_session(shared_settings(gangadir, monitoring=False))
+    j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"]]))
+    j.submit()
+    journal = session.repo.workspace / str(j.id) / JOURNAL
+    assert wait_until(lambda: _finished(journal) == 2, 30)
+
+    def leave_completing() -> None:  # what a monitor killed between two cycles leaves
+        master = session.registry().get(j.id)
+        assert master is not None
+        for sj in master.iter_subjobs():
+            sj.change_status(Status.RUNNING, "test")
+            sj.change_status(Status.COMPLETING, "test")
+
+    session.repo.in_transaction(leave_completing)
+    close_session()
+    follower = open_session(shared_settings(gangadir))
+    assert j.id in [x.id for x in jobs]
+    assert wait_until(lambda: (follower.sync(), jobs(j.id).status)[1] == "completed", 10)
+    assert [s.status for s in jobs(j.id).subjobs] == ["completed", "completed"]

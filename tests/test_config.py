@@ -1,0 +1,242 @@
+"""Configuration: defaults < config file < environment < command line < runtime ``config``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+
+from ganga_like import config
+from ganga_like.errors import ConfigError
+from ganga_like.runtime.session import Session, current_session
+from ganga_like.shell.app import GangaApp
+from ganga_like.shell.config import SECTIONS, config_dir, options, store
+
+
+def write_config(text: str) -> Path:
+    path = config_dir() / "ganga_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    store.reset()
+    return path
+
+
+def test_defaults_without_a_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GANGA_DIR", raising=False)
+    monkeypatch.delenv("GANGA_REPOSITORY_MODE", raising=False)
+    assert not config_dir().exists()
+    settings = store.settings()
+    assert settings.gangadir == Path.home() / "gangadir"
+    assert settings.repository_mode == "embedded"
+    assert (settings.monitor_min_interval, settings.monitor_max_interval) == (0.05, 2.0)
+    assert settings.monitoring is True
+    assert config.Display.columns == ("fqid", "status", "name", "subjobs", "application",
+                                      "backend")
+
+
+def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    monkeypatch.delenv("GANGA_DIR", raising=False)
+    write_config(f"c.Repository.gangadir = {str(tmp_path / 'from-file')!r}\n"
+                 "c.Monitor.max_interval = 7.0\n"
+                 "c.Monitor.min_interval = 0.5\n"
+                 "c.Local.max_concurrent = 3\n"
+                 "c.Display.max_rows = 10\n")
+    s = store.settings()
+    assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
+        tmp_path / "from-file", 7.0, 3)
+
+    monkeypatch.setenv("GANGA_DIR", str(tmp_path / "from-env"))
+    assert store.settings().gangadir == tmp_path / "from-env"
+
+    app = GangaApp()
+    app.initialize([f"--gangadir={tmp_path / 'from-cli'}", "--Monitor.max_interval=9",
+                    "--Local.max_concurrent", "4"])
+    s = store.settings()
+    assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
+        tmp_path / "from-cli", 9.0, 4)
+    assert s.monitor_min_interval == 0.5  # only in the file: still there
+    assert config.Display.max_rows == 10
+
+    config.Monitor.max_interval = 11
+    config.Local.max_concurrent = 5
+    s = store.settings()
+    assert (s.monitor_max_interval, s.local_max_concurrent) == (11.0, 5)
+
+
+def test_runtime_changes_reach_the_open_session(session: Session) -> None:
+    config.Monitor.max_interval = 4.5
+    config.Local.max_concurrent = 7
+    assert session.settings.monitor_max_interval == 4.5
+    assert session.submit_context().settings["local_max_concurrent"] == 7
+    assert session.monitor.running
+    config.Monitor.enabled = False
+    assert not session.monitor.running
+    config.Monitor.enabled = True
+    assert session.monitor.running
+
+
+@pytest.mark.parametrize(("section", "option", "value", "message"), [
+    ("Monitor", "max_interval", -1, "Monitor.max_interval: should not be less than"),
+    ("Monitor", "max_interval", "soon", "Monitor.max_interval: expected a float"),
+    ("Monitor", "min_interval", 10.0, "Monitor.min_interval (10.0) is larger than "
+                                      "Monitor.max_interval (2.0)"),
+    ("Monitor", "max_intervl", 3, "Monitor has no option 'max_intervl'; did you mean "
+                                  "'max_interval'?"),
+    ("Monitr", "max_interval", 3, "no configuration section 'Monitr'; did you mean "
+                                  "'Monitor'?"),
+    ("Local", "max_concurrent", 0, "Local.max_concurrent: should not be less than 1"),
+    ("Display", "columns", ["fqid", "colour"], "Display.columns:"),
+    ("Display", "status_colours", {"failed": "reddish"}, "'reddish' (for failed) is not a"),
+    ("Display", "status_colours", {"broken": "red"}, "unknown status 'broken'"),
+    ("Repository", "mode", "cloud", "Repository.mode: expected any of"),
+])
+def test_bad_values_are_refused_and_change_nothing(section: str, option: str, value: object,
+                                                   message: str) -> None:
+    before = store.settings()
+    with pytest.raises(ConfigError) as err:
+        setattr(getattr(config, section), option, value)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+    assert store.settings() == before
+
+
+def test_repository_options_are_fixed_while_it_is_open(session: Session,
+                                                       tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot change while the repository is open"):
+        config.Repository.gangadir = str(tmp_path / "elsewhere")
+    assert session.repo.gangadir == (tmp_path / "gangadir").resolve()
+
+
+def test_repository_options_apply_to_the_session_opened_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ganga_like.runtime.session import close_session
+
+    monkeypatch.setenv("GANGA_DIR", str(tmp_path / "env"))
+    config.Repository.gangadir = str(tmp_path / "chosen")
+    try:
+        assert current_session().repo.gangadir == (tmp_path / "chosen").resolve()
+    finally:
+        close_session()
+
+
+def test_config_file_errors_name_the_file() -> None:
+    path = write_config("c.Monitor.max_intervl = 3\n")
+    with pytest.raises(ConfigError) as err:
+        store.settings()
+    assert str(path) in str(err.value) and "did you mean 'max_interval'" in str(err.value)
+    write_config("c.Monitor.max_interval = 'x'\n")
+    with pytest.raises(ConfigError, match=r"Monitor\.max_interval: expected a float"):
+        store.settings()
+    write_config("c.Monitor.max_interval = (\n")
+    with pytest.raises(ConfigError, match="SyntaxError"):
+        store.settings()
+
+
+def test_xdg_config_home_is_respected_and_a_relative_one_ignored(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert config_dir() == tmp_path / "xdg" / "ganga_like"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")
+    assert config_dir() == Path.home() / ".config" / "ganga_like"
+
+
+def test_runtime_config_lists_every_option_and_completes_names() -> None:
+    text = repr(config)
+    for cls in SECTIONS:
+        assert f"[{cls.__name__}]" in text
+        for option, trait in options(cls).items():
+            assert f"  {option} = " in text and trait.help.split(".")[0] in text
+    assert dir(config) == sorted(cls.__name__ for cls in SECTIONS)
+    assert dir(config.Monitor) == sorted(options(SECTIONS[1]))
+    with pytest.raises(ConfigError, match="set an option"):
+        config.Monitor = 3  # type: ignore[misc]
+
+
+def test_every_option_that_feeds_settings_names_a_real_field() -> None:
+    import dataclasses
+
+    from ganga_like.runtime.settings import Settings
+    from ganga_like.shell.config import SETTINGS_FIELDS
+
+    assert set(SETTINGS_FIELDS.values()) <= {f.name for f in dataclasses.fields(Settings)}
+
+
+def test_every_setting_has_help_text() -> None:
+    for cls in SECTIONS:
+        for option, trait in options(cls).items():
+            assert trait.help, f"{cls.__name__}.{option} has no help"
+            assert trait.metadata.get("config") is True
+
+
+def ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_generate_config_then_help_all_and_precedence_in_a_real_process(
+        tmp_path: Path, env_for: dict[str, str]) -> None:
+    generated = ganga(["--generate-config"], env_for)
+    assert generated.returncode == 0, generated.stderr
+    path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
+    text = path.read_text()
+    for cls in SECTIONS:
+        for option in options(cls):
+            assert f"# c.{cls.__name__}.{option} = " in text
+    again = ganga(["--generate-config"], env_for)
+    assert again.returncode == 1 and "already exists" in again.stderr
+
+    help_all = ganga(["--help-all"], env_for).stdout
+    for cls in SECTIONS:
+        for option in options(cls):
+            assert f"--{cls.__name__}.{option}=" in help_all
+
+    # The file sets three values, the environment overrides one, the command line another.
+    path.write_text(text + "\nc.Monitor.max_interval = 6.0\nc.Local.idle_exit = 12.0\n"
+                    "c.Local.max_concurrent = 3\n")
+    script = tmp_path / "show.py"
+    script.write_text("from ganga_like.runtime.session import current_session\n"
+                      "s = current_session().settings\n"
+                      "print(s.gangadir, s.monitor_max_interval, s.local_idle_exit, "
+                      "s.local_max_concurrent)\n"
+                      "config.Local.idle_exit = 1.5\n"
+                      "print(current_session().settings.local_idle_exit)\n")
+    result = ganga(["--Local.max_concurrent=5", str(script)], env_for)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [env_for["GANGA_DIR"], "6.0", "12.0", "5", "1.5"]
+
+    bad = ganga(["--Monitor.max_interval=-2", str(script)], env_for)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("ganga: command line: Monitor.max_interval: should not be "
+                                  "less than 0.001, but a value of -2.0 was specified")
+
+
+def test_options_after_the_script_belong_to_the_script(tmp_path: Path,
+                                                       env_for: dict[str, str]) -> None:
+    script = tmp_path / "args.py"
+    script.write_text("import sys\nprint(sys.argv[1:])\n")
+    result = ganga(["--Monitor.enabled=False", str(script), "--help", "-i", "--x.y=1"],
+                   env_for)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['--help', '-i', '--x.y=1']"
+
+
+def test_command_line_layer_can_also_be_given_directly() -> None:
+    cli = Config()
+    cli.Monitor.max_interval = 3.0
+    store.use_command_line(cli)
+    assert store.settings().monitor_max_interval == 3.0
+
+
+def test_the_shell_documentation_lists_every_setting() -> None:
+    from .conftest import ROOT
+
+    text = (ROOT / "docs" / "shell.md").read_text()
+    for cls in SECTIONS:
+        assert f"#### `{cls.__name__}`" in text
+        section = text.split(f"#### `{cls.__name__}`", 1)[1].split("####", 1)[0]
+        for option in options(cls):
+            assert f"| `{option}` |" in section, f"{cls.__name__}.{option} undocumented"
