@@ -25,7 +25,6 @@ import fcntl
 import hashlib
 import logging
 import os
-import select
 import socket
 import stat
 import struct
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import zc.lockfile
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.repository.children import import_path, read_ready_line
 
 if TYPE_CHECKING:
     from ganga_like.repository.storage import StorageOptions
@@ -213,7 +213,7 @@ def _start_server(repo_dir: Path, options: StorageOptions) -> int:
         argv += ["--address", options.address]
     env = dict(os.environ)
     # The same import path as ours: the server unpickles our classes to resolve conflicts.
-    env["PYTHONPATH"] = os.pathsep.join(_import_path())
+    env["PYTHONPATH"] = os.pathsep.join(import_path())
     log_fd = os.open(repo_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                      0o600)
     try:
@@ -225,7 +225,8 @@ def _start_server(repo_dir: Path, options: StorageOptions) -> int:
         os.close(log_fd)
     _spawned.append(proc)
     try:
-        line = _read_line(read_fd, proc, options.connect_timeout)
+        line = read_ready_line(read_fd, proc, options.connect_timeout,
+                               timed_out="timeout waiting for it to listen", exited="exited")
     finally:
         os.close(read_fd)
     kind, _, rest = line.partition(" ")
@@ -244,41 +245,12 @@ def _start_server(repo_dir: Path, options: StorageOptions) -> int:
                           f"{_last_log_line(repo_dir)}")
 
 
-def _read_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> str:
-    data = b""
-    deadline = time.monotonic() + timeout
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return "timeout waiting for it to listen"
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if not ready:
-            if proc.poll() is not None:
-                return "exited"
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return data.decode(errors="replace").strip() or "exited"
-        data += chunk
-    return data.split(b"\n", 1)[0].decode(errors="replace")
-
-
 def _last_log_line(repo_dir: Path) -> str:
     try:
         lines = (repo_dir / LOG_NAME).read_text(errors="replace").strip().splitlines()
     except OSError:
         return "(no log)"
     return lines[-1] if lines else "(empty log)"
-
-
-def _import_path() -> list[str]:
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
-    paths = [package_root]
-    for entry in sys.path:
-        absolute = os.path.abspath(entry or os.curdir)
-        if absolute not in paths:
-            paths.append(absolute)
-    return paths
 
 
 def _reap() -> None:

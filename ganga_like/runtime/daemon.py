@@ -21,7 +21,6 @@ import fcntl
 import json
 import logging
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import GangaError
+from ganga_like.repository.children import import_path, read_ready_line
 from ganga_like.repository.storage import ensure_private_dir
 from ganga_like.runtime.lease import DAEMON_LOCK, DAEMON_MODULE, MonitorLease, lease_holder
 from ganga_like.runtime.settings import Settings
@@ -145,7 +145,7 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
     argv = [sys.executable, "-m", DAEMON_MODULE, "run", str(gangadir),
             "--ready-fd", str(write_fd), "--settings", json.dumps(fields)]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(_import_path())
+    env["PYTHONPATH"] = os.pathsep.join(import_path())
     log_fd = os.open(gangadir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
                      0o600)
     try:
@@ -157,7 +157,9 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
         os.close(log_fd)
     _spawned.append(proc)
     try:
-        line = _read_line(read_fd, proc, timeout)
+        line = read_ready_line(read_fd, proc, timeout,
+                               timed_out="error timed out waiting for it",
+                               exited="error it exited at start")
     finally:
         os.close(read_fd)
     kind, _, rest = line.partition(" ")
@@ -184,35 +186,6 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
                               f"{timeout:.0f} s")
         time.sleep(0.05)
     return True
-
-
-def _read_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> str:
-    data = b""
-    deadline = time.monotonic() + timeout
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return "error timed out waiting for it"
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if not ready:
-            if proc.poll() is not None:
-                return "error it exited at start"
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return data.decode(errors="replace").strip() or "error it exited at start"
-        data += chunk
-    return data.split(b"\n", 1)[0].decode(errors="replace")
-
-
-def _import_path() -> list[str]:
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
-    paths = [package_root]
-    for entry in sys.path:
-        absolute = os.path.abspath(entry or os.curdir)
-        if absolute not in paths:
-            paths.append(absolute)
-    return paths
 
 
 # -- the daemon process ---------------------------------------------------------------
