@@ -121,6 +121,9 @@ class StatusReport:
     reason: str = ""
     exit_code: int | None = None
     started: bool = True           # False: the program never ran (no running state invented)
+    # When the program started, if the backend knows and the report is a later state: the
+    # running state filled in on the way is dated with it.
+    started_at: float | None = None
 
 
 @dataclass

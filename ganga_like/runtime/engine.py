@@ -43,7 +43,10 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
     if path:
         cause = describe(backend, report)
         for step in path:
-            job.change_status(step, cause, when=report.time)
+            when = report.time
+            if step is Status.RUNNING and report.started_at is not None:
+                when = min(report.started_at, report.time)
+            job.change_status(step, cause, when=when)
         if report.exit_code is not None:
             job.exit_code = report.exit_code
     return Applied(job.fqid, tuple(path))

@@ -187,6 +187,7 @@ def _report(event: runner_client.Event, runs: Mapping[str, int]) -> StatusReport
         reason=reason,
         exit_code=event.exit_code,
         started=event.exit_code is not None or status is Status.RUNNING,
+        started_at=event.start,
     )
 
 

@@ -6,17 +6,17 @@ first out, at most ``max_concurrent`` at a time, each in its own process group, 
 every state change to files (see ``runner_client`` for the layout).  Commands are never run
 through a shell.
 
-The event loop sleeps in ``signal.sigtimedwait``: SIGCHLD means a task ended, SIGUSR1 that
-a client queued something, SIGTERM/SIGINT that the runner should stop (leaving running tasks
-alone).  It exits by itself after ``idle_exit_seconds`` with nothing to do.  Starting and
-ending tasks all happens on the main thread; a helper thread only creates the directories
-and output files of the next tasks in line, so that file system work overlaps with the rest.
+The event loop sleeps in ``signal.sigtimedwait`` with its wake-up signals blocked: SIGCHLD
+means a task ended, SIGUSR1 that a client queued something, SIGTERM/SIGINT that the runner
+should stop (leaving running tasks alone).  It exits by itself after ``idle_exit_seconds``
+with nothing to do.  Starting and ending tasks all happens on the main thread, and a
+freed slot is filled before the ended task's files are written, so that the concurrency
+limit is kept busy; a helper thread creates the directories and output files of the next
+tasks in line, so that file system work overlaps with the rest.
 
-Crash safety: a batch is moved to ``accepted/`` when read and deleted once all its tasks
-have ended.  On start-up a runner goes through ``accepted/``: tasks with an ``__exit__`` of
-that batch are done (their final event is appended if the journal lacks it), tasks with a
-``__start__`` but no ``__exit__`` are reported failed and their process group is killed,
-and tasks that never started are queued again.
+Modules: ``runner_tasks`` (batches, tasks, request checks), ``runner_files`` (per-task
+files), ``runner_spawn`` (starting and signalling processes), ``runner_recovery``
+(start-up recovery after a crash).
 """
 
 from __future__ import annotations
@@ -24,16 +24,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import glob
 import itertools
 import json
 import os
-import queue
-import shutil
 import signal
-import subprocess
 import sys
-import threading
 import time
 import traceback
 from collections import deque
@@ -52,127 +47,48 @@ from ganga_like_local.runner_client import (
     QUEUE_DIR,
     RUNNER_SIGNALS,
     START_FILE,
-    STDERR_FILE,
-    STDOUT_FILE,
-    TERMINAL_EVENTS,
     event_line,
-    read_events,
+)
+from ganga_like_local.runner_files import (
+    collect_outputs,
+    discard_files,
+    files_of,
+    make_dirs,
+    prepare_ahead,
+    start_record,
+    write_exit,
+    write_json_atomic,
+    write_placeholder,
+)
+from ganga_like_local.runner_recovery import KILL_GRACE_SECONDS, recover
+from ganga_like_local.runner_spawn import (
+    Spawner,
+    signal_group,
+    signal_name,
+    spawn_failure_reason,
+)
+from ganga_like_local.runner_tasks import (
+    Batch,
+    Task,
+    TaskSetupError,
+    check_batch,
+    check_kill,
+    submission_time,
 )
 
-KILL_GRACE_SECONDS = 3.0
 # Look at the queue at least this often even without a wake-up signal; a cheap safety net.
 SAFETY_WAKE_SECONDS = 30.0
 DEFAULT_IDLE_EXIT_SECONDS = 30.0
 # Journals are shared by many tasks, so their descriptors are kept open, up to this many.
 MAX_OPEN_JOURNALS = 64
-# Upcoming tasks prepared ahead (two open files each); twice the concurrency, at most this.
-MAX_PREFETCH = 64
-# A process counts as part of an orphaned task only if it started after the task did,
-# give or take this much (clock ticks and boot time are coarse).
-ORPHAN_START_SLACK_SECONDS = 2.0
+# Upcoming tasks prepared ahead (four open files each): as many as run at once, at most this.
+MAX_PREPARED_AHEAD = 64
+# A task's "started" event is written only once it has run this long: a task that ends
+# sooner is reported by its final event alone, which carries its start time.  Short tasks
+# then cost one journal line and one status change in the monitor instead of two.
+STARTED_EVENT_DELAY_SECONDS = 0.1
 
 WAKE_SIGNALS = RUNNER_SIGNALS
-_FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-
-
-class TaskSetupError(Exception):
-    """A task cannot be started; the message is the reason reported for it."""
-
-
-class Batch:
-    """An accepted batch: its file is deleted when ``remaining`` drops to zero."""
-
-    __slots__ = ("base_env", "id", "path", "remaining")
-
-    def __init__(self, batch_id: str, path: Path, base_env: dict[str, str]) -> None:
-        self.id = batch_id
-        self.path = path
-        self.base_env = base_env
-        self.remaining = 0
-
-
-class Task:
-    """One run of a task spec; a resubmitted key is a new Task."""
-
-    __slots__ = (
-        "argv",
-        "batch",
-        "env",
-        "events",
-        "finished",
-        "inputs",
-        "key",
-        "kill_requested",
-        "output_dir",
-        "patterns",
-        "pid",
-        "prepared",
-        "proc",
-        "start",
-        "workdir",
-    )
-
-    def __init__(self, row: list[Any], batch: Batch) -> None:
-        self.key: str = row[0]
-        self.argv: list[str] = row[1]
-        self.env: dict[str, str] = row[2]
-        self.workdir: str = row[3]
-        self.output_dir: str = row[4]
-        self.inputs: list[str] = row[5]
-        self.patterns: list[str] = row[6]
-        self.events: str = row[7]
-        self.batch = batch
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.pid: int | None = None
-        self.start: float | None = None
-        self.kill_requested = False
-        self.finished = False
-        self.prepared: Preparation | None = None  # set once handed to the helper thread
-
-
-class Preparation:
-    """Outcome of preparing a task on the helper thread: its stdout/stderr, or why not."""
-
-    __slots__ = ("done", "error", "fds")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.fds: tuple[int, int] | None = None
-        self.error: str | None = None
-
-
-class Preparer:
-    """Helper thread that creates the directories and output files of upcoming tasks.
-
-    It only touches the files of tasks that have not started; everything about starting
-    and ending tasks stays on the main thread.  It is created with the wake-up signals
-    blocked (inherited from the main thread), so those keep going to sigtimedwait.
-    """
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Task] = queue.SimpleQueue()
-        self.thread: threading.Thread | None = None
-
-    def hand(self, task: Task) -> None:
-        task.prepared = Preparation()
-        if self.thread is None:
-            self.thread = threading.Thread(target=self.work, name="prepare", daemon=True)
-            self.thread.start()
-        self.jobs.put(task)
-
-    def work(self) -> None:
-        while True:
-            task = self.jobs.get()
-            preparation = task.prepared
-            assert preparation is not None
-            try:
-                preparation.fds = prepare_files(task)
-            except TaskSetupError as exc:
-                preparation.error = str(exc)
-            except Exception as exc:  # never leave the main thread waiting
-                preparation.error = f"cannot prepare task: {exc}"
-            finally:
-                preparation.done.set()
 
 
 class Runner:
@@ -197,7 +113,10 @@ class Runner:
         self.woken = True
         self.stopping = False
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        self.preparer = Preparer()
+        self.spawner = Spawner(self.devnull)
+        self.ended: list[tuple[Task, int, float]] = []  # reaped: files not yet written
+        self.unannounced: deque[Task] = deque()  # started, "started" event not written yet
+        self.outbox: dict[str, list[bytes]] = {}  # journal lines, written before sleeping
         self.log_fd = os.open(
             runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
         )
@@ -207,9 +126,9 @@ class Runner:
     def install_signals(self) -> None:
         """Block the wake-up signals; they are taken with sigtimedwait.
 
-        Handlers are installed as well because the mask is lifted while processes are
-        spawned (children must not inherit it), and a signal arriving then must only set
-        a flag instead of killing the runner or being lost.
+        Handlers are installed as well, as a safety net: should a signal ever be delivered
+        rather than waited for, it must only set a flag instead of killing the runner.
+        Tasks start with an empty mask (see ``runner_spawn``).
         """
         for signum in WAKE_SIGNALS:
             signal.signal(signum, self._on_signal)
@@ -231,7 +150,7 @@ class Runner:
 
     def serve(self) -> None:
         """Run until stopped or idle for ``idle_exit`` seconds."""
-        self.recover()
+        recover(self)
         while not self.stopping:
             if self.woken:
                 self.woken = False
@@ -239,11 +158,14 @@ class Runner:
                 self.read_queue()
             self.reap()
             self.enforce_kill_deadlines()
+            # Fill the freed slots first: writing the ended tasks' files can wait, the
+            # next tasks should not.
             self.start_tasks()
-            if self.reap():
-                continue  # tasks ended while signals were unblocked for spawning
+            self.settle_ended()
+            self.announce_started()
+            self.prepare_next()
             if self.woken or self.stopping:
-                continue  # a signal was handled while the mask was lifted
+                continue  # a signal was handled by its safety-net handler
             timeout = self.next_timeout()
             if timeout is None:
                 if self.leave_if_still_idle():
@@ -252,6 +174,7 @@ class Runner:
             self.wait(timeout)
 
     def wait(self, timeout: float) -> None:
+        self.flush_journals()
         info = signal.sigtimedwait(WAKE_SIGNALS, timeout)
         if info is None:
             self.woken = True  # periodic or idle deadline: look at the queue again
@@ -267,6 +190,9 @@ class Runner:
         deadline = now + SAFETY_WAKE_SECONDS
         if self.kill_deadlines:
             deadline = min(deadline, *self.kill_deadlines.values())
+        if self.unannounced:
+            first = self.unannounced[0].start or 0.0
+            deadline = min(deadline, now + first + STARTED_EVENT_DELAY_SECONDS - time.time())
         if not self.pending and not self.running and not self.kill_deadlines:
             idle_deadline = self.last_activity + self.idle_exit
             if idle_deadline <= now:
@@ -303,6 +229,7 @@ class Runner:
             os.unlink(self.dir / PID_NAME)
 
     def shutdown(self) -> None:
+        self.flush_journals()
         if self.holds_lock:
             self.remove_pid_file()
         self.close_journals()
@@ -341,6 +268,7 @@ class Runner:
                     # from accepted/, a crash before it simply reads the batch again.
                     os.replace(path, accepted)
                     self.add_batch(data, accepted, recovering=False)
+                    self.spawner.forget()
                 else:
                     raise ValueError("unknown kind of request")
             except FileNotFoundError:
@@ -401,7 +329,7 @@ class Runner:
     def kill_keys(self, keys: list[str]) -> None:
         for key in keys:
             for task in list(self.active.get(key, ())):
-                if task.proc is None:
+                if task.pid is None:
                     # Still queued: it stays in the deque but is skipped when its turn comes.
                     discard_files(task)
                     self.finish(task, "killed", None, "killed by user")
@@ -420,48 +348,40 @@ class Runner:
     # ------------------------------------------------------------------- starting
 
     def start_tasks(self) -> None:
-        if self.pending and len(self.running) < self.max_concurrent:
-            # Children inherit the signal mask through exec; a task with SIGTERM blocked
-            # could not be killed gracefully.  Lift it once for the whole spawning round.
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, WAKE_SIGNALS)
-            try:
-                while self.pending and len(self.running) < self.max_concurrent:
-                    task = self.pending.popleft()
-                    if not task.finished:
-                        self.start_task(task)
-            finally:
-                signal.pthread_sigmask(signal.SIG_BLOCK, WAKE_SIGNALS)
-        self.prefetch()
+        while self.pending and len(self.running) < self.max_concurrent:
+            task = self.pending.popleft()
+            if not task.finished:
+                self.start_task(task)
 
-    def prefetch(self) -> None:
-        """Have the helper thread prepare the next tasks in line.
+    def prepare_next(self) -> None:
+        """Create the files of the next tasks in line while the running ones run.
 
-        Creating directories and output files is most of the cost of a start on a real
-        file system; done ahead, on another core, it overlaps with spawning and waiting.
+        Creating directories and files is the largest part of a start; done while every
+        slot is busy, a freed slot is refilled with a spawn alone.  This stays on the main
+        thread (a helper thread would fight it for the interpreter lock on every system
+        call) and stops as soon as a task has ended, so that its slot is refilled first.
         """
-        window = min(2 * self.max_concurrent, MAX_PREFETCH)
+        if len(self.running) < self.max_concurrent:
+            return  # free slots: start_tasks has nothing to start
+        window = min(self.max_concurrent, MAX_PREPARED_AHEAD)
         for task in itertools.islice(self.pending, window):
-            if task.prepared is None and not task.finished:
-                self.preparer.hand(task)
+            if task.files is None and task.setup_error is None and not task.finished:
+                if signal.SIGCHLD in signal.sigpending():
+                    return
+                prepare_ahead(task)
 
     def start_task(self, task: Task) -> None:
         now = time.time()
         try:
-            out, err = files_of(task)
+            files = files_of(task)
         except TaskSetupError as exc:
             self.finish(task, "failed", None, str(exc))
             return
-        start_path = os.path.join(task.output_dir, START_FILE)
+        task.exit_fd = files.exit
         failure: str | None = None
         try:
-            start_fd = write_placeholder(start_path, now, task.batch.id)
-            try:
-                proc = self.spawn(task, out, err)
-            except BaseException:
-                os.close(start_fd)
-                with contextlib.suppress(OSError):
-                    os.unlink(start_path)
-                raise
+            write_placeholder(files.start, now, task.batch.id)
+            pid = self.spawner.spawn(task, files.out, files.err)
         except TaskSetupError as exc:
             failure = str(exc)
         except OSError as exc:
@@ -469,46 +389,40 @@ class Runner:
         except (ValueError, TypeError) as exc:
             failure = f"invalid command: {exc}"
         finally:
-            os.close(out)
-            os.close(err)
+            os.close(files.out)
+            os.close(files.err)
         if failure is not None:
+            os.close(files.start)
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(task.output_dir, START_FILE))
             self.finish(task, "failed", None, failure)
             return
-        task.proc = proc
-        task.pid = proc.pid
+        task.pid = pid
         task.start = now
-        self.running[proc.pid] = task
+        self.running[pid] = task
         try:
             # Same length or longer than the placeholder: one overwrite, no truncation.
-            os.pwrite(start_fd, start_record(now, task.batch.id, proc.pid), 0)
+            os.pwrite(files.start, start_record(now, task.batch.id, pid), 0)
         except OSError as exc:
-            self.log(f"task {task.key}: cannot write {start_path}: {exc}")
+            self.log(f"task {task.key}: cannot write {START_FILE}: {exc}")
         finally:
-            os.close(start_fd)
-        self.emit(task, "started", now, None, None)
+            os.close(files.start)
+        self.unannounced.append(task)
 
-    def spawn(self, task: Task, out: int, err: int) -> subprocess.Popen[bytes]:
-        env = task.batch.base_env
-        if task.env:
-            env = {**env, **task.env}
-        # A new session makes the task its own process group, so a kill reaches
-        # everything it started.  Popen searches argv[0] on the PATH of env.
-        return subprocess.Popen(
-            task.argv,
-            stdin=self.devnull,
-            stdout=out,
-            stderr=err,
-            cwd=task.workdir,
-            env=env,
-            close_fds=True,
-            start_new_session=True,
-        )
+    def announce_started(self) -> None:
+        """Write the "started" events of the tasks that have been running for a while."""
+        if not self.unannounced:
+            return
+        due = time.time() - STARTED_EVENT_DELAY_SECONDS
+        while self.unannounced and (self.unannounced[0].start or 0.0) <= due:
+            task = self.unannounced.popleft()
+            if not task.finished:
+                self.emit(task, "started", task.start or 0.0, None, None)
 
     # ------------------------------------------------------------------- finishing
 
-    def reap(self) -> bool:
-        """Collect ended children; return whether any task ended."""
-        ended = False
+    def reap(self) -> None:
+        """Collect ended children; their files are written by ``settle_ended``."""
         while self.running:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -519,50 +433,36 @@ class Runner:
             task = self.running.pop(pid, None)
             if task is None:
                 continue
-            code = os.waitstatus_to_exitcode(status)
-            if task.proc is not None:
-                # Popen must not wait for this pid itself later: it may belong to a new
-                # child by then.
-                task.proc.returncode = code
-            self.task_ended(task, code)
-            ended = True
-        return ended
+            self.ended.append((task, os.waitstatus_to_exitcode(status), time.time()))
 
-    def task_ended(self, task: Task, code: int) -> None:
+    def settle_ended(self) -> None:
+        ended, self.ended = self.ended, []
+        for task, code, end in ended:
+            self.task_ended(task, code, end)
+
+    def task_ended(self, task: Task, code: int, end: float) -> None:
         if task.kill_requested:
-            self.finish(task, "killed", code, "killed by user")
+            self.finish(task, "killed", code, "killed by user", end)
         elif code > 0:
-            self.finish(task, "failed", code, f"exit code {code}")
+            self.finish(task, "failed", code, f"exit code {code}", end)
         elif code < 0:
-            self.finish(task, "failed", code, f"killed by signal {signal_name(-code)}")
+            self.finish(task, "failed", code, f"killed by signal {signal_name(-code)}", end)
         else:
-            reason = self.collect_outputs(task)
-            self.finish(task, "failed" if reason else "completed", code, reason)
+            reason = collect_outputs(task)
+            self.finish(task, "failed" if reason else "completed", code, reason, end)
 
-    def collect_outputs(self, task: Task) -> str | None:
-        """Move output files into output_dir; the reason for failing, if any."""
-        problem: str | None = None
-        same_dir = os.path.realpath(task.workdir) == os.path.realpath(task.output_dir)
-        for pattern in task.patterns:
-            matches = glob.glob(pattern, root_dir=task.workdir)
-            if not matches:
-                problem = problem or f"output pattern '{pattern}' matched no file"
-                continue
-            if same_dir:
-                continue
-            for match in matches:
-                source = os.path.join(task.workdir, match)
-                target = os.path.join(task.output_dir, os.path.basename(match))
-                try:
-                    move(source, target)
-                except OSError as exc:
-                    problem = problem or f"cannot collect output {match}: {exc}"
-        return problem
-
-    def finish(self, task: Task, state: str, exit_code: int | None, reason: str | None) -> None:
+    def finish(
+        self,
+        task: Task,
+        state: str,
+        exit_code: int | None,
+        reason: str | None,
+        end: float | None = None,
+    ) -> None:
         """Record the end of a task: ``__exit__`` first, then the journal event."""
         task.finished = True
-        end = time.time()
+        if end is None:
+            end = time.time()
         record = {
             "state": state,
             "exit_code": exit_code,
@@ -571,18 +471,25 @@ class Runner:
             "reason": reason,
             "batch": task.batch.id,
         }
-        exit_path = os.path.join(task.output_dir, EXIT_FILE)
+        exit_fd, task.exit_fd = task.exit_fd, None
         try:
-            try:
-                write_json_atomic(exit_path, record)
-            except FileNotFoundError:
-                # Never started (killed while queued, setup failed): recovery still needs
+            if exit_fd is not None:
+                try:
+                    write_exit(exit_fd, record)
+                finally:
+                    os.close(exit_fd)
+            else:
+                # Never prepared (killed while queued, setup failed): recovery still needs
                 # the file to know that the task is done.
-                make_dirs(task.output_dir)
-                write_json_atomic(exit_path, record)
+                exit_path = os.path.join(task.output_dir, EXIT_FILE)
+                try:
+                    write_json_atomic(exit_path, record)
+                except FileNotFoundError:
+                    make_dirs(task.output_dir)
+                    write_json_atomic(exit_path, record)
         except OSError as exc:
             self.log(f"task {task.key}: cannot write {EXIT_FILE}: {exc}")
-        self.emit(task, state, end, exit_code, reason)
+        self.emit(task, state, end, exit_code, reason, task.start)
         self.retire(task)
 
     def retire(self, task: Task) -> None:
@@ -614,14 +521,31 @@ class Runner:
         self.journals.clear()
 
     def emit(
-        self, task: Task, event: str, when: float, exit_code: int | None, reason: str | None
+        self,
+        task: Task,
+        event: str,
+        when: float,
+        exit_code: int | None,
+        reason: str | None,
+        start: float | None = None,
     ) -> None:
-        line = event_line(task.key, event, when, exit_code, reason)
-        try:
-            # One write of a whole line to an O_APPEND descriptor: never interleaved.
-            os.write(self.journal_fd(task.events), line)
-        except OSError as exc:
-            self.log(f"task {task.key}: cannot append to {task.events}: {exc}")
+        """Queue a journal line; lines are written before the runner next sleeps."""
+        line = event_line(task.key, event, when, exit_code, reason, start)
+        lines = self.outbox.get(task.events)
+        if lines is None:
+            self.outbox[task.events] = [line]
+        else:
+            lines.append(line)
+
+    def flush_journals(self) -> None:
+        outbox, self.outbox = self.outbox, {}
+        for path, lines in outbox.items():
+            try:
+                # One write of whole lines to an O_APPEND descriptor: never interleaved
+                # with another writer's line.
+                write_all(self.journal_fd(path), b"".join(lines))
+            except OSError as exc:
+                self.log(f"cannot append {len(lines)} event(s) to {path}: {exc}")
 
     def journal_fd(self, path: str) -> int:
         fd = self.journals.get(path)
@@ -642,335 +566,11 @@ class Runner:
         self.journals[path] = fd
         return fd
 
-    # ------------------------------------------------------------------- recovery
 
-    def recover(self) -> None:
-        """Resume the batches a previous runner accepted but did not finish."""
-        try:
-            names = sorted(
-                n for n in os.listdir(self.accepted_dir) if n.endswith(".json") and n[0] != "."
-            )
-        except FileNotFoundError:
-            return
-        journal_cache: dict[str, set[tuple[str, str, float]]] = {}
-        groups: dict[int, list[float]] | None = None
-        for name in names:
-            path = self.accepted_dir / name
-            try:
-                data = json.loads(path.read_bytes())
-                check_batch(data)
-            except (OSError, ValueError) as exc:
-                self.reject(path, exc)
-                continue
-            tasks = self.add_batch(data, path, recovering=True)
-            for task in tasks:
-                exit_record = read_json(os.path.join(task.output_dir, EXIT_FILE))
-                start_record = read_json(os.path.join(task.output_dir, START_FILE))
-                batch_id = task.batch.id
-                if exit_record.get("batch") == batch_id:
-                    self.replay_final_event(task, exit_record, journal_cache)
-                    self.retire(task)
-                elif start_record.get("batch") == batch_id:
-                    if groups is None:
-                        groups = process_groups()
-                    self.fail_interrupted(task, start_record, groups)
-                elif newer(exit_record, batch_id) or newer(start_record, batch_id):
-                    self.retire(task)  # a later resubmission of the key took over
-                else:
-                    self.pending.append(task)
-                    self.active.setdefault(task.key, []).append(task)
-        if self.pending or names:
-            self.log(f"recovered {len(names)} batch(es), {len(self.pending)} task(s) queued")
-
-    def replay_final_event(
-        self,
-        task: Task,
-        record: dict[str, Any],
-        cache: dict[str, set[tuple[str, str, float]]],
-    ) -> None:
-        """Append the final event of a finished task if the crash came before it."""
-        seen = cache.get(task.events)
-        if seen is None:
-            events, _ = read_events(Path(task.events), 0)
-            seen = {(e.key, e.event, e.time) for e in events if e.event in TERMINAL_EVENTS}
-            cache[task.events] = seen
-        state, end = record.get("state"), record.get("end")
-        if not isinstance(state, str) or not isinstance(end, int | float):
-            return
-        if (task.key, state, end) not in seen:
-            self.emit(task, state, float(end), record.get("exit_code"), record.get("reason"))
-
-    def fail_interrupted(
-        self, task: Task, record: dict[str, Any], groups: dict[int, list[float]]
-    ) -> None:
-        """A task that was running when the previous runner died: kill it, report it."""
-        pid = record.get("pid")
-        started = record.get("time")
-        task.start = float(started) if isinstance(started, int | float) else None
-        if isinstance(pid, int) and task.start is not None:
-            members = groups.get(pid, [])
-            # Only a group whose processes all started after the task is the task's;
-            # anything else is a reused pid.
-            if members and min(members) >= task.start - ORPHAN_START_SLACK_SECONDS:
-                signal_group(pid, signal.SIGTERM)
-                self.kill_deadlines[pid] = time.monotonic() + KILL_GRACE_SECONDS
-        shown = pid if isinstance(pid, int) else "unknown"
-        self.finish(
-            task, "failed", None, f"runner restarted while the task was running (pid {shown})"
-        )
-
-
-# ----------------------------------------------------------------------- helpers
-
-
-def check_kill(data: Any) -> list[str]:
-    keys = data.get("keys") if isinstance(data, dict) else None
-    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
-        raise ValueError("a kill request needs a list of keys")
-    return keys
-
-
-def check_batch(data: Any) -> None:
-    """Reject malformed batches before they are accepted (cheap, shape only)."""
-    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        raise ValueError("a batch needs an id")
-    if not isinstance(data.get("base_env", {}), dict):
-        raise ValueError("base_env must be an object")
-    tasks = data.get("tasks")
-    if not isinstance(tasks, list):
-        raise ValueError("a batch needs a list of tasks")
-    for row in tasks:
-        if not (
-            isinstance(row, list)
-            and len(row) == 8
-            and isinstance(row[0], str)
-            and isinstance(row[1], list)
-            and row[1]
-            and isinstance(row[2], dict)
-            and all(isinstance(row[i], str) for i in (3, 4, 7))
-            and all(isinstance(row[i], list) for i in (5, 6))
-        ):
-            raise ValueError(f"malformed task {row!r:.200}")
-
-
-def signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return f"{signum} ({signal.Signals(signum).name})"
-    except ValueError:
-        return str(signum)
-
-
-def spawn_failure_reason(task: Task, exc: OSError) -> str:
-    program = task.argv[0]
-    if isinstance(exc, FileNotFoundError):
-        if exc.filename == task.workdir:
-            return f"cannot enter workdir: {task.workdir}"
-        if "/" in program and os.path.exists(os.path.join(task.workdir, program)):
-            return f"interpreter of program not found: {program}"
-        return f"program not found: {program}"
-    if isinstance(exc, PermissionError):
-        return f"program is not executable: {program}"
-    return f"cannot run program {program}: {exc.strerror or exc}"
-
-
-def prepare_files(task: Task) -> tuple[int, int]:
-    """Directories, inputs, and open stdout/stderr of a task that has not started."""
-    try:
-        fresh = make_dirs(task.output_dir)
-        if task.workdir != task.output_dir:
-            make_dirs(task.workdir)
-    except OSError as exc:
-        raise TaskSetupError(f"cannot create directory: {exc}") from exc
-    for source in task.inputs:
-        place_input(source, task.workdir)
-    try:
-        if not fresh:  # a new directory cannot hold the __exit__ of an earlier run
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(task.output_dir, EXIT_FILE))
-        out = os.open(os.path.join(task.output_dir, STDOUT_FILE), _FLAGS_CREATE, 0o644)
-        try:
-            err = os.open(os.path.join(task.output_dir, STDERR_FILE), _FLAGS_CREATE, 0o644)
-        except OSError:
-            os.close(out)
-            raise
-    except OSError as exc:
-        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
-    return out, err
-
-
-def files_of(task: Task) -> tuple[int, int]:
-    """The task's open stdout/stderr: from the helper thread, or prepared right now."""
-    preparation = task.prepared
-    if preparation is None:
-        return prepare_files(task)
-    preparation.done.wait()
-    if preparation.fds is None:
-        raise TaskSetupError(preparation.error or "cannot prepare task")
-    fds, preparation.fds = preparation.fds, None
-    return fds
-
-
-def discard_files(task: Task) -> None:
-    """Undo the preparation of a task that will not start after all."""
-    preparation = task.prepared
-    if preparation is None:
-        return
-    preparation.done.wait()
-    if preparation.fds is not None:
-        for fd in preparation.fds:
-            os.close(fd)
-        preparation.fds = None
-        for name in (STDOUT_FILE, STDERR_FILE):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(task.output_dir, name))
-
-
-def write_placeholder(path: str, when: float, batch_id: str) -> int:
-    """A pid-less ``__start__``, written before the process exists; returned open.
-
-    A crash between spawning and recording the pid is then reported as an interrupted
-    run after a restart, never taken for a task to run again.
-    """
-    try:
-        fd = os.open(path, _FLAGS_CREATE, 0o644)
-    except OSError as exc:
-        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
-    try:
-        os.write(fd, start_record(when, batch_id, None))
-    except OSError as exc:
-        os.close(fd)
-        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
-    return fd
-
-
-def make_dirs(path: str) -> bool:
-    """Create a directory and its parents; return whether it is new."""
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        if not os.path.isdir(path):
-            raise
-        return False
-    except FileNotFoundError:
-        os.makedirs(path, exist_ok=True)
-    return True
-
-
-def place_input(source: str, workdir: str) -> None:
-    """Hard-link (or copy, across file systems) an input into the workdir."""
-    target = os.path.join(workdir, os.path.basename(source.rstrip("/")))
-    if not os.path.exists(source):
-        raise TaskSetupError(f"input file not found: {source}")
-    try:
-        if os.path.isdir(source):
-            shutil.copytree(source, target, dirs_exist_ok=True)
-            return
-        if os.path.lexists(target):
-            if os.path.samefile(source, target):
-                return
-            os.unlink(target)
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copy2(source, target)
-    except OSError as exc:
-        raise TaskSetupError(f"cannot place input {source}: {exc}") from exc
-
-
-def move(source: str, target: str) -> None:
-    try:
-        os.replace(source, target)
-    except OSError:
-        shutil.move(source, target)  # another file system, or a directory onto a directory
-
-
-def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
-    """``__start__`` content; the pid comes last, padded to the width of ``null``."""
-    shown = "null" if pid is None else f"{pid:<4}"
-    return f'{{"time": {when!r}, "batch": {json.dumps(batch_id)}, "pid": {shown}}}'.encode()
-
-
-def write_json(path: str, value: dict[str, Any]) -> None:
-    fd = os.open(path, _FLAGS_CREATE, 0o644)
-    try:
-        os.write(fd, json.dumps(value).encode())
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(path: str, value: dict[str, Any]) -> None:
-    """Readers polling for the file must never see it half written."""
-    tmp = f"{path}.tmp"
-    write_json(tmp, value)
-    os.replace(tmp, path)
-
-
-def read_json(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            value = json.loads(handle.read())
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def submission_time(batch_id: str) -> int:
-    """Batch ids start with the submitter's clock in nanoseconds."""
-    head = batch_id.split("-", 1)[0]
-    return int(head) if head.isdigit() else 0
-
-
-def newer(record: dict[str, Any], batch_id: str) -> bool:
-    """Whether a state file belongs to a batch submitted after ``batch_id``."""
-    other = record.get("batch")
-    return isinstance(other, str) and other > batch_id  # ids start with a padded clock
-
-
-def process_groups() -> dict[int, list[float]]:
-    """Live processes by process group, as unix start times (from /proc)."""
-    groups: dict[int, list[float]] = {}
-    try:
-        boot = boot_time()
-        ticks = os.sysconf("SC_CLK_TCK")
-        entries = os.listdir("/proc")
-    except (OSError, ValueError):
-        return groups
-    for entry in entries:
-        if entry.isdigit():
-            info = proc_stat(entry)
-            if info is not None and info[0] not in "ZX":
-                groups.setdefault(info[1], []).append(boot + info[2] / ticks)
-    return groups
-
-
-def proc_stat(pid: str) -> tuple[str, int, int] | None:
-    """State, process group and start time in clock ticks of a process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    try:
-        return fields[0].decode(), int(fields[2]), int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def boot_time() -> float:
-    with open("/proc/stat", "rb") as handle:
-        for line in handle:
-            if line.startswith(b"btime "):
-                return float(line.split()[1])
-    raise ValueError("no btime in /proc/stat")
-
-
-# --------------------------------------------------------------------------- main
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def take_lock(runner_dir: Path, inherited: int | None) -> int | None:

@@ -17,11 +17,13 @@ Layout of a runner directory::
 
 Per task the runner writes into ``output_dir``: ``__start__`` (JSON: time, batch, pid) when
 the process starts, ``stdout``/``stderr`` while it runs and ``__exit__`` (JSON: state,
-exit_code, start, end, reason, batch; written atomically) once the task has ended, also
-when it never started (``start`` is then null).  ``__start__`` is written just before the
-process is spawned with a null pid that is filled in right after; it stays null only if
-the runner died in between.  Every state change is also appended as one JSON line to the
-task's ``events`` journal; a task that never started has no "started" event.
+exit_code, start, end, reason, batch; one write) once the task has ended, also when it
+never started (``start`` is then null).  The files are created empty before the task's
+turn; empty means "not yet".  ``__start__`` is written just before the process is spawned
+with a null pid that is filled in right after; it stays null only if the runner died in
+between.  State changes are also appended as JSON lines to the task's ``events`` journal:
+a "started" line once the task has run for a moment (a task that ends sooner, or never
+started, has none) and one final line, which carries the start time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +76,7 @@ TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})
 RUNNER_SIGNALS = frozenset({signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
 # How long a client waits for a runner that is leaving or dying to let go of the lock.
 LOCK_PATIENCE_SECONDS = 10.0
-_EVENT_FIELDS = frozenset({"key", "event", "time", "exit_code", "reason"})
+_EVENT_FIELDS = frozenset({"key", "event", "time", "exit_code", "reason", "start"})
 
 # Request names start with a zero-padded nanosecond clock so that sorting the queue
 # directory gives submission order; pid and a counter keep concurrent names apart.
@@ -106,6 +109,9 @@ class Event:
     time: float
     exit_code: int | None
     reason: str | None
+    # When the process started, on final events; a task that ends soon after starting
+    # has no "started" event, so this is where its start time is found.
+    start: float | None = None
 
 
 def submit(
@@ -218,7 +224,9 @@ def _events_from_rows(rows: list[Any]) -> list[Event]:
             continue
         try:
             key, name, when = row["key"], row["event"], row["time"]
-            events.append(Event(key, name, when, row.get("exit_code"), row.get("reason")))
+            events.append(
+                Event(key, name, when, row.get("exit_code"), row.get("reason"), row.get("start"))
+            )
         except (KeyError, TypeError, AttributeError):
             continue
     return events
@@ -254,11 +262,26 @@ def stop(runner_dir: Path, timeout: float = 5.0) -> None:
 
 
 def event_line(
-    key: str, event: str, when: float, exit_code: int | None, reason: str | None
+    key: str,
+    event: str,
+    when: float,
+    exit_code: int | None,
+    reason: str | None,
+    start: float | None = None,
 ) -> bytes:
-    """One journal line; json escapes newlines, so a line is always exactly one line."""
-    record = {"key": key, "event": event, "time": when, "exit_code": exit_code, "reason": reason}
-    return _dumps(record) + b"\n"
+    """One journal line; json escapes newlines, so a line is always exactly one line.
+
+    Formatted by hand rather than with json.dumps: the runner writes one per task event,
+    and building an encoder per call would cost more than the write.  Strings go through
+    json's own ASCII escaping, so the result is the same JSON.
+    """
+    code = "null" if exit_code is None else str(int(exit_code))
+    why = "null" if reason is None else encode_basestring_ascii(reason)
+    began = "null" if start is None else repr(float(start))
+    return (
+        f'{{"key":{encode_basestring_ascii(key)},"event":{encode_basestring_ascii(event)},"time":{float(when)!r},'
+        f'"exit_code":{code},"reason":{why},"start":{began}}}\n'
+    ).encode("ascii")
 
 
 def _task_row(task: TaskSpec) -> list[Any]:

@@ -1,0 +1,183 @@
+"""The files of a Local runner task: its directories, inputs, stdout/stderr, ``__start__``,
+``__exit__`` and collected outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import shutil
+from typing import Any
+
+from ganga_like_local.runner_client import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from ganga_like_local.runner_tasks import Task, TaskFiles, TaskSetupError
+
+_FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
+
+def prepare_files(task: Task) -> TaskFiles:
+    """Directories, inputs and open files of a task that has not started."""
+    try:
+        fresh = make_dirs(task.output_dir)
+        if task.workdir != task.output_dir:
+            make_dirs(task.workdir)
+    except OSError as exc:
+        raise TaskSetupError(f"cannot create directory: {exc}") from exc
+    for source in task.inputs:
+        place_input(source, task.workdir)
+    opened: list[int] = []
+    try:
+        for name in (STDOUT_FILE, STDERR_FILE, START_FILE, EXIT_FILE):
+            path = os.path.join(task.output_dir, name)
+            if not fresh and name in (START_FILE, EXIT_FILE):
+                # A new inode: an earlier run of the same key may still hold the old one.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            opened.append(os.open(path, _FLAGS_CREATE, 0o644))
+    except OSError as exc:
+        for fd in opened:
+            os.close(fd)
+        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
+    return TaskFiles(*opened)
+
+
+def prepare_ahead(task: Task) -> None:
+    """Prepare a task before its turn; a failure is kept to be reported when it comes."""
+    try:
+        task.files = prepare_files(task)
+    except TaskSetupError as exc:
+        task.setup_error = str(exc)
+
+
+def files_of(task: Task) -> TaskFiles:
+    """The task's open files: prepared ahead, or right now."""
+    if task.setup_error is not None:
+        raise TaskSetupError(task.setup_error)
+    files, task.files = task.files, None
+    return files if files is not None else prepare_files(task)
+
+
+def discard_files(task: Task) -> None:
+    """Undo the preparation of a task that will not start after all."""
+    files, task.files = task.files, None
+    if files is None:
+        return
+    for fd in (files.out, files.err, files.start, files.exit):
+        os.close(fd)
+    for name in (STDOUT_FILE, STDERR_FILE, START_FILE, EXIT_FILE):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(task.output_dir, name))
+
+
+def collect_outputs(task: Task) -> str | None:
+    """Move output files into output_dir; the reason for failing, if any."""
+    if not task.patterns:
+        return None
+    problem: str | None = None
+    same_dir = os.path.realpath(task.workdir) == os.path.realpath(task.output_dir)
+    for pattern in task.patterns:
+        matches = glob.glob(pattern, root_dir=task.workdir)
+        if not matches:
+            problem = problem or f"output pattern '{pattern}' matched no file"
+            continue
+        if same_dir:
+            continue
+        for match in matches:
+            source = os.path.join(task.workdir, match)
+            target = os.path.join(task.output_dir, os.path.basename(match))
+            try:
+                move(source, target)
+            except OSError as exc:
+                problem = problem or f"cannot collect output {match}: {exc}"
+    return problem
+
+
+def write_placeholder(fd: int, when: float, batch_id: str) -> None:
+    """A pid-less ``__start__``, written before the process exists.
+
+    A crash between spawning and recording the pid is then reported as an interrupted
+    run after a restart, never taken for a task to run again.
+    """
+    try:
+        os.pwrite(fd, start_record(when, batch_id, None), 0)
+    except OSError as exc:
+        raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
+
+
+def write_exit(fd: int, record: dict[str, Any]) -> None:
+    """Fill the empty ``__exit__`` in one write; readers see it empty or whole."""
+    data = json.dumps(record).encode()
+    if os.pwrite(fd, data, 0) != len(data):
+        raise OSError(f"short write of {EXIT_FILE}")
+
+
+def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
+    """``__start__`` content; the pid comes last, padded to the width of ``null``."""
+    shown = "null" if pid is None else f"{pid:<4}"
+    return f'{{"time": {when!r}, "batch": {json.dumps(batch_id)}, "pid": {shown}}}'.encode()
+
+
+def make_dirs(path: str) -> bool:
+    """Create a directory and its parents; return whether it is new."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return False
+    except FileNotFoundError:
+        os.makedirs(path, exist_ok=True)
+    return True
+
+
+def place_input(source: str, workdir: str) -> None:
+    """Hard-link (or copy, across file systems) an input into the workdir."""
+    target = os.path.join(workdir, os.path.basename(source.rstrip("/")))
+    if not os.path.exists(source):
+        raise TaskSetupError(f"input file not found: {source}")
+    try:
+        if os.path.isdir(source):
+            shutil.copytree(source, target, dirs_exist_ok=True)
+            return
+        if os.path.lexists(target):
+            if os.path.samefile(source, target):
+                return
+            os.unlink(target)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+    except OSError as exc:
+        raise TaskSetupError(f"cannot place input {source}: {exc}") from exc
+
+
+def move(source: str, target: str) -> None:
+    try:
+        os.replace(source, target)
+    except OSError:
+        shutil.move(source, target)  # another file system, or a directory onto a directory
+
+
+def write_json(path: str, value: dict[str, Any]) -> None:
+    fd = os.open(path, _FLAGS_CREATE, 0o644)
+    try:
+        os.write(fd, json.dumps(value).encode())
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: str, value: dict[str, Any]) -> None:
+    """Readers polling for the file must never see it half written."""
+    tmp = f"{path}.tmp"
+    write_json(tmp, value)
+    os.replace(tmp, path)
+
+
+def read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            value = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

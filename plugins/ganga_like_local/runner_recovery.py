@@ -1,0 +1,153 @@
+"""Start-up recovery of a Local runner: finish what a previous runner accepted.
+
+A batch is moved to ``accepted/`` when read and deleted once all its tasks have ended.  On
+start-up a runner goes through ``accepted/``: tasks with an ``__exit__`` of that batch are
+done (their final event is appended if the journal lacks it), tasks with a ``__start__`` but
+no ``__exit__`` are reported failed and their process group is killed, and tasks that never
+started are queued again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ganga_like_local.runner_client import EXIT_FILE, START_FILE, TERMINAL_EVENTS, read_events
+from ganga_like_local.runner_files import read_json
+from ganga_like_local.runner_spawn import signal_group
+from ganga_like_local.runner_tasks import Task, check_batch, newer
+
+if TYPE_CHECKING:
+    from ganga_like_local.runner import Runner
+
+KILL_GRACE_SECONDS = 3.0
+# A process counts as part of an orphaned task only if it started after the task did,
+# give or take this much (clock ticks and boot time are coarse).
+ORPHAN_START_SLACK_SECONDS = 2.0
+
+JournalCache = dict[str, set[tuple[str, str, float]]]
+
+
+def recover(runner: Runner) -> None:
+    """Resume the batches a previous runner accepted but did not finish."""
+    try:
+        names = sorted(
+            n for n in os.listdir(runner.accepted_dir) if n.endswith(".json") and n[0] != "."
+        )
+    except FileNotFoundError:
+        return
+    journal_cache: JournalCache = {}
+    groups: dict[int, list[float]] | None = None
+    for name in names:
+        path = runner.accepted_dir / name
+        try:
+            data = json.loads(path.read_bytes())
+            check_batch(data)
+        except (OSError, ValueError) as exc:
+            runner.reject(path, exc)
+            continue
+        tasks = runner.add_batch(data, path, recovering=True)
+        for task in tasks:
+            exit_record = read_json(os.path.join(task.output_dir, EXIT_FILE))
+            start_record = read_json(os.path.join(task.output_dir, START_FILE))
+            batch_id = task.batch.id
+            if exit_record.get("batch") == batch_id:
+                replay_final_event(runner, task, exit_record, journal_cache)
+                runner.retire(task)
+            elif start_record.get("batch") == batch_id:
+                if groups is None:
+                    groups = process_groups()
+                fail_interrupted(runner, task, start_record, groups)
+            elif newer(exit_record, batch_id) or newer(start_record, batch_id):
+                runner.retire(task)  # a later resubmission of the key took over
+            else:
+                runner.pending.append(task)
+                runner.active.setdefault(task.key, []).append(task)
+    if runner.pending or names:
+        runner.log(f"recovered {len(names)} batch(es), {len(runner.pending)} task(s) queued")
+
+
+def replay_final_event(
+    runner: Runner, task: Task, record: dict[str, Any], cache: JournalCache
+) -> None:
+    """Append the final event of a finished task if the crash came before it."""
+    seen = cache.get(task.events)
+    if seen is None:
+        events, _ = read_events(Path(task.events), 0)
+        seen = {(e.key, e.event, e.time) for e in events if e.event in TERMINAL_EVENTS}
+        cache[task.events] = seen
+    state, end = record.get("state"), record.get("end")
+    if not isinstance(state, str) or not isinstance(end, int | float):
+        return
+    if (task.key, state, end) not in seen:
+        start = record.get("start")
+        runner.emit(
+            task,
+            state,
+            float(end),
+            record.get("exit_code"),
+            record.get("reason"),
+            float(start) if isinstance(start, int | float) else None,
+        )
+
+
+def fail_interrupted(
+    runner: Runner, task: Task, record: dict[str, Any], groups: dict[int, list[float]]
+) -> None:
+    """A task that was running when the previous runner died: kill it, report it."""
+    pid = record.get("pid")
+    started = record.get("time")
+    task.start = float(started) if isinstance(started, int | float) else None
+    if isinstance(pid, int) and task.start is not None:
+        members = groups.get(pid, [])
+        # Only a group whose processes all started after the task is the task's;
+        # anything else is a reused pid.
+        if members and min(members) >= task.start - ORPHAN_START_SLACK_SECONDS:
+            signal_group(pid, signal.SIGTERM)
+            runner.kill_deadlines[pid] = time.monotonic() + KILL_GRACE_SECONDS
+    shown = pid if isinstance(pid, int) else "unknown"
+    reason = f"runner restarted while the task was running (pid {shown})"
+    runner.finish(task, "failed", None, reason)
+
+
+def process_groups() -> dict[int, list[float]]:
+    """Live processes by process group, as unix start times (from /proc)."""
+    groups: dict[int, list[float]] = {}
+    try:
+        boot = boot_time()
+        ticks = os.sysconf("SC_CLK_TCK")
+        entries = os.listdir("/proc")
+    except (OSError, ValueError):
+        return groups
+    for entry in entries:
+        if entry.isdigit():
+            info = proc_stat(entry)
+            if info is not None and info[0] not in "ZX":
+                groups.setdefault(info[1], []).append(boot + info[2] / ticks)
+    return groups
+
+
+def proc_stat(pid: str) -> tuple[str, int, int] | None:
+    """State, process group and start time in clock ticks of a process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        return fields[0].decode(), int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def boot_time() -> float:
+    with open("/proc/stat", "rb") as handle:
+        for line in handle:
+            if line.startswith(b"btime "):
+                return float(line.split()[1])
+    raise ValueError("no btime in /proc/stat")
