@@ -191,6 +191,7 @@ def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
     deadline = None if timeout is None else time.monotonic() + timeout
     with show_progress(f"job {job.fqid}", show=progress) as bar:
         while True:
+            seen = session.monitor.commits
             # Waiting is an action, like submit: inside a shell cell it commits what the
             # cell changed so far, so that the monitor's new commits become visible.
             session.sync()
@@ -202,7 +203,9 @@ def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
             session.poke_monitor()
-            time.sleep(0.05)
+            # Woken by this process's monitor as soon as it commits; the timeout covers
+            # commits made by another process (the lease holder).
+            session.monitor.wait_for_commit(seen, 0.05)
 
 
 def _report_progress(bar: Progress, job: JobImpl, status: Status) -> None:

@@ -59,6 +59,7 @@ class Monitor:
         self.stale_backends: dict[str, str] = {}
         self.cycles = 0
         self.commits = 0  # successful commits that changed something: readers refresh on it
+        self._committed = threading.Condition()  # notified when ``commits`` grows
         self.cpu_seconds = 0.0  # CPU spent in cycles, for benchmarks and `%monitor status`
         # Only the lease holder polls; without it a cycle only notices others' commits.
         self.lease = MonitorLease(repo.gangadir)
@@ -103,9 +104,15 @@ class Monitor:
 
     # -- cycles ----------------------------------------------------------------------
 
+    def wait_for_commit(self, seen: int, timeout: float) -> None:
+        """Return once ``commits`` has grown past ``seen``, or after ``timeout`` seconds."""
+        with self._committed:
+            self._committed.wait_for(lambda: self.commits > seen, timeout)
+
     def _loop(self) -> None:
         interval = self.settings.monitor_min_interval
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 result = self.run_once()
             except Exception:  # the monitor must never die: log and go on
@@ -121,15 +128,22 @@ class Monitor:
             if self._wake.wait(interval):
                 self._wake.clear()
                 interval = self.settings.monitor_min_interval
+                # A poke asks for a cycle soon, not for cycles back to back: a waiter
+                # pokes after every commit it sees.
+                self._stop.wait(started + interval - time.monotonic())
 
     def run_once(self) -> CycleResult:
         """One cycle: poll every backend once, apply, commit. Safe to call from any thread."""
         with self._lock:
+            commits = self.commits
             cpu_before = time.thread_time()
             try:
                 return self._run_once_locked()
             finally:
                 self.cpu_seconds += time.thread_time() - cpu_before
+                if self.commits != commits:
+                    with self._committed:
+                        self._committed.notify_all()
 
     def _run_once_locked(self) -> CycleResult:
         if self.repo.read_only or not self.lease.hold():
