@@ -27,6 +27,7 @@ from ZODB.POSException import ConflictError
 
 from ganga_like.errors import SchemaError
 from ganga_like.model import plugin_registry
+from ganga_like.model.compact_state import pack_state, unpack_state
 
 __all__ = ["Component", "ComponentList", "GangaObject", "schema_items"]
 
@@ -72,6 +73,21 @@ class GangaObject(Persistent):  # type: ignore[misc]
     # Attributes whose stored values are append-only tuples: concurrent appends merge.
     _append_only: ClassVar[frozenset[str]] = frozenset()
     _validator: ClassVar[traitlets.HasTraits | None] = None
+
+    # Attribute names for the compact stored form (see ``compact_state``); empty: the
+    # attribute dict is stored as it is.  Append-only once records exist.
+    _state_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __getstate__(self) -> Any:
+        state = super().__getstate__()
+        if self._state_fields:
+            return pack_state(state, self._state_fields)
+        return state
+
+    def __setstate__(self, state: Any) -> None:
+        if self._state_fields:
+            state = unpack_state(state, self._state_fields)
+        super().__setstate__(state)
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__()
@@ -148,12 +164,19 @@ class GangaObject(Persistent):  # type: ignore[misc]
 
     # -- conflict resolution ---------------------------------------------------------
 
-    def _p_resolveConflict(
-        self, old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _p_resolveConflict(self, old: Any, committed: Any, new: Any) -> Any:
         """Three-way merge per attribute: a user renaming a job while the monitor updates
         its status is not a conflict. Append-only tuples (the event log) merge both
         sides' additions. Two different new values for one attribute are a real conflict."""
+        fields = self._state_fields
+        if fields:
+            old, committed, new = (unpack_state(s, fields) for s in (old, committed, new))
+            return pack_state(self._merge_states(old, committed, new), fields)
+        return self._merge_states(old, committed, new)
+
+    def _merge_states(
+        self, old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
+    ) -> dict[str, Any]:
         merged: dict[str, Any] = {}
         for key in set(old) | set(committed) | set(new):
             o, c, n = old.get(key, _MISSING), committed.get(key, _MISSING), new.get(key, _MISSING)

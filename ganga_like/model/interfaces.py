@@ -159,6 +159,11 @@ class IBackend(GangaObject):
     # their master's backend object instead of each storing a copy.
     per_job_state: ClassVar[bool] = True
 
+    def __getnewargs__(self) -> tuple[()]:
+        # Having this method makes ZODB store references to backends as bare oids instead
+        # of oid plus module and class name: every subjob record refers to its backend.
+        return ()
+
     def submit_bulk(
         self,
         ctx: SubmitContext,

@@ -29,6 +29,12 @@ class Job(GangaObject):
     """A unit of work; split, it becomes a master of subjobs."""
 
     _category = "jobs"
+    # Subjob attributes first (the records written by the thousand). Append-only.
+    _state_fields = (
+        "id", "_master", "submit_count", "application", "backend", "status", "history",
+        "exit_code", "name", "comment", "splitter", "inputdata", "inputfiles",
+        "outputfiles", "_subjobs", "_counter", "_described",
+    )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "id": traitlets.Int(-1, help="Job id: unique in the repository, or in the master for "
                             "a subjob.").tag(protected=True, copyable=False),
