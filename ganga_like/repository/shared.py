@@ -301,7 +301,7 @@ _caches: dict[str, Any] = {}
 
 def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
     """A persistent client cache in the first free slot (each file has a lock)."""
-    from ZEO.cache import ClientCache
+    from ganga_like.repository.client_cache import ResilientClientCache as ClientCache
 
     size = int(cache_mb * 1024 * 1024)
     cache_dir = repo_dir / CACHE_DIR

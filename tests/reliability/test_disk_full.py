@@ -7,10 +7,12 @@ reason, where that is impossible).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +90,43 @@ def test_a_full_disk_aborts_the_commit_and_the_repository_stays_usable(
             [f"{i:05d}" for i in range(saved)]
     finally:
         reopened.close()
+
+
+class _FullDisk:
+    """A cache file on a disk that just filled up: every write or flush fails."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.closed = False
+
+    def _full(self, *_args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    write = flush = seek = truncate = _full
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())
+
+    def close(self) -> None:
+        self.closed = True
+        self.real.close()
+
+
+def test_a_client_cache_that_cannot_be_written_switches_itself_off(tmp_path: Path) -> None:
+    from ganga_like.repository.client_cache import ResilientClientCache
+
+    path = tmp_path / "slot-0.zec"
+    cache = ResilientClientCache(str(path), 1 << 20)
+    oid, tid = b"\0" * 7 + b"\1", b"\0" * 7 + b"\2"
+    cache.store(oid, tid, None, b"data")
+    assert cache.load(oid) == (b"data", tid)
+    cache.f = _FullDisk(cache.f)
+
+    cache.store(oid, b"\0" * 7 + b"\3", None, b"newer")  # fails inside: the cache goes off
+    assert cache.disabled
+    assert not path.exists()  # the next session starts with a fresh file
+    assert cache.load(oid) is None  # never the stale copy: every read goes to the server
+    cache.setLastTid(b"\0" * 7 + b"\4")
+    assert cache.getLastTid() == b"\0" * 7 + b"\4"
+    cache.invalidate(oid, b"\0" * 7 + b"\5")
+    cache.close()
