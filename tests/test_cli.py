@@ -108,6 +108,6 @@ def test_the_example_scan_runs_and_a_second_process_sees_it(env_for: dict[str, s
         [sys.executable, "-c", "from ganga_like import *\nj = jobs(0)\n"
          "print(j.status, sum(s.exit_code == 0 for s in j.subjobs))\n"
          "print(all((s.outputdir / 'stdout').exists() and (s.outputdir / 'stderr').exists() "
-         "and (s.outputdir / '__exit__').exists() for s in j.subjobs))"],
+         "and (s.outputdir / '__run__').exists() for s in j.subjobs))"],
         env=env_for, capture_output=True, text=True, timeout=60)
     assert check.stdout.split() == ["completed", "200", "True"], check.stderr

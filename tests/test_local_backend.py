@@ -41,7 +41,7 @@ def test_stdout_stderr_exit_code_and_times_are_recorded(session: Session, tmp_pa
     assert (ok.outputdir / "stdout").read_text() == "out a\n"
     assert (bad.outputdir / "stderr").read_text() == "err b\n"
     assert ok.exit_code == 0 and bad.exit_code == 4
-    assert (bad.outputdir / "__exit__").exists()
+    assert (bad.outputdir / "__run__").exists()
     assert set(ok.time) >= {"submitted", "running", "completed"}
     assert ok.time["running"] <= ok.time["completed"]
 

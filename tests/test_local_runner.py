@@ -136,7 +136,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
 
 
 def start_pid(tmp_path: Path, key: str) -> int:
-    pid = read_json(out(tmp_path, key) / "__start__")["pid"]
+    pid = read_json(out(tmp_path, key) / "__run__")["pid"]
     assert isinstance(pid, int)
     return pid
 
@@ -184,13 +184,12 @@ def test_echo_tasks_complete_with_outputs_events_and_exit_files(
         assert journal.of(key) == ["completed"]
         assert (out(tmp_path, key) / "stdout").read_text() == f"hello {key}\n"
         assert (out(tmp_path, key) / "stderr").read_text() == ""
-        exit_record = read_json(out(tmp_path, key) / "__exit__")
-        start_record = read_json(out(tmp_path, key) / "__start__")
-        assert exit_record["state"] == "completed" and exit_record["exit_code"] == 0
-        assert exit_record["start"] == start_record["time"] == final[key].start
-        assert isinstance(exit_record["end"], float) and exit_record["end"] >= start_record["time"]
-        assert isinstance(start_record["pid"], int)
-        batch_ids.add(exit_record["batch"])
+        record = read_json(out(tmp_path, key) / "__run__")
+        assert record["state"] == "completed" and record["exit_code"] == 0
+        assert record["start"] == final[key].start
+        assert isinstance(record["end"], float) and record["end"] >= record["start"]
+        assert isinstance(record["pid"], int)
+        batch_ids.add(record["batch"])
     assert len(batch_ids) == 1
     # A finished batch leaves nothing behind in the runner's directory.
     wait_until(lambda: not os.listdir(runner_dir / "accepted"))
@@ -203,9 +202,12 @@ def test_a_task_that_keeps_running_is_announced_with_a_started_event(
     submit(runner_dir, [make_task(tmp_path, "long", ["sleep", "0.6"], journal)], BASE_ENV, 1)
     started = journal.wait(["long"], event="started")["long"]
     assert journal.of("long") == ["started"]  # announced while it still runs
+    running = read_json(out(tmp_path, "long") / "__run__")
+    assert "state" not in running and running["time"] == started.time
+    assert isinstance(running["pid"], int)
     final = journal.wait(["long"])["long"]
     assert journal.of("long") == ["started", "completed"]
-    assert final.start == started.time == read_json(out(tmp_path, "long") / "__start__")["time"]
+    assert final.start == started.time == read_json(out(tmp_path, "long") / "__run__")["start"]
     assert final.time - started.time >= 0.5
 
 
@@ -236,7 +238,7 @@ def test_nonzero_exit_is_a_failure_with_its_exit_code(
     )
     event = journal.wait(["f"])["f"]
     assert (event.event, event.exit_code, event.reason) == ("failed", 3, "exit code 3")
-    exit_record = read_json(out(tmp_path, "f") / "__exit__")
+    exit_record = read_json(out(tmp_path, "f") / "__run__")
     assert (exit_record["state"], exit_record["exit_code"]) == ("failed", 3)
     assert (out(tmp_path, "f") / "stderr").read_text() == "oops\n"
 
@@ -278,8 +280,9 @@ def test_missing_and_non_executable_programs_fail_without_disturbing_others(
     for key in ("missing", "not-exec", "no-name"):
         assert final[key].exit_code is None
         assert journal.of(key) == ["failed"]
-        assert read_json(out(tmp_path, key) / "__exit__")["state"] == "failed"
-        assert not (out(tmp_path, key) / "__start__").exists()
+        record = read_json(out(tmp_path, key) / "__run__")
+        assert record["state"] == "failed"
+        assert record["start"] is None and record["pid"] is None  # it never started
 
 
 def test_output_patterns_are_collected_or_fail_the_task(
@@ -344,7 +347,7 @@ def test_kill_queued_and_running_tasks_including_grandchildren(
         for key in ("queued", "tree", "stubborn"):
             assert final[key].event == "killed"
             assert final[key].reason == "killed by user"
-            assert read_json(out(tmp_path, key) / "__exit__")["state"] == "killed"
+            assert read_json(out(tmp_path, key) / "__run__")["state"] == "killed"
         assert journal.of("queued") == ["killed"]
         assert not (out(tmp_path, "queued") / "stdout").exists()
         assert final["tree"].exit_code == -signal.SIGTERM
@@ -472,7 +475,7 @@ def test_runner_killed_mid_run_is_recovered_by_the_next_one(
                 f"runner restarted while the task was running (pid {slow_pids[key]})"
             )
             assert journal.of(key) == ["started", "failed"]
-            assert read_json(out(tmp_path, key) / "__exit__")["state"] == "failed"
+            assert read_json(out(tmp_path, key) / "__run__")["state"] == "failed"
         for key in [*fast, *queued, "new"]:
             assert final[key].event == "completed"
             assert journal.of(key) == ["completed"], key  # nothing ran twice
@@ -504,16 +507,16 @@ def test_recovery_from_every_state_a_crash_can_leave(
         (out(tmp_path, key) / name).write_text(json.dumps(record))
 
     done = {"state": "completed", "exit_code": 0, "start": 1.0, "reason": None, "batch": batch}
-    state("logged", "__exit__", {**done, "end": 2.0})
-    state("unlogged", "__exit__", {**done, "end": 3.0})
-    state("no-pid", "__start__", {"time": 1.0, "pid": None, "batch": batch})
+    state("logged", "__run__", {**done, "end": 2.0})
+    state("unlogged", "__run__", {**done, "end": 3.0})
+    state("no-pid", "__run__", {"time": 1.0, "pid": None, "batch": batch})
     # A process older than the task that got its pid must survive the recovery.
     bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
     state(
-        "reused-pid", "__start__", {"time": time.time() + 60, "pid": bystander.pid, "batch": batch}
+        "reused-pid", "__run__", {"time": time.time() + 60, "pid": bystander.pid, "batch": batch}
     )
-    state("superseded", "__start__", {"time": 1.0, "pid": None, "batch": "9" * 20})
-    state("old-exit", "__exit__", {**done, "end": 2.0, "batch": "0" * 20})
+    state("superseded", "__run__", {"time": 1.0, "pid": None, "batch": "9" * 20})
+    state("old-exit", "__run__", {**done, "end": 2.0, "batch": "0" * 20})
     journal.path.parent.mkdir()
     # The crash also cut the journal in the middle of a line.
     journal.path.write_bytes(event_line("logged", "completed", 2.0, 0, None) + b'{"key": "cut')
@@ -570,7 +573,7 @@ def test_same_key_can_run_again_after_failing(
 
     wait_until(ran_again)
     assert journal.of("r") == ["failed", "completed"]
-    assert read_json(out(tmp_path, "r") / "__exit__")["state"] == "completed"
+    assert read_json(out(tmp_path, "r") / "__run__")["state"] == "completed"
     assert (out(tmp_path, "r") / "stdout").read_text() == "again\n"
 
 

@@ -39,14 +39,13 @@ from ganga_like_local.runner_client import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
     CONFIG_NAME,
-    EXIT_FILE,
     KILL_SUFFIX,
     LOCK_NAME,
     LOG_NAME,
     PID_NAME,
     QUEUE_DIR,
+    RUN_FILE,
     RUNNER_SIGNALS,
-    START_FILE,
     event_line,
 )
 from ganga_like_local.runner_files import (
@@ -56,9 +55,9 @@ from ganga_like_local.runner_files import (
     make_dirs,
     prepare_ahead,
     start_record,
-    write_exit,
     write_json_atomic,
     write_placeholder,
+    write_record,
 )
 from ganga_like_local.runner_recovery import KILL_GRACE_SECONDS, recover
 from ganga_like_local.runner_spawn import (
@@ -377,10 +376,10 @@ class Runner:
         except TaskSetupError as exc:
             self.finish(task, "failed", None, str(exc))
             return
-        task.exit_fd = files.exit
+        task.record_fd = files.run
         failure: str | None = None
         try:
-            write_placeholder(files.start, now, task.batch.id)
+            task.record_size = write_placeholder(files.run, now, task.batch.id)
             pid = self.spawner.spawn(task, files.out, files.err)
         except TaskSetupError as exc:
             failure = str(exc)
@@ -392,21 +391,18 @@ class Runner:
             os.close(files.out)
             os.close(files.err)
         if failure is not None:
-            os.close(files.start)
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(task.output_dir, START_FILE))
+            # The final record replaces the placeholder: it never started.
             self.finish(task, "failed", None, failure)
             return
         task.pid = pid
         task.start = now
         self.running[pid] = task
         try:
-            # Same length or longer than the placeholder: one overwrite, no truncation.
-            os.pwrite(files.start, start_record(now, task.batch.id, pid), 0)
+            task.record_size = write_record(
+                files.run, start_record(now, task.batch.id, pid), task.record_size
+            )
         except OSError as exc:
-            self.log(f"task {task.key}: cannot write {START_FILE}: {exc}")
-        finally:
-            os.close(files.start)
+            self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
         self.unannounced.append(task)
 
     def announce_started(self) -> None:
@@ -459,7 +455,8 @@ class Runner:
         reason: str | None,
         end: float | None = None,
     ) -> None:
-        """Record the end of a task: ``__exit__`` first, then the journal event."""
+        """Record the end of a task: the final ``__run__`` record first, then the journal
+        event."""
         task.finished = True
         if end is None:
             end = time.time()
@@ -470,25 +467,26 @@ class Runner:
             "end": end,
             "reason": reason,
             "batch": task.batch.id,
+            "pid": task.pid,
         }
-        exit_fd, task.exit_fd = task.exit_fd, None
+        record_fd, task.record_fd = task.record_fd, None
         try:
-            if exit_fd is not None:
+            if record_fd is not None:
                 try:
-                    write_exit(exit_fd, record)
+                    write_record(record_fd, json.dumps(record).encode(), task.record_size)
                 finally:
-                    os.close(exit_fd)
+                    os.close(record_fd)
             else:
                 # Never prepared (killed while queued, setup failed): recovery still needs
                 # the file to know that the task is done.
-                exit_path = os.path.join(task.output_dir, EXIT_FILE)
+                record_path = os.path.join(task.output_dir, RUN_FILE)
                 try:
-                    write_json_atomic(exit_path, record)
+                    write_json_atomic(record_path, record)
                 except FileNotFoundError:
                     make_dirs(task.output_dir)
-                    write_json_atomic(exit_path, record)
+                    write_json_atomic(record_path, record)
         except OSError as exc:
-            self.log(f"task {task.key}: cannot write {EXIT_FILE}: {exc}")
+            self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
         self.emit(task, state, end, exit_code, reason, task.start)
         self.retire(task)
 

@@ -15,15 +15,19 @@ Layout of a runner directory::
     queue/        batch and kill request files, handled in name (= submission) order
     accepted/     batches the runner has read and not finished yet
 
-Per task the runner writes into ``output_dir``: ``__start__`` (JSON: time, batch, pid) when
-the process starts, ``stdout``/``stderr`` while it runs and ``__exit__`` (JSON: state,
-exit_code, start, end, reason, batch; one write) once the task has ended, also when it
-never started (``start`` is then null).  The files are created empty before the task's
-turn; empty means "not yet".  ``__start__`` is written just before the process is spawned
-with a null pid that is filled in right after; it stays null only if the runner died in
-between.  State changes are also appended as JSON lines to the task's ``events`` journal:
-a "started" line once the task has run for a moment (a task that ends sooner, or never
-started, has none) and one final line, which carries the start time.
+Per task the runner writes into ``output_dir``: ``stdout``/``stderr`` while the process runs
+and one record file, ``__run__`` (JSON).  It is created empty before the task's turn (empty
+means "not yet"), then overwritten in place, each time in one write:
+
+* just before the process is spawned, the start record ``{"time", "batch", "pid": null}``;
+* right after, the same with the pid (it stays null only if the runner died in between);
+* once the task has ended, the final record ``{"state", "exit_code", "start", "end",
+  "reason", "batch", "pid"}``, padded with spaces to the length of the start record; also
+  when it never started (``start`` and ``pid`` are then null).
+
+A record with a ``state`` is final.  State changes are also appended as JSON lines to the
+task's ``events`` journal: a "started" line once the task has run for a moment (a task that
+ends sooner, or never started, has none) and one final line, which carries the start time.
 """
 
 from __future__ import annotations
@@ -64,8 +68,7 @@ QUEUE_DIR = "queue"
 ACCEPTED_DIR = "accepted"
 BATCH_SUFFIX = ".batch.json"
 KILL_SUFFIX = ".kill.json"
-START_FILE = "__start__"
-EXIT_FILE = "__exit__"
+RUN_FILE = "__run__"
 STDOUT_FILE = "stdout"
 STDERR_FILE = "stderr"
 RUNNER_MODULE = "ganga_like_local.runner"

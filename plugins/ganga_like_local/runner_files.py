@@ -1,5 +1,5 @@
-"""The files of a Local runner task: its directories, inputs, stdout/stderr, ``__start__``,
-``__exit__`` and collected outputs."""
+"""The files of a Local runner task: its directories, inputs, stdout/stderr, the ``__run__``
+record and collected outputs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import os
 import shutil
 from typing import Any
 
-from ganga_like_local.runner_client import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from ganga_like_local.runner_client import RUN_FILE, STDERR_FILE, STDOUT_FILE
 from ganga_like_local.runner_tasks import Task, TaskFiles, TaskSetupError
 
 _FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+_TASK_FILES = (STDOUT_FILE, STDERR_FILE, RUN_FILE)  # in the order of TaskFiles
 
 
 def prepare_files(task: Task) -> TaskFiles:
@@ -28,9 +29,9 @@ def prepare_files(task: Task) -> TaskFiles:
         place_input(source, task.workdir)
     opened: list[int] = []
     try:
-        for name in (STDOUT_FILE, STDERR_FILE, START_FILE, EXIT_FILE):
+        for name in _TASK_FILES:
             path = os.path.join(task.output_dir, name)
-            if not fresh and name in (START_FILE, EXIT_FILE):
+            if not fresh and name == RUN_FILE:
                 # A new inode: an earlier run of the same key may still hold the old one.
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
@@ -63,9 +64,9 @@ def discard_files(task: Task) -> None:
     files, task.files = task.files, None
     if files is None:
         return
-    for fd in (files.out, files.err, files.start, files.exit):
+    for fd in (files.out, files.err, files.run):
         os.close(fd)
-    for name in (STDOUT_FILE, STDERR_FILE, START_FILE, EXIT_FILE):
+    for name in _TASK_FILES:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(task.output_dir, name))
 
@@ -93,27 +94,32 @@ def collect_outputs(task: Task) -> str | None:
     return problem
 
 
-def write_placeholder(fd: int, when: float, batch_id: str) -> None:
-    """A pid-less ``__start__``, written before the process exists.
+def write_placeholder(fd: int, when: float, batch_id: str) -> int:
+    """A pid-less start record, written before the process exists; its size.
 
     A crash between spawning and recording the pid is then reported as an interrupted
     run after a restart, never taken for a task to run again.
     """
     try:
-        os.pwrite(fd, start_record(when, batch_id, None), 0)
+        return write_record(fd, start_record(when, batch_id, None), 0)
     except OSError as exc:
         raise TaskSetupError(f"cannot write to output directory: {exc}") from exc
 
 
-def write_exit(fd: int, record: dict[str, Any]) -> None:
-    """Fill the empty ``__exit__`` in one write; readers see it empty or whole."""
-    data = json.dumps(record).encode()
+def write_record(fd: int, data: bytes, size: int) -> int:
+    """Overwrite the ``__run__`` record in one write; the size of what it now holds.
+
+    Padding with spaces (JSON allows them) to the size of the record it replaces leaves
+    no stale bytes behind, so no truncation is needed.
+    """
+    data = data.ljust(size)
     if os.pwrite(fd, data, 0) != len(data):
-        raise OSError(f"short write of {EXIT_FILE}")
+        raise OSError(f"short write of {RUN_FILE}")
+    return len(data)
 
 
 def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
-    """``__start__`` content; the pid comes last, padded to the width of ``null``."""
+    """The start record; the pid comes last, padded to the width of ``null``."""
     shown = "null" if pid is None else f"{pid:<4}"
     return f'{{"time": {when!r}, "batch": {json.dumps(batch_id)}, "pid": {shown}}}'.encode()
 
@@ -127,7 +133,17 @@ def make_dirs(path: str) -> bool:
             raise
         return False
     except FileNotFoundError:
-        os.makedirs(path, exist_ok=True)
+        # Usually only the subjob's own directory is missing: one mkdir, not makedirs'
+        # walk up the path.
+        parent = os.path.dirname(path)
+        try:
+            os.mkdir(parent)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            os.makedirs(parent, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
     return True
 
 

@@ -1,10 +1,10 @@
 """Start-up recovery of a Local runner: finish what a previous runner accepted.
 
 A batch is moved to ``accepted/`` when read and deleted once all its tasks have ended.  On
-start-up a runner goes through ``accepted/``: tasks with an ``__exit__`` of that batch are
-done (their final event is appended if the journal lacks it), tasks with a ``__start__`` but
-no ``__exit__`` are reported failed and their process group is killed, and tasks that never
-started are queued again.
+start-up a runner goes through ``accepted/`` and reads each task's ``__run__`` record: a
+final record of that batch means done (its final event is appended if the journal lacks
+it), a start record of that batch means interrupted (reported failed, its process group
+killed), and an empty or missing record means never started (queued again).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ganga_like_local.runner_client import EXIT_FILE, START_FILE, TERMINAL_EVENTS, read_events
+from ganga_like_local.runner_client import RUN_FILE, TERMINAL_EVENTS, read_events
 from ganga_like_local.runner_files import read_json
 from ganga_like_local.runner_spawn import signal_group
 from ganga_like_local.runner_tasks import Task, check_batch, newer
@@ -52,17 +52,16 @@ def recover(runner: Runner) -> None:
             continue
         tasks = runner.add_batch(data, path, recovering=True)
         for task in tasks:
-            exit_record = read_json(os.path.join(task.output_dir, EXIT_FILE))
-            start_record = read_json(os.path.join(task.output_dir, START_FILE))
+            record = read_json(os.path.join(task.output_dir, RUN_FILE))
             batch_id = task.batch.id
-            if exit_record.get("batch") == batch_id:
-                replay_final_event(runner, task, exit_record, journal_cache)
+            if record.get("batch") == batch_id and "state" in record:
+                replay_final_event(runner, task, record, journal_cache)
                 runner.retire(task)
-            elif start_record.get("batch") == batch_id:
+            elif record.get("batch") == batch_id:
                 if groups is None:
                     groups = process_groups()
-                fail_interrupted(runner, task, start_record, groups)
-            elif newer(exit_record, batch_id) or newer(start_record, batch_id):
+                fail_interrupted(runner, task, record, groups)
+            elif newer(record, batch_id):
                 runner.retire(task)  # a later resubmission of the key took over
             else:
                 runner.pending.append(task)

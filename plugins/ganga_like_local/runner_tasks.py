@@ -23,20 +23,19 @@ class Batch:
 
 
 class TaskFiles:
-    """Open descriptors of a prepared task: stdout, stderr, ``__start__`` and ``__exit__``.
+    """Open descriptors of a prepared task: stdout, stderr and the ``__run__`` record.
 
-    ``__start__`` and ``__exit__`` are created empty ahead of time, which recovery reads
-    the same as absent, so that starting and ending a task only writes into files that
-    already exist: creating files is the costly part on a journaling file system.
+    ``__run__`` is created empty ahead of time, which recovery reads the same as absent,
+    so that starting and ending a task only writes into files that already exist:
+    creating files is the costly part on a journaling file system.
     """
 
-    __slots__ = ("err", "exit", "out", "start")
+    __slots__ = ("err", "out", "run")
 
-    def __init__(self, out: int, err: int, start: int, exit: int) -> None:
+    def __init__(self, out: int, err: int, run: int) -> None:
         self.out = out
         self.err = err
-        self.start = start
-        self.exit = exit
+        self.run = run
 
 
 class Task:
@@ -47,7 +46,6 @@ class Task:
         "batch",
         "env",
         "events",
-        "exit_fd",
         "files",
         "finished",
         "inputs",
@@ -56,6 +54,8 @@ class Task:
         "output_dir",
         "patterns",
         "pid",
+        "record_fd",
+        "record_size",
         "setup_error",
         "start",
         "workdir",
@@ -73,7 +73,10 @@ class Task:
         self.batch = batch
         self.pid: int | None = None  # set once the process exists
         self.start: float | None = None
-        self.exit_fd: int | None = None  # the empty __exit__, kept open while it runs
+        # The __run__ record, kept open from the start until the final record is in it,
+        # and the size of what it holds (a shorter final record is padded to it).
+        self.record_fd: int | None = None
+        self.record_size = 0
         self.kill_requested = False
         self.finished = False
         # Prepared ahead of its turn: its open files, or why they could not be made.

@@ -6,7 +6,7 @@ wall times, their ratio and the runner's own CPU time per task (read from /proc 
 runner exits; its children's CPU is not included).
 
 Each task gets the layout the Local backend uses: ``<n>/work`` as its working directory
-and ``<n>/output`` for stdout/stderr (and the runner's ``__start__``/``__exit__``).  The pool
+and ``<n>/output`` for stdout/stderr (and the runner's ``__run__`` record).  The pool
 is measured twice: creating the same directories and output files, and bare (output to
 /dev/null, no directories).  File creation costs depend a lot on the file system; --dir
 picks where the task directories go.
