@@ -2,9 +2,9 @@
 
     python scripts/bench/bench_reopen.py [GANGADIR]
 
-Builds the repository once (in GANGADIR, default a temp dir; the jobs are recorded as
-completed without running anything, through the real submit path on a backend stand-in
-is NOT used: the big job really runs /bin/true on Local), then starts fresh processes that
+Builds the repository once (in GANGADIR, default a temp dir): the big job really runs
+/bin/true on Local through the real submit path, the 999 others are created and left new.
+Then it starts fresh processes that
   1. open the repository and print the jobs table (time inside the process),
   2. iterate all 10,000 subjob statuses,
   3. report peak RSS with the 10,000-subjob job loaded.
