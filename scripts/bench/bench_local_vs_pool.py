@@ -1,17 +1,21 @@
 """1,000 `/bin/echo` subjobs on Local, from submit() to master completed, against a plain
 Python subprocess pool of the same concurrency, in the same run; plus CPU per subjob.
 
-    python scripts/bench/bench_local_vs_pool.py [N]
+    python scripts/bench/bench_local_vs_pool.py [N] [--rounds R]
 
-CPU per subjob counts the submitting process (with its monitor thread) and the runner; the
-echo processes themselves are printed apart (they cost the same in both).
+Each of the R rounds (default 3) times the pool and then a new job, so that both meet the
+same state of the machine (file creation costs on some disks vary by 10x from one minute to
+the next); the ratio printed last is the median of the rounds' ratios.  CPU per subjob
+counts the submitting process (with its monitor thread) and the runner; the echo processes
+themselves are printed apart (they cost the same in both).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +37,11 @@ def plain_pool(n: int, workers: int, outdir: Path) -> float:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    parser = argparse.ArgumentParser()
+    parser.add_argument("n", nargs="?", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    n = args.n
     workers = os.cpu_count() or 1
     tmp = Path(tempfile.mkdtemp(prefix="bench-local-"))
     os.environ["GANGA_DIR"] = str(tmp / "gangadir")
@@ -42,10 +50,7 @@ def main() -> None:
     from ganga_like_local import runner_client
     from ganga_like_local.backend import runner_dir
 
-    (tmp / "pool").mkdir()
-    pool_wall = plain_pool(n, workers, tmp / "pool")
-
-    current_session()
+    session = current_session()
     # Start the runner before timing, as a user's second job would find it running.
     warm = Job(application=Executable(exe="/bin/true"), backend=Local())
     warm.submit()
@@ -53,33 +58,39 @@ def main() -> None:
     rdir = runner_dir(tmp / "gangadir")
     runner = psutil.Process(runner_client.runner_pid(rdir))
     me = psutil.Process()
-    runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
-    session = current_session()
-    monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
-
-    j = Job(application=Executable(exe="/bin/echo"),
-            splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
-    started = time.perf_counter()
-    j.submit()
-    status = j.wait(timeout=600)
-    ganga_wall = time.perf_counter() - started
-    runner_cpu, my_cpu = runner.cpu_times(), me.cpu_times()
-    assert status == "completed", status
-    monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
-    cycles = session.monitor.cycles - cycles0
-
-    own = (my_cpu.user + my_cpu.system) - (my_cpu0.user + my_cpu0.system)
-    run = (runner_cpu.user + runner_cpu.system) - (runner_cpu0.user + runner_cpu0.system)
-    children = ((runner_cpu.children_user + runner_cpu.children_system)
-                - (runner_cpu0.children_user + runner_cpu0.children_system))
     print(f"subjobs: {n}, concurrency: {workers}")
-    print(f"plain subprocess pool:        {pool_wall:.2f} s wall")
-    print(f"ganga_like Local, submit->completed: {ganga_wall:.2f} s wall")
-    print(f"ratio: {ganga_wall / pool_wall:.2f}")
-    print(f"CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
-          f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
-          f"(the echo processes themselves: {1000 * children / n:.2f} ms)")
-    print(f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU")
+    ratios = []
+    for round_number in range(1, args.rounds + 1):
+        outdir = tmp / f"pool-{round_number}"
+        outdir.mkdir()
+        pool_wall = plain_pool(n, workers, outdir)
+
+        runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
+        monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
+        j = Job(application=Executable(exe="/bin/echo"),
+                splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
+        started = time.perf_counter()
+        j.submit()
+        status = j.wait(timeout=600)
+        ganga_wall = time.perf_counter() - started
+        runner_cpu, my_cpu = runner.cpu_times(), me.cpu_times()
+        assert status == "completed", status
+        monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
+        cycles = session.monitor.cycles - cycles0
+
+        own = (my_cpu.user + my_cpu.system) - (my_cpu0.user + my_cpu0.system)
+        run = (runner_cpu.user + runner_cpu.system) - (runner_cpu0.user + runner_cpu0.system)
+        children = ((runner_cpu.children_user + runner_cpu.children_system)
+                    - (runner_cpu0.children_user + runner_cpu0.children_system))
+        ratios.append(ganga_wall / pool_wall)
+        print(f"round {round_number}: plain subprocess pool {pool_wall:.2f} s wall; "
+              f"ganga_like Local, submit->completed {ganga_wall:.2f} s wall; "
+              f"ratio {ganga_wall / pool_wall:.2f}")
+        print(f"  CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
+              f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
+              f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
+              f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU")
+    print(f"ratio: {statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     close_session()
     runner_client.stop(rdir)
 
