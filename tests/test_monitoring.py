@@ -14,6 +14,7 @@ from ganga_like.model.interfaces import StatusReport
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.runtime.engine import apply_report
+from ganga_like.runtime.monitor import FINISHING_INTERVAL, CycleResult, next_interval
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local import runner_client
@@ -27,6 +28,25 @@ def _master(n: int) -> JobImpl:
     for sj in subjobs:
         sj.change_status(Status.SUBMITTED, "test")
     return master
+
+
+def _cycle(polled: int, finished: int) -> CycleResult:
+    result = CycleResult()
+    result.polled, result.changed, result.finished = polled, finished, finished
+    return result
+
+
+def test_the_end_of_a_run_of_short_subjobs_is_polled_sooner() -> None:
+    # 40 ended in the last 50 ms and 4 are left: they should end within 5 ms.
+    assert next_interval(_cycle(44, 40), 0.05, 0.05) == FINISHING_INTERVAL
+    # 10 ended, 10 are left: expected in 40 ms, sooner than the minimum interval.
+    assert next_interval(_cycle(20, 10), 0.04, 0.05) == pytest.approx(0.04)
+
+
+def test_long_running_or_idle_jobs_keep_the_minimum_interval() -> None:
+    assert next_interval(_cycle(1000, 2), 0.05, 0.05) == 0.05
+    assert next_interval(_cycle(10, 0), 0.05, 0.05) == 0.05
+    assert next_interval(_cycle(0, 0), 0.05, 0.05) == 0.05
 
 
 def test_engine_fills_in_running_and_updates_the_master_counter_without_any_io() -> None:

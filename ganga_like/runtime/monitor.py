@@ -31,15 +31,37 @@ from ganga_like.runtime.engine import apply_report
 from ganga_like.runtime.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
 
-__all__ = ["CycleResult", "Monitor"]
+__all__ = ["CycleResult", "Monitor", "next_interval"]
 
 log = logging.getLogger("ganga_like.monitor")
+
+
+# The shortest interval between cycles, used when the jobs still followed are expected to
+# end sooner than the minimum interval (see ``Monitor._next_interval``).
+FINISHING_INTERVAL = 0.01
+
+
+def next_interval(result: CycleResult, since_previous: float, min_interval: float) -> float:
+    """When to poll after a busy cycle: ``min_interval``, or sooner if the jobs still
+    followed are about to end.
+
+    At the rate the last cycle saw jobs end, the rest would all end in
+    ``remaining * since_previous / finished`` seconds; polling then, rather than a full
+    minimum interval later, is what makes the end of a run of short subjobs seen soon.
+    Long jobs give a long estimate: they keep the minimum interval.
+    """
+    remaining = result.polled - result.finished
+    if not result.finished or remaining < 0:
+        return min_interval
+    expected = remaining * since_previous / result.finished
+    return min(min_interval, max(expected, FINISHING_INTERVAL))
 
 
 class CycleResult:
     def __init__(self) -> None:
         self.polled = 0
         self.changed = 0
+        self.finished = 0  # jobs that reached a final status
         self.stale_backends: dict[str, str] = {}
 
 
@@ -111,6 +133,7 @@ class Monitor:
 
     def _loop(self) -> None:
         interval = self.settings.monitor_min_interval
+        previous = time.monotonic()
         while not self._stop.is_set():
             started = time.monotonic()
             try:
@@ -118,8 +141,10 @@ class Monitor:
             except Exception:  # the monitor must never die: log and go on
                 log.exception("monitoring cycle failed")
                 result = CycleResult()
+            soon = next_interval(result, started - previous, self.settings.monitor_min_interval)
+            previous = started
             if result.changed:
-                interval = self.settings.monitor_min_interval
+                interval = soon
             else:
                 interval = min(interval * 2, self.settings.monitor_max_interval)
             if not self.lease.held:
@@ -127,7 +152,7 @@ class Monitor:
                 interval = min(interval, self.settings.monitor_lease_timeout)
             if self._wake.wait(interval):
                 self._wake.clear()
-                interval = self.settings.monitor_min_interval
+                interval = soon
                 # A poke asks for a cycle soon, not for cycles back to back: a waiter
                 # pokes after every commit it sees.
                 self._stop.wait(started + interval - time.monotonic())
@@ -237,10 +262,10 @@ class Monitor:
                 result.stale_backends[backend] = str(exc)
                 continue
             staged[backend] = ctx.staged
-            result.changed += self._apply(registry, backend, reports)
+            self._apply(registry, backend, reports, result)
 
-    def _apply(self, registry: Registry, backend: str, reports: list[StatusReport]) -> int:
-        changed = 0
+    def _apply(self, registry: Registry, backend: str, reports: list[StatusReport],
+               result: CycleResult) -> None:
         touched: dict[int, Any] = {}
         for report in reports:
             job_id, _, sub = report.fqid.partition(".")
@@ -249,13 +274,13 @@ class Monitor:
                 continue
             applied = apply_report(job, report, backend)
             if applied.path:
-                changed += 1
+                result.changed += 1
                 touched[int(job_id)] = job.master or job
                 if applied.final:
+                    result.finished += 1
                     registry.unfollow(job)
         for top in touched.values():
             registry.reindex(top)
-        return changed
 
     def _context(self, backend: str) -> PollContext:
         ctx = self._contexts.get(backend)

@@ -129,7 +129,8 @@ class Monitor(Configurable):
     ).tag(config=True)
     min_interval = Float(
         0.05, min=0.001,
-        help="Seconds between polls while statuses are changing.",
+        help="Seconds between polls while statuses are changing (less, down to 0.01, when "
+             "the jobs still followed are expected to end sooner).",
     ).tag(config=True)
     max_interval = Float(
         2.0, min=0.001,
