@@ -11,8 +11,10 @@ write.  Nothing is lost: the server has all the data; reads are only slower.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ZEO.cache import ClientCache
@@ -20,6 +22,22 @@ from ZEO.cache import ClientCache
 __all__ = ["ResilientClientCache"]
 
 log = logging.getLogger("ganga_like")
+
+
+def _off_on_write_error(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of a cache that may be off: then, or when it fails, a miss (None)."""
+
+    @functools.wraps(method)
+    def guarded(self: ResilientClientCache, *args: Any, **kwargs: Any) -> Any:
+        if self.disabled:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            self._disable(exc)
+            return None
+
+    return guarded
 
 
 class ResilientClientCache(ClientCache):  # type: ignore[misc]
@@ -38,39 +56,11 @@ class ResilientClientCache(ClientCache):  # type: ignore[misc]
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
-    def load(self, oid: bytes, before_tid: bytes | None = None) -> Any:
-        if self.disabled:
-            return None
-        try:
-            return super().load(oid, before_tid)
-        except OSError as exc:
-            self._disable(exc)
-            return None
-
-    def loadBefore(self, oid: bytes, before_tid: bytes) -> Any:
-        if self.disabled:
-            return None
-        try:
-            return super().loadBefore(oid, before_tid)
-        except OSError as exc:
-            self._disable(exc)
-            return None
-
-    def store(self, oid: bytes, start_tid: bytes, end_tid: bytes | None, data: bytes) -> None:
-        if self.disabled:
-            return
-        try:
-            super().store(oid, start_tid, end_tid, data)
-        except OSError as exc:
-            self._disable(exc)
-
-    def invalidate(self, oid: bytes, tid: bytes | None) -> None:
-        if self.disabled:
-            return
-        try:
-            super().invalidate(oid, tid)
-        except OSError as exc:
-            self._disable(exc)
+    load = _off_on_write_error(ClientCache.load)
+    loadBefore = _off_on_write_error(ClientCache.loadBefore)
+    store = _off_on_write_error(ClientCache.store)
+    invalidate = _off_on_write_error(ClientCache.invalidate)
+    clear = _off_on_write_error(ClientCache.clear)
 
     def setLastTid(self, tid: bytes) -> None:
         if not self.disabled:
@@ -82,14 +72,6 @@ class ResilientClientCache(ClientCache):  # type: ignore[misc]
         current: bytes | None = self.getLastTid()
         if tid and (current is None or tid > current):
             self.tid = tid  # still the client's idea of where it is
-
-    def clear(self) -> None:
-        if self.disabled:
-            return
-        try:
-            super().clear()
-        except OSError as exc:
-            self._disable(exc)
 
     def close(self) -> None:
         try:

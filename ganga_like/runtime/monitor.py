@@ -37,7 +37,7 @@ log = logging.getLogger("ganga_like.monitor")
 
 
 # The shortest interval between cycles, used when the jobs still followed are expected to
-# end sooner than the minimum interval (see ``Monitor._next_interval``).
+# end sooner than the minimum interval (see ``next_interval``).
 FINISHING_INTERVAL = 0.01
 
 

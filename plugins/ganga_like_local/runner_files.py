@@ -119,8 +119,8 @@ def write_record(fd: int, data: bytes, size: int) -> int:
 
 
 def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
-    """The start record; the pid comes last, padded to the width of ``null``."""
-    shown = "null" if pid is None else f"{pid:<4}"
+    """The start record (``write_record`` pads whatever it replaces)."""
+    shown = "null" if pid is None else str(pid)
     return f'{{"time": {when!r}, "batch": {json.dumps(batch_id)}, "pid": {shown}}}'.encode()
 
 
@@ -133,17 +133,7 @@ def make_dirs(path: str) -> bool:
             raise
         return False
     except FileNotFoundError:
-        # Usually only the subjob's own directory is missing: one mkdir, not makedirs'
-        # walk up the path.
-        parent = os.path.dirname(path)
-        try:
-            os.mkdir(parent)
-        except FileExistsError:
-            pass
-        except FileNotFoundError:
-            os.makedirs(parent, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path)
+        os.makedirs(path, exist_ok=True)
     return True
 
 
