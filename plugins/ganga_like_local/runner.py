@@ -11,8 +11,8 @@ means a task ended, SIGUSR1 that a client queued something, SIGTERM/SIGINT that 
 should stop (leaving running tasks alone).  It exits by itself after ``idle_exit_seconds``
 with nothing to do.  Starting and ending tasks all happens on the main thread, and a
 freed slot is filled before the ended task's files are written, so that the concurrency
-limit is kept busy; a helper thread creates the directories and output files of the next
-tasks in line, so that file system work overlaps with the rest.
+limit is kept busy; while every slot is busy, the same thread creates the directories and
+output files of the next tasks in line.
 
 Modules: ``runner_tasks`` (batches, tasks, request checks), ``runner_files`` (per-task
 files), ``runner_spawn`` (starting and signalling processes), ``runner_recovery``

@@ -7,7 +7,9 @@ Each of the R rounds (default 3) times the pool and then a new job, so that both
 same state of the machine (file creation costs on some disks vary by 10x from one minute to
 the next); the ratio printed last is the median of the rounds' ratios.  CPU per subjob
 counts the submitting process (with its monitor thread) and the runner; the echo processes
-themselves are printed apart (they cost the same in both).
+themselves are printed apart (they cost the same in both).  The share of the machine's CPU
+left idle during each (from /proc/stat, Linux only) tells a run held back by waiting from
+one held back by work.
 """
 
 from __future__ import annotations
@@ -22,6 +24,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """(idle, total) clock ticks of the whole machine so far, or None without /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            fields = [int(value) for value in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + fields[4], sum(fields)  # idle + iowait
+
+
+def idle_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> str:
+    if before is None or after is None or after[1] == before[1]:
+        return "n/a"
+    return f"{100 * (after[0] - before[0]) / (after[1] - before[1]):.0f}%"
 
 
 def plain_pool(n: int, workers: int, outdir: Path) -> float:
@@ -63,16 +81,20 @@ def main() -> None:
     for round_number in range(1, args.rounds + 1):
         outdir = tmp / f"pool-{round_number}"
         outdir.mkdir()
+        ticks0 = cpu_ticks()
         pool_wall = plain_pool(n, workers, outdir)
+        pool_idle = idle_share(ticks0, cpu_ticks())
 
         runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
         monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
         j = Job(application=Executable(exe="/bin/echo"),
                 splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
+        ticks0 = cpu_ticks()
         started = time.perf_counter()
         j.submit()
         status = j.wait(timeout=600)
         ganga_wall = time.perf_counter() - started
+        job_idle = idle_share(ticks0, cpu_ticks())
         runner_cpu, my_cpu = runner.cpu_times(), me.cpu_times()
         assert status == "completed", status
         monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
@@ -90,6 +112,7 @@ def main() -> None:
               f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
               f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
               f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU")
+        print(f"  CPU left idle: pool {pool_idle}, ganga_like {job_idle}")
     print(f"ratio: {statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     close_session()
     runner_client.stop(rdir)
