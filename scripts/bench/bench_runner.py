@@ -8,8 +8,10 @@ runner exits; its children's CPU is not included).
 Each task gets the layout the Local backend uses: ``<n>/work`` as its working directory
 and ``<n>/output`` for stdout/stderr (and the runner's ``__run__`` record).  The pool
 is measured twice: creating the same directories and output files, and bare (output to
-/dev/null, no directories).  File creation costs depend a lot on the file system; --dir
-picks where the task directories go.
+/dev/null, no directories).  A minimal one-thread loop making the same directories and
+files with the same spawn call shows how far the runner's own bookkeeping is from the least
+a runner on one thread must do.  File creation costs depend a lot on the file system;
+--dir picks where the task directories go.
 
     python scripts/bench/bench_runner.py [--tasks 1000] [--repeat 3] [--dir /dev/shm]
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -112,6 +115,50 @@ def pool_task_with_files(root: Path) -> Callable[[int], None]:
     return run_one
 
 
+def minimal_loop(root: Path, count: int, concurrency: int) -> float:
+    """The least a one-thread runner must do: the same directories, files and spawn call as
+    the runner, reaped with sigtimedwait, one final record per task and nothing else."""
+    devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    env = {**os.environ}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
+    running: dict[int, int] = {}
+    started = done = 0
+    start = time.perf_counter()
+    try:
+        while done < count:
+            while started < count and len(running) < concurrency:
+                workdir, output = root / str(started) / "work", root / str(started) / "output"
+                workdir.mkdir(parents=True)
+                output.mkdir()
+                out, err, record = (os.open(output / name, flags, 0o644)
+                                    for name in ("stdout", "stderr", "__run__"))
+                os.chdir(workdir)
+                pid = os.posix_spawn(
+                    ECHO, [ECHO, "task", str(started)], env,
+                    file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
+                                  (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
+                    setsid=True, setsigmask=())
+                os.chdir("/")
+                os.close(out)
+                os.close(err)
+                running[pid] = record
+                started += 1
+            signal.sigtimedwait([signal.SIGCHLD], 1.0)
+            while running:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                record = running.pop(pid)
+                os.pwrite(record, b'{"exit_code": %d}' % os.waitstatus_to_exitcode(status), 0)
+                os.close(record)
+                done += 1
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        os.close(devnull)
+    return time.perf_counter() - start
+
+
 def pool_task_bare(i: int) -> None:
     subprocess.run([ECHO, "task", str(i)], stdout=subprocess.DEVNULL)
 
@@ -131,7 +178,7 @@ def main() -> int:
     parser.add_argument("--dir", default=None, help="where to create the task directories")
     args = parser.parse_args()
     count, concurrency = args.tasks, args.concurrency
-    runner_walls, users, systems, pool_walls, bare_walls = [], [], [], [], []
+    runner_walls, users, systems, pool_walls, bare_walls, loop_walls = [], [], [], [], [], []
     for run in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="bench_runner_", dir=args.dir) as tmp:
             root = Path(tmp)
@@ -141,6 +188,7 @@ def main() -> int:
             systems.append(system)
             pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
             bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
+            loop_walls.append(minimal_loop(root / "loop", count, concurrency))
     runner_wall = statistics.median(runner_walls)
     pool_wall = statistics.median(pool_walls)
     bare_wall = statistics.median(bare_walls)
@@ -150,8 +198,11 @@ def main() -> int:
     print(f"runner wall:              {runner_wall:.3f} s  (runs: {fmt(runner_walls)})")
     print(f"pool wall, output files:  {pool_wall:.3f} s  (runs: {fmt(pool_walls)})")
     print(f"pool wall, bare:          {bare_wall:.3f} s  (runs: {fmt(bare_walls)})")
+    loop_wall = statistics.median(loop_walls)
+    print(f"minimal one-thread loop:  {loop_wall:.3f} s  (runs: {fmt(loop_walls)})")
     print(f"ratio runner / pool with files: {runner_wall / pool_wall:.2f}")
     print(f"ratio runner / bare pool:       {runner_wall / bare_wall:.2f}")
+    print(f"ratio runner / minimal loop:    {runner_wall / loop_wall:.2f}")
     cpus = [user + system for user, system in zip(users, systems, strict=True)]
     for label, values in (("runner CPU per task", cpus), ("  user", users), ("  system", systems)):
         median = statistics.median(values) * 1000
