@@ -104,11 +104,17 @@ def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[fl
     return wall, (user - user_before) / count, (system - system_before) / count
 
 
+def make_task_dirs(root: Path, i: int) -> tuple[Path, Path]:
+    """Task ``i``'s work and output directories, created as the Local layout has them."""
+    workdir, output = root / str(i) / "work", root / str(i) / "output"
+    workdir.mkdir(parents=True)
+    output.mkdir()
+    return workdir, output
+
+
 def pool_task_with_files(root: Path) -> Callable[[int], None]:
     def run_one(i: int) -> None:
-        workdir, output = root / str(i) / "work", root / str(i) / "output"
-        workdir.mkdir(parents=True)
-        output.mkdir()
+        workdir, output = make_task_dirs(root, i)
         with open(output / "stdout", "wb") as out, open(output / "stderr", "wb") as err:
             subprocess.run([ECHO, "task", str(i)], stdout=out, stderr=err, cwd=workdir)
 
@@ -128,9 +134,7 @@ def minimal_loop(root: Path, count: int, concurrency: int) -> float:
     try:
         while done < count:
             while started < count and len(running) < concurrency:
-                workdir, output = root / str(started) / "work", root / str(started) / "output"
-                workdir.mkdir(parents=True)
-                output.mkdir()
+                workdir, output = make_task_dirs(root, started)
                 out, err, record = (os.open(output / name, flags, 0o644)
                                     for name in ("stdout", "stderr", "__run__"))
                 os.chdir(workdir)
