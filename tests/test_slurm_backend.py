@@ -435,7 +435,8 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_pat
     assert _untokened(j.backend.preview(j)) == _untokened(text)
     assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
     assert not (session.repo.workspace / str(j.id)).exists()
-    assert before == commands.COMMAND_COUNTS  # not even squeue
+    # Nothing submitted or polled; at most the cluster's MaxArraySize was asked for.
+    assert _without_scontrol(before) == _without_scontrol(commands.COMMAND_COUNTS)
     # submit(dry_run=True) shows the same and changes nothing either
     assert _untokened(str(j.submit(dry_run=True))) == _untokened(text)
     assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
@@ -444,6 +445,49 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_pat
     single = k.backend.preview()
     assert "# --- sbatch 1 of 1: job 1, partition debug" in single
     assert "--array" not in single and "exec /bin/true >" in single
+
+
+def _without_scontrol(counts: dict[str, int]) -> dict[str, int]:
+    return {command: n for command, n in counts.items() if command != "scontrol"}
+
+
+def test_max_array_size_is_read_from_the_configuration() -> None:
+    config = "Configuration data as of 2026-11-25T10:00:00\nMaxArraySize            = 50\n" \
+             "MaxJobCount             = 10000\n"
+    assert commands.parse_max_array_size(config) == 50
+    assert commands.parse_max_array_size("MaxJobCount = 10000\n") == 1001  # Slurm's default
+
+
+def test_past_max_array_size_a_job_becomes_several_arrays(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(submission.ARRAY_LIMIT, "get", lambda settings: 4)
+    j = Job(application=Executable(exe="/bin/echo"),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(10)]),
+            backend=Slurm(partition="debug", array_throttle=2))
+    text = j.backend.preview()
+    assert "3 sbatch call(s) for 10 (sub)job(s)" in text
+    assert "job array 0-3 (4 subjob(s))" in text  # below the limit: task id = subjob id
+    assert "job array 0-3 (subjobs 4-7)" in text and "job array 0-1 (subjobs 8-9)" in text
+    scripts = text.split("# --- sbatch")[1:]
+    assert ["#SBATCH --array=0-3%2" in scripts[0], "#SBATCH --array=0-3%2" in scripts[1],
+            "#SBATCH --array=0-1%2" in scripts[2]] == [True, True, True]
+    # Subjob 5 is task 1 of the second array; Slurm's messages reach it through a link.
+    second = scripts[1]
+    assert "export GANGA_SUBJOB_ID=5" in second.split("1)", 1)[1].split(";;", 1)[0]
+    workspace = str(session.repo.workspace / str(j.id))
+    assert f"--output={workspace}/%a/output/slurm.out" in scripts[0]
+    assert re.search(rf"--output={re.escape(workspace)}/slurm/ganga-{j.id}-[0-9a-f]+/%a/output/",
+                     second)
+
+    # A smaller limit in the settings wins over the cluster's.
+    ctx = session.submit_context()
+    master = unwrap(j)
+    pairs = [(sj, sj.application.prepare(sj, ctx.paths(sj)))
+             for sj in build_subjobs(master, master.splitter.variations(master))]
+    settings = SlurmSettings(max_array_size=3)
+    batches, _ = submission.plan(ctx, pairs, settings, lambda: [], lambda: 4)
+    assert [(b.first_id, [m.index for m in b.members]) for b in batches] == [
+        (0, [0, 1, 2]), (3, [0, 1, 2]), (6, [0, 1, 2]), (9, [0])]
 
 
 # --- a real Slurm -------------------------------------------------------------------------
@@ -692,6 +736,40 @@ def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Sessi
 
 
 @pytest.mark.slurm
+def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
+        slurm_session: Session, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    configured = re.search(r"^MaxArraySize=(\d+)", Path(os.environ["SLURM_CONF"]).read_text(),
+                           flags=re.MULTILINE)
+    assert commands.scontrol_max_array_size() == (int(configured[1]) if configured else 1001)
+    monkeypatch.setitem(FAST, "slurm_max_array_size", 4)
+    # Subjob 9 fails on its first run only.
+    marker = tmp / "ran"
+    body = f'echo "$GANGA_SUBJOB_ID"\n[ "$1" != 9 ] || [ -e {marker} ] || ' \
+           f'{{ touch {marker}; exit 3; }}\n'
+    exe = script(tmp, "once.sh", body)
+    j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[[i] for i in range(10)]),
+            backend=Slurm(partition="debug"))
+    before = commands.COMMAND_COUNTS["sbatch"]
+    j.submit()
+    assert commands.COMMAND_COUNTS["sbatch"] - before == 3
+    arrays = j.backend.id.split(",")
+    assert len(arrays) == 3
+    assert [s.backend.id for s in j.subjobs] == [
+        *(f"{arrays[0]}_{i}" for i in range(4)), *(f"{arrays[1]}_{i}" for i in range(4)),
+        f"{arrays[2]}_0", f"{arrays[2]}_1"]
+    assert j.wait(timeout=120) == "failed"
+    assert [s.status for s in j.subjobs].count("failed") == 1 and j.subjobs[9].exit_code == 3
+    for s in j.subjobs:
+        assert (s.outputdir / "stdout").read_text() == f"{s.id}\n"
+        assert (s.outputdir / "slurm.out").exists()  # Slurm's own file, through the links
+    j.resubmit()
+    assert j.subjobs[9].backend.id.endswith("_1")  # task 1 of a new array from subjob 8
+    assert j.wait(timeout=120) == "completed"
+    log = (slurm_session.repo.workspace / str(j.id) / "slurm" / "submissions.log").read_text()
+    assert "array 0-3 (subjobs 4-7)" in log and "array 1 (subjobs 9)" in log
+
+
+@pytest.mark.slurm
 def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
         slurm_session: Session) -> None:
     j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=[["60"]] * 2),
@@ -702,7 +780,7 @@ def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
     # kept, Slurm runs the array, no id is stored and the log has no line for it.
     subjobs = build_subjobs(master, master.splitter.variations(master))
     pairs = [(sj, sj.application.prepare(sj, ctx.paths(sj))) for sj in subjobs]
-    batches, _ = submission.plan(ctx, pairs, SlurmSettings(), lambda: [])
+    batches, _ = submission.plan(ctx, pairs, SlurmSettings(), lambda: [], lambda: 1001)
     for member in batches[0].members:
         submission.prepare_workspace(member)
     text, _ = submission.render_batch(batches[0])

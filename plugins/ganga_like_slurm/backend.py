@@ -36,10 +36,12 @@ from .resource_object import Resources, ResourcesTrait
 from .script import compress_indices
 from .settings import SlurmSettings
 from .submission import (
+    ARRAY_LIMIT,
     PARTITIONS,
     Batch,
     Member,
     find_jobs_by_name,
+    link_elements,
     log_submission,
     plan,
     prepare_workspace,
@@ -136,9 +138,10 @@ class Slurm(IBackend):
     ) -> SubmitOutcome:
         settings = SlurmSettings.from_mapping(ctx.settings)
         try:
-            batches, failed = plan(ctx, jobs, settings, lambda: PARTITIONS.get(settings))
+            batches, failed = plan(ctx, jobs, settings, lambda: PARTITIONS.get(settings),
+                                   lambda: ARRAY_LIMIT.get(settings))
         except SlurmCommandError as exc:
-            raise BackendError(f"cannot read the partitions to choose one: {exc.message}",
+            raise BackendError(f"cannot read the cluster's partitions or limits: {exc.message}",
                                transient=exc.transient) from None
         order = {job.fqid: index for index, (job, _) in enumerate(jobs)}
         outcome = SubmitOutcome(failed=dict(failed))
@@ -200,6 +203,7 @@ class Slurm(IBackend):
             os.makedirs(log_dir, exist_ok=True)
             with open(os.path.join(log_dir, batch.name + ".sh"), "w", encoding="utf-8") as f:
                 f.write(text)
+            link_elements(batch, members)
         except OSError as exc:
             message = f"cannot keep the batch script in {log_dir}: {exc}"
             return None, {**errors, **{m.job.fqid: message for m in members}}, False
@@ -216,6 +220,8 @@ class Slurm(IBackend):
             backend._assign("actual_partition", batch.partition)
         if batch.is_array:
             what = "array " + compress_indices(m.index for m in members if m.index is not None)
+            if batch.first_id:
+                what += " (subjobs " + compress_indices(m.job.id for m in members) + ")"
         else:
             what = "job " + members[0].job.fqid
         log_submission(log_dir, batch.name,
@@ -292,16 +298,28 @@ class Slurm(IBackend):
     def preview_bulk(self, ctx: SubmitContext,
                      jobs: Sequence[tuple[Job, RunSpec]]) -> ScriptPreview:
         """What :meth:`submit_bulk` would send for ``jobs``: every script, each after a
-        comment saying what it holds. No side effect (the partitions may be read)."""
+        comment saying what it holds. No side effect (the partitions and MaxArraySize may
+        be read; a preview without a reachable cluster assumes Slurm's default limit)."""
         settings = SlurmSettings.from_mapping(ctx.settings)
+        assumed: list[str] = []
+
+        def array_limit() -> int:
+            try:
+                return int(ARRAY_LIMIT.get(settings))
+            except SlurmCommandError as exc:
+                assumed.append(f"# MaxArraySize could not be read ({exc.message}); "
+                               f"assumed {commands.DEFAULT_MAX_ARRAY_SIZE}")
+                return commands.DEFAULT_MAX_ARRAY_SIZE
+
         try:
-            batches, failed = plan(ctx, jobs, settings, lambda: PARTITIONS.get(settings))
+            batches, failed = plan(ctx, jobs, settings, lambda: PARTITIONS.get(settings),
+                                   array_limit)
         except SlurmCommandError as exc:
-            raise BackendError(f"cannot read the partitions to choose one: {exc.message}",
+            raise BackendError(f"cannot read the cluster's partitions or limits: {exc.message}",
                                transient=exc.transient) from None
         count = sum(len(b.members) for b in batches)
         lines = [f"# Slurm preview: {len(batches)} sbatch call(s) for {count} (sub)job(s); "
-                 "nothing was submitted. Job names end in a random token."]
+                 "nothing was submitted. Job names end in a random token.", *assumed]
         for fqid, message in failed.items():
             lines.append(f"# {fqid} cannot be submitted: {message}")
         for number, batch in enumerate(batches, 1):
@@ -325,6 +343,9 @@ def _describe(batch: Batch) -> str:
     if batch.is_array:
         indices = compress_indices(m.index for m in batch.members if m.index is not None)
         what = f"job array {indices} ({len(batch.members)} subjob(s))"
+        if batch.first_id:
+            what = (f"job array {indices} (subjobs "
+                    f"{compress_indices(m.job.id for m in batch.members)})")
     else:
         what = f"job {batch.members[0].job.fqid}"
     chosen = " (chosen: the first that fits)" if batch.partition_chosen else ""

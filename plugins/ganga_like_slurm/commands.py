@@ -34,6 +34,7 @@ __all__ = [
     "SlurmCommandError",
     "SqueueRow",
     "is_transient",
+    "parse_max_array_size",
     "parse_sacct",
     "parse_sbatch_output",
     "parse_squeue",
@@ -41,6 +42,7 @@ __all__ = [
     "sacct",
     "sbatch",
     "scancel",
+    "scontrol_max_array_size",
     "scontrol_show_partitions",
     "squeue",
 ]
@@ -416,6 +418,26 @@ def scontrol_show_partitions(*, timeout: float = DEFAULT_TIMEOUT) -> list[Partit
         raise _fail(node_args, nodes_result)
     nodes = parse_sinfo_nodes(nodes_result.stdout)
     return [replace(p, nodes=tuple(nodes.get(p.name, ()))) for p in partitions]
+
+
+# Slurm's own default, for a configuration that does not name the limit.
+DEFAULT_MAX_ARRAY_SIZE = 1001
+_MAX_ARRAY_SIZE = re.compile(r"^MaxArraySize\s*=\s*(\d+)\s*$", re.MULTILINE)
+
+
+def parse_max_array_size(text: str) -> int:
+    """``MaxArraySize`` from ``scontrol show config``: array task ids must stay below it."""
+    found = _MAX_ARRAY_SIZE.search(text)
+    return int(found.group(1)) if found else DEFAULT_MAX_ARRAY_SIZE
+
+
+def scontrol_max_array_size(*, timeout: float = DEFAULT_TIMEOUT) -> int:
+    """The cluster's ``MaxArraySize`` (one command)."""
+    args = ["scontrol", "show", "config"]
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    return parse_max_array_size(result.stdout)
 
 
 def ping(*, timeout: float = 10.0) -> bool:

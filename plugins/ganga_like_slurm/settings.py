@@ -32,8 +32,12 @@ class SlurmSettings:
     # The monitor may be woken often (wait() pokes it); the controller is asked at
     # most once per this many seconds, whoever asks.
     poll_interval: float = 5.0
-    # Partitions change rarely; a loop of submissions asks once per this many seconds.
+    # Partitions and limits change rarely; a loop of submissions asks once per this many
+    # seconds.
     partition_cache_seconds: float = 60.0
+    # Most subjobs in one array; 0: as many as the cluster's MaxArraySize allows (a
+    # smaller value also applies when it is below that).
+    max_array_size: int = 0
     # A job squeue shows as finished is reported as soon as sacct confirms it (with its
     # exit code); if sacct has not confirmed it after this long, squeue's word is taken.
     final_grace_seconds: float = 60.0

@@ -1,9 +1,10 @@
 """From (job, RunSpec) pairs to sbatch calls.
 
 :func:`plan` decides what is submitted how, without side effects (it may ask Slurm for
-its partitions): subjobs whose Slurm options are the same become ONE job array whose
-task ids are their subjob ids (real bulk); a job without subjobs, and every subjob when
-``bulk=False``, is a plain job of its own.  :func:`prepare_workspace` and
+its partitions and its ``MaxArraySize``): subjobs whose Slurm options are the same become
+ONE job array whose task ids are their subjob ids (real bulk), or, past the cluster's
+``MaxArraySize``, one array per that many subjobs; a job without subjobs, and every subjob
+when ``bulk=False``, is a plain job of its own.  :func:`prepare_workspace` and
 :func:`sbatch_with_retry` are the side effects, run by the backend in order.
 """
 
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
@@ -29,14 +30,20 @@ from .resources import ResourceError, ResourceSpec
 from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
 from .settings import SlurmSettings
 
+T = TypeVar("T")
+
 __all__ = [
+    "ARRAY_LIMIT",
     "COLLECT_FUNCTION",
     "MISSING_OUTPUT_FILE",
+    "PARTITIONS",
     "Batch",
+    "ClusterQuery",
     "Member",
     "Options",
-    "PartitionCache",
+    "element_links_dir",
     "find_jobs_by_name",
+    "link_elements",
     "log_submission",
     "plan",
     "prepare_workspace",
@@ -128,6 +135,9 @@ class Batch:
     partition: str  # the partition used: options.partition, or the one chosen
     members: list[Member] = field(default_factory=list)
     partition_chosen: bool = False
+    # The subjob id of array task 0: non-zero for the arrays past the cluster's
+    # MaxArraySize, whose task ids must start again from 0.
+    first_id: int = 0
 
     @property
     def is_array(self) -> bool:
@@ -139,20 +149,19 @@ def slurm_log_dir(top: str) -> str:
     return os.path.join(top, "slurm")
 
 
-class PartitionCache:
-    """The cluster's partitions, asked for at most once per ``max_age`` seconds."""
+class ClusterQuery(Generic[T]):
+    """One of the cluster's answers that change rarely (its partitions, its limits), asked
+    for at most once per ``partition_cache_seconds``: a loop of submissions asks once."""
 
-    def __init__(self) -> None:
-        self._value: list[PartitionInfo] | None = None
+    def __init__(self, ask: Callable[[float], T]) -> None:
+        self._ask = ask  # called with the command timeout
+        self._value: T | None = None
         self._when = 0.0
 
-    def get(self, settings: SlurmSettings) -> list[PartitionInfo]:
+    def get(self, settings: SlurmSettings) -> T:
         now = time.monotonic()
         if self._value is None or now - self._when > settings.partition_cache_seconds:
-            self._value = retry(
-                lambda: commands.scontrol_show_partitions(timeout=settings.command_timeout),
-                settings,
-            )
+            self._value = retry(lambda: self._ask(settings.command_timeout), settings)
             self._when = now
         return self._value
 
@@ -160,7 +169,10 @@ class PartitionCache:
         self._value = None
 
 
-PARTITIONS = PartitionCache()
+PARTITIONS: ClusterQuery[list[PartitionInfo]] = ClusterQuery(
+    lambda timeout: commands.scontrol_show_partitions(timeout=timeout))
+ARRAY_LIMIT: ClusterQuery[int] = ClusterQuery(
+    lambda timeout: commands.scontrol_max_array_size(timeout=timeout))
 
 
 # -- planning -------------------------------------------------------------------------
@@ -200,14 +212,17 @@ def plan(
     pairs: Sequence[tuple[Job, RunSpec]],
     settings: SlurmSettings,
     partitions: Callable[[], list[PartitionInfo]],
+    array_limit: Callable[[], int],
 ) -> tuple[list[Batch], dict[str, str]]:
     """The batches to submit, in subjob order, and fqid -> error for jobs that cannot be.
 
-    ``partitions`` is called (once) only when some job leaves its partition unset.
-    Raises :class:`SlurmCommandError` when the partitions cannot be read.
+    ``partitions`` is called (once) only when some job leaves its partition unset, and
+    ``array_limit`` (the cluster's MaxArraySize) only when there is an array to make.
+    Raises :class:`SlurmCommandError` when either cannot be read.
     """
     batches: list[Batch] = []
-    arrays: dict[tuple[str, Options], Batch] = {}
+    arrays: dict[tuple[str, Options, int], Batch] = {}
+    array_size: int | None = None
     failed: dict[str, str] = {}
     chosen: dict[ResourceSpec, str | ResourceError] = {}
     for job, spec in pairs:
@@ -230,12 +245,17 @@ def plan(
             partition = choice
         member = Member(job, None, root, _element(job, spec, root), spec.inputs)
         if master is not None and options.bulk:
-            member.index = job.id
-            key = (top, options)
+            if array_size is None:
+                array_size = _array_size(array_limit(), settings)
+            # Task id = subjob id below the limit; past it, one more array per
+            # ``array_size`` subjobs, each with task ids from 0.
+            chunk, member.index = divmod(job.id, array_size)
+            key = (top, options, chunk)
             batch = arrays.get(key)
             if batch is None:
                 batch = Batch(_new_name(master), top, options, partition,
-                              partition_chosen=not options.partition)
+                              partition_chosen=not options.partition,
+                              first_id=chunk * array_size)
                 arrays[key] = batch
                 batches.append(batch)
             batch.members.append(member)
@@ -243,6 +263,30 @@ def plan(
             batches.append(Batch(_new_name(job), top, options, partition, [member],
                                  partition_chosen=not options.partition))
     return batches, failed
+
+
+def _array_size(cluster_limit: int, settings: SlurmSettings) -> int:
+    """Subjobs per array: the cluster's MaxArraySize, or the setting if it is smaller."""
+    wanted = settings.max_array_size
+    return max(1, min(cluster_limit, wanted) if wanted > 0 else cluster_limit)
+
+
+def element_links_dir(batch: Batch) -> str:
+    """Where an array whose task ids are not subjob ids links task id -> subjob dir."""
+    return os.path.join(slurm_log_dir(batch.top), batch.name)
+
+
+def link_elements(batch: Batch, members: Sequence[Member]) -> None:
+    """Make the task id -> subjob directory links of an array past MaxArraySize, so that
+    Slurm's own messages (``%a`` in ``--output``) still land in each subjob's output."""
+    if not batch.is_array or batch.first_id == 0:
+        return
+    links = element_links_dir(batch)
+    os.makedirs(links, exist_ok=True)
+    for member in members:
+        link = os.path.join(links, str(member.index))
+        if not os.path.islink(link):
+            os.symlink(member.root, link)
 
 
 def _escape_pattern(path: str) -> str:
@@ -258,8 +302,10 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
         commands_: ElementCommand | dict[int, ElementCommand] = {
             m.index: m.command for m in members if m.index is not None
         }
-        # Task ids are subjob ids, so Slurm's own messages land in each subjob's output.
-        stdout = os.path.join(_escape_pattern(batch.top), "%a", "output", "slurm.out")
+        # Slurm's own messages land in each subjob's output: task ids are subjob ids,
+        # or, past MaxArraySize, name links to the subjob directories.
+        where = batch.top if batch.first_id == 0 else element_links_dir(batch)
+        stdout = os.path.join(_escape_pattern(where), "%a", "output", "slurm.out")
     else:
         commands_ = members[0].command
         stdout = os.path.join(_escape_pattern(members[0].root), "output", "slurm.out")
