@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import traitlets
@@ -305,7 +306,8 @@ class Slurm(IBackend):
 
         def array_limit() -> int:
             try:
-                return int(ARRAY_LIMIT.get(settings))
+                # One attempt: a preview should not wait out a controller that is down.
+                return ARRAY_LIMIT.get(replace(settings, submit_attempts=1))
             except SlurmCommandError as exc:
                 assumed.append(f"# MaxArraySize could not be read ({exc.message}); "
                                f"assumed {commands.DEFAULT_MAX_ARRAY_SIZE}")
@@ -342,10 +344,9 @@ class Slurm(IBackend):
 def _describe(batch: Batch) -> str:
     if batch.is_array:
         indices = compress_indices(m.index for m in batch.members if m.index is not None)
-        what = f"job array {indices} ({len(batch.members)} subjob(s))"
-        if batch.first_id:
-            what = (f"job array {indices} (subjobs "
-                    f"{compress_indices(m.job.id for m in batch.members)})")
+        held = (f"subjobs {compress_indices(m.job.id for m in batch.members)}"
+                if batch.first_id else f"{len(batch.members)} subjob(s)")
+        what = f"job array {indices} ({held})"
     else:
         what = f"job {batch.members[0].job.fqid}"
     chosen = " (chosen: the first that fits)" if batch.partition_chosen else ""
