@@ -135,13 +135,19 @@ class Batch:
     partition: str  # the partition used: options.partition, or the one chosen
     members: list[Member] = field(default_factory=list)
     partition_chosen: bool = False
-    # The subjob id of array task 0: non-zero for the arrays past the cluster's
-    # MaxArraySize, whose task ids must start again from 0.
-    first_id: int = 0
 
     @property
     def is_array(self) -> bool:
         return bool(self.members) and self.members[0].index is not None
+
+    @property
+    def first_id(self) -> int:
+        """The subjob id of array task 0: non-zero for the arrays past the cluster's
+        MaxArraySize, whose task ids start again from 0 (0 for a plain job)."""
+        first = self.members[0] if self.members else None
+        if first is None or first.index is None:
+            return 0
+        return first.job.id - first.index
 
 
 def slurm_log_dir(top: str) -> str:
@@ -254,8 +260,7 @@ def plan(
             batch = arrays.get(key)
             if batch is None:
                 batch = Batch(_new_name(master), top, options, partition,
-                              partition_chosen=not options.partition,
-                              first_id=chunk * array_size)
+                              partition_chosen=not options.partition)
                 arrays[key] = batch
                 batches.append(batch)
             batch.members.append(member)
@@ -283,10 +288,8 @@ def link_elements(batch: Batch, members: Sequence[Member]) -> None:
         return
     links = element_links_dir(batch)
     os.makedirs(links, exist_ok=True)
-    for member in members:
-        link = os.path.join(links, str(member.index))
-        if not os.path.islink(link):
-            os.symlink(member.root, link)
+    for member in members:  # batch names are unique: no link exists yet
+        os.symlink(member.root, os.path.join(links, str(member.index)))
 
 
 def _escape_pattern(path: str) -> str:
