@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ganga_like.errors import BackendError
 from ganga_like.model.base import GangaObject
@@ -97,9 +97,11 @@ class SubmitOutcome:
     real_bulk: bool = False
 
 
-@dataclass(frozen=True)
-class ActiveRef:
-    """A (sub)job the monitor follows, and the backend data it needs to poll it."""
+class ActiveRef(NamedTuple):
+    """A (sub)job the monitor follows, and the backend data it needs to poll it.
+
+    A named tuple rather than a frozen dataclass: the monitor makes one per followed job
+    on every cycle, and a tuple is made several times faster."""
 
     job_id: int
     subjob_id: int | None

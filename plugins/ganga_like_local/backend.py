@@ -133,7 +133,9 @@ class Local(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
-        runs = {ref.fqid: ref.run for ref in refs}
+        # Built only when there is an event to match: most cycles read nothing new, and
+        # this is the one step whose cost grows with the number of followed subjobs.
+        runs: dict[str, int] | None = None
         offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
         pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
             "pending", {}
@@ -150,6 +152,10 @@ class Local(IBackend):
                 raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
             new_offsets[job_id] = offset
             waiting = [*pending.get(job_id, []), *((now, e) for e in events)]
+            if not waiting:
+                continue
+            if runs is None:
+                runs = {ref.fqid: ref.run for ref in refs}
             keep = []
             for seen, event in waiting:
                 report = _report(event, runs)

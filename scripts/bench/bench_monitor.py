@@ -6,6 +6,10 @@ Submits N `/bin/true` subjobs on Local with the monitoring thread off, waits unt
 has finished them all, then runs ONE monitoring cycle by hand: it reads the journal, moves
 every subjob submitted -> running -> completed (two transitions each), updates the master's
 counter and the active index, and commits. Prints the cycle's CPU time and per change.
+
+Then it submits N `/bin/sleep` subjobs, which stay queued behind the concurrency limit, and
+times cycles that find nothing new: the cost of following N subjobs, paid on every cycle
+while a job runs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -52,8 +57,26 @@ def main() -> None:
           f"{transitions} status changes")
     print(f"CPU {cpu:.2f} s: {1e6 * cpu / transitions:.0f} us per status change "
           f"(10,000 changes: {1e4 * cpu / transitions:.2f} s); wall {wall:.2f} s")
+    idle_cycle(session, n)
     close_session()
     runner_client.stop(runner_dir(gangadir))
+
+
+def idle_cycle(session: Any, n: int, cycles: int = 20) -> None:
+    """CPU of a cycle that finds nothing new while ``n`` subjobs are followed."""
+    from ganga_like import ArgSplitter, Executable, Job
+
+    j = Job(application=Executable(exe="/bin/sleep"),
+            splitter=ArgSplitter(args=[["600"] for _ in range(n)]))
+    j.submit()
+    time.sleep(0.5)
+    session.monitor.run_once()  # takes the "started" events of the first subjobs
+    cpu0 = time.process_time()
+    for _ in range(cycles):
+        session.monitor.run_once()
+    cpu = (time.process_time() - cpu0) / cycles
+    print(f"a cycle with {n} subjobs followed and nothing new: {1000 * cpu:.2f} ms CPU")
+    j.kill()
 
 
 if __name__ == "__main__":
