@@ -134,7 +134,7 @@ class Local(IBackend):
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         # Built only when there is an event to match: most cycles read nothing new, and
-        # this is the one step whose cost grows with the number of followed subjobs.
+        # this map is the largest per-cycle cost that grows with the followed subjobs.
         runs: dict[str, int] | None = None
         offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
         pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
