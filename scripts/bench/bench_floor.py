@@ -28,12 +28,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import transaction
@@ -43,6 +41,9 @@ from persistent.mapping import PersistentMapping
 from ZODB.FileStorage import FileStorage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
+
+from bench_local_vs_pool import plain_pool  # the same pool as the main benchmark
+from bench_runner import wait_for
 
 from ganga_like_local.runner_client import (
     TERMINAL_EVENTS,
@@ -55,21 +56,6 @@ from ganga_like_local.runner_client import (
 ECHO = "/bin/echo"
 CONCURRENCY = os.cpu_count() or 1
 MONITOR_INTERVAL = 0.05
-
-
-def plain_pool(n: int, outdir: Path) -> float:
-    """The same pool as bench_local_vs_pool.py: one output file per task."""
-    outdir.mkdir()
-
-    def run(i: int) -> int:
-        with open(outdir / f"{i}.out", "wb") as out:
-            return subprocess.run([ECHO, str(i)], stdout=out, check=False).returncode
-
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        codes = list(pool.map(run, range(n)))
-    assert not any(codes)
-    return time.perf_counter() - started
 
 
 def task_specs(n: int, workspace: Path, journal: Path, prefix: str, flat: bool) -> list[TaskSpec]:
@@ -147,11 +133,7 @@ def warm_up(runner: Path, base: Path) -> None:
     journal = base / "warm.jsonl"
     submit(runner, task_specs(1, base / "warm", journal, "warm", True),
            {"PATH": os.environ.get("PATH", os.defpath)}, CONCURRENCY)
-    deadline = time.monotonic() + 60
-    while not read_events(journal, 0)[0]:
-        if time.monotonic() > deadline:
-            raise TimeoutError("the runner did not run the warm-up task")
-        time.sleep(0.01)
+    wait_for(journal, 1, timeout=60)
 
 
 def main() -> None:
@@ -170,7 +152,9 @@ def main() -> None:
     ratios = []
     try:
         for number in range(1, args.rounds + 1):
-            pool_wall = plain_pool(args.n, base / f"pool-{number}")
+            outdir = base / f"pool-{number}"
+            outdir.mkdir()
+            pool_wall = plain_pool(args.n, CONCURRENCY, outdir)
             wall, handed_off, monitor_cpu = floor_run(
                 db, runner, base, args.n, f"job{number}", args.layout == "flat")
             ratios.append(wall / pool_wall)
