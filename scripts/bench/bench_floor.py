@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
 from bench_local_vs_pool import plain_pool  # the same pool as the main benchmark
 from bench_runner import wait_for
+from fs_probe import describe
 
 from ganga_like_local.runner_client import (
     TERMINAL_EVENTS,
@@ -154,6 +155,7 @@ def main() -> None:
         for number in range(1, args.rounds + 1):
             outdir = base / f"pool-{number}"
             outdir.mkdir()
+            print(f"round {number}: {describe(base)}")
             pool_wall = plain_pool(args.n, CONCURRENCY, outdir)
             wall, handed_off, monitor_cpu = floor_run(
                 db, runner, base, args.n, f"job{number}", args.layout == "flat")

@@ -5,11 +5,12 @@ Python subprocess pool of the same concurrency, in the same run; plus CPU per su
 
 Each of the R rounds (default 3) times the pool and then a new job, so that both meet the
 same state of the machine (file creation costs on some disks vary by 10x from one minute to
-the next); the ratio printed last is the median of the rounds' ratios.  CPU per subjob
-counts the submitting process (with its monitor thread) and the runner; the echo processes
-themselves are printed apart (they cost the same in both).  The share of the machine's CPU
-left idle during each (from /proc/stat, Linux only) tells a run held back by waiting from
-one held back by work.
+the next: see ``fs_probe.py``, whose figure each round prints first); the ratio printed last
+is the median of the rounds' ratios.  Nothing is deleted, for the same reason.  CPU per
+subjob counts the submitting process (with its monitor thread) and the runner; the echo
+processes themselves are printed apart (they cost the same in both).  The share of the
+machine's CPU left idle during each (from /proc/stat, Linux only) tells a run held back by
+waiting from one held back by work.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
+from fs_probe import describe
 
 
 def cpu_ticks() -> tuple[int, int] | None:
@@ -81,6 +83,7 @@ def main() -> None:
     for round_number in range(1, args.rounds + 1):
         outdir = tmp / f"pool-{round_number}"
         outdir.mkdir()
+        print(f"round {round_number}: {describe(tmp)}")
         ticks0 = cpu_ticks()
         pool_wall = plain_pool(n, workers, outdir)
         pool_idle = idle_share(ticks0, cpu_ticks())

@@ -32,6 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
+from fs_probe import describe
+
 from ganga_like_local.runner_client import (
     TERMINAL_EVENTS,
     TaskSpec,
@@ -183,22 +185,25 @@ def main() -> int:
     args = parser.parse_args()
     count, concurrency = args.tasks, args.concurrency
     runner_walls, users, systems, pool_walls, bare_walls, loop_walls = [], [], [], [], [], []
+    # Kept, not deleted: deleting thousands of files slows the next file creations on
+    # some file systems for minutes (see fs_probe.py), which would skew the next repeat.
+    base = Path(tempfile.mkdtemp(prefix="bench_runner_", dir=args.dir))
     for run in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="bench_runner_", dir=args.dir) as tmp:
-            root = Path(tmp)
-            wall, user, system = bench_runner(root, count, concurrency, run)
-            runner_walls.append(wall)
-            users.append(user)
-            systems.append(system)
-            pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
-            bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
-            loop_walls.append(minimal_loop(root / "loop", count, concurrency))
+        root = base / str(run)
+        root.mkdir()
+        print(f"repeat {run + 1}: {describe(base)}")
+        wall, user, system = bench_runner(root, count, concurrency, run)
+        runner_walls.append(wall)
+        users.append(user)
+        systems.append(system)
+        pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
+        bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
+        loop_walls.append(minimal_loop(root / "loop", count, concurrency))
     runner_wall = statistics.median(runner_walls)
     pool_wall = statistics.median(pool_walls)
     bare_wall = statistics.median(bare_walls)
-    where = args.dir or tempfile.gettempdir()
     print(f"tasks: {count}, concurrency: {concurrency}, repeats: {args.repeat} (medians)")
-    print(f"task directories in: {where}")
+    print(f"task directories in: {base} (left in place)")
     print(f"runner wall:              {runner_wall:.3f} s  (runs: {fmt(runner_walls)})")
     print(f"pool wall, output files:  {pool_wall:.3f} s  (runs: {fmt(pool_walls)})")
     print(f"pool wall, bare:          {bare_wall:.3f} s  (runs: {fmt(bare_walls)})")
