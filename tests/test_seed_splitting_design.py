@@ -16,6 +16,7 @@ from ganga_like import (
     jobs,
 )
 from ganga_like.runtime.session import Session
+from ganga_like_local.backend import Local as LocalBackend
 
 
 def split_job(n: int = 5, exe: str = "echo") -> Job:
@@ -145,6 +146,39 @@ def test_emulated_bulk_keep_going_true_submits_the_rest(session: Session) -> Non
     assert "submission failed" in j.subjobs[1].history[-1].cause
     assert j.wait(timeout=60) == "completed"
     assert j.subjobs[2].status == "completed"
+
+
+@pytest.mark.parametrize("bad", [1, 66])
+def test_keep_going_false_stops_at_the_failure_when_the_first_subjobs_start_early(
+        session: Session, bad: int) -> None:
+    # Local hands its first subjobs over before the others are prepared: the rule holds
+    # for a failure among those and for one after them alike.
+    assert 0 < LocalBackend.early_start_batch < 70
+    good = _input_file(session, "good.txt")
+    values = [[LocalFile(good)] for _ in range(70)]
+    values[bad] = [LocalFile("/no/such/file")]
+    j = Job(application=Executable(exe="cat"),
+            splitter=GenericSplitter(attribute="inputfiles", values=values))
+    with pytest.raises(JobError, match="stopped"):
+        j.submit(keep_going=False)
+    assert all(s.status == "new" for s in j.subjobs[bad:])
+    assert all(s.status != "new" for s in j.subjobs[:bad])
+    assert j.wait(timeout=60) == "completed"
+
+
+def test_keep_going_true_submits_every_good_subjob_across_early_and_later_batches(
+        session: Session) -> None:
+    good = _input_file(session, "good.txt")
+    values = [[LocalFile(good)] for _ in range(70)]
+    for bad in (3, 67):
+        values[bad] = [LocalFile("/no/such/file")]
+    j = Job(application=Executable(exe="cat"),
+            splitter=GenericSplitter(attribute="inputfiles", values=values))
+    assert j.submit(keep_going=True)
+    assert [s.id for s in j.subjobs if s.status == "new"] == [3, 67]
+    assert j.wait(timeout=60) == "completed"
+    assert sum(s.status == "completed" for s in j.subjobs) == 68
+    assert j.subjobs[66].status == j.subjobs[69].status == "completed"
 
 
 def test_all_subjobs_failing_to_submit_rolls_the_master_back(session: Session) -> None:

@@ -160,6 +160,10 @@ class IBackend(GangaObject):
     # False when the backend stores nothing per job (no scheduler id...): subjobs then share
     # their master's backend object instead of each storing a copy.
     per_job_state: ClassVar[bool] = True
+    # Above zero: submit_bulk may be called on consecutive slices of one submission, and
+    # the first call gets this many subjobs, so that they start while the rest is prepared.
+    # Zero for backends whose bulk call must see everything at once (a job array).
+    early_start_batch: ClassVar[int] = 0
 
     def __getnewargs__(self) -> tuple[()]:
         # Having this method makes ZODB store references to backends as bare oids instead

@@ -236,7 +236,29 @@ def _prepare(
 def _hand_to_backend(
     session: Session, job: Job, targets: Sequence[Job], keep_going: bool
 ) -> SubmitOutcome:
-    """Prepare each target and submit them in one bulk call (never raises)."""
+    """Prepare each target and submit them in bulk (never raises).
+
+    A backend with an ``early_start_batch`` gets its first few targets as soon as they are
+    prepared, then the rest in one more call: the first subjobs run while the others are
+    prepared, instead of after."""
+    early = type(job.backend).early_start_batch
+    if 0 < early < len(targets):
+        outcome = _hand_over(session, job, targets[:early], keep_going)
+        if outcome.failed and not keep_going:
+            outcome.not_attempted.extend(t.fqid for t in targets[early:])
+            return outcome
+        rest = _hand_over(session, job, targets[early:], keep_going)
+        outcome.failed.update(rest.failed)
+        outcome.not_attempted.extend(rest.not_attempted)
+        outcome.real_bulk = outcome.real_bulk or rest.real_bulk
+        return outcome
+    return _hand_over(session, job, targets, keep_going)
+
+
+def _hand_over(
+    session: Session, job: Job, targets: Sequence[Job], keep_going: bool
+) -> SubmitOutcome:
+    """Prepare ``targets`` and submit them in one bulk call (never raises)."""
     pairs, outcome = _prepare(session, targets, keep_going)
     if pairs:
         try:

@@ -61,6 +61,9 @@ class Local(IBackend):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {}
     per_job_state = False  # the runner's key is derived from the fqid
+    # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
+    # trivial programs on two cores, as long as preparing 1,000 more takes) start at once.
+    early_start_batch = 64
 
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
