@@ -43,12 +43,11 @@ from ZODB.FileStorage import FileStorage
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
 from bench_local_vs_pool import plain_pool  # the same pool as the main benchmark
-from bench_runner import wait_for
+from bench_runner import make_tasks, wait_for
 from fs_probe import describe
 
 from ganga_like_local.runner_client import (
     TERMINAL_EVENTS,
-    TaskSpec,
     read_events,
     stop,
     submit,
@@ -57,22 +56,6 @@ from ganga_like_local.runner_client import (
 ECHO = "/bin/echo"
 CONCURRENCY = os.cpu_count() or 1
 MONITOR_INTERVAL = 0.05
-
-
-def task_specs(n: int, workspace: Path, journal: Path, prefix: str, flat: bool) -> list[TaskSpec]:
-    return [
-        TaskSpec(
-            key=f"{prefix}.{i}",
-            argv=[ECHO, str(i)],
-            env={},
-            workdir=str(workspace / str(i)) if flat else str(workspace / str(i) / "work"),
-            output_dir=str(workspace / str(i) / "output"),
-            inputs=[],
-            output_patterns=[],
-            events=str(journal),
-        )
-        for i in range(n)
-    ]
 
 
 def follow(db: ZODB.DB, name: str, journal: Path, n: int, cpu: list[float]) -> None:
@@ -115,11 +98,11 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
     now = time.time()
     for i in range(n):
         records[i] = PersistentMapping(
-            argv=(ECHO, str(i)), status="submitted", exit_code=None,
+            argv=(ECHO, "task", str(i)), status="submitted", exit_code=None,
             history=((now, "new", "submitted", "user: submit"),))
     conn.root()[name] = records
     transaction.commit()
-    submit(runner, task_specs(n, base / name, journal, name, flat), env, CONCURRENCY)
+    submit(runner, make_tasks(base, name, n, journal, flat), env, CONCURRENCY)
     handed_off = time.perf_counter() - started
     monitor = threading.Thread(target=follow, args=(db, name, journal, n, cpu))
     monitor.start()
@@ -132,7 +115,7 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
 def warm_up(runner: Path, base: Path) -> None:
     """Start the runner before timing, as bench_local_vs_pool.py does."""
     journal = base / "warm.jsonl"
-    submit(runner, task_specs(1, base / "warm", journal, "warm", True),
+    submit(runner, make_tasks(base, "warm", 1, journal, flat=True),
            {"PATH": os.environ.get("PATH", os.defpath)}, CONCURRENCY)
     wait_for(journal, 1, timeout=60)
 

@@ -66,13 +66,17 @@ def wait_for(journal: Path, count: int, timeout: float = 120.0) -> None:
         time.sleep(0.002)
 
 
-def make_tasks(root: Path, prefix: str, count: int, journal: Path) -> list[TaskSpec]:
+def make_tasks(
+    root: Path, prefix: str, count: int, journal: Path, flat: bool = False
+) -> list[TaskSpec]:
+    """Tasks ``<prefix>.<i>`` with the Local layout under ``root/<prefix>/<i>/``, or, with
+    ``flat``, run in ``<i>/`` itself instead of ``<i>/work``."""
     return [
         TaskSpec(
             key=f"{prefix}.{i}",
             argv=[ECHO, "task", str(i)],
             env={},
-            workdir=str(root / prefix / str(i) / "work"),
+            workdir=str(root / prefix / str(i) / ("" if flat else "work")),
             output_dir=str(root / prefix / str(i) / "output"),
             inputs=[],
             output_patterns=[],
