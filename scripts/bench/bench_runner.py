@@ -10,8 +10,10 @@ and ``<n>/output`` for stdout/stderr (and the runner's ``__run__`` record).  The
 is measured twice: creating the same directories and output files, and bare (output to
 /dev/null, no directories).  A minimal one-thread loop making the same directories and
 files with the same spawn call shows how far the runner's own bookkeeping is from the least
-a runner on one thread must do.  File creation costs depend a lot on the file system;
---dir picks where the task directories go.
+a runner on one thread must do; the same loop with one thread per slot (each waiting for
+its own process, like the pool) shows what a runner with a thread per slot could reach
+at best.  Everything runs with this process's whole environment.  File creation costs
+depend a lot on the file system; --dir picks where the task directories go.
 
     python scripts/bench/bench_runner.py [--tasks 1000] [--repeat 3] [--dir /dev/shm]
 """
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -89,7 +92,9 @@ def make_tasks(
 def bench_runner(root: Path, count: int, concurrency: int, run: int) -> tuple[float, float, float]:
     """Wall seconds for ``count`` tasks and the runner's user and system CPU per task."""
     runner_dir = root / "runner"
-    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    # The whole environment, as the Local backend passes it and as the pool's processes
+    # inherit it: variables such as LANG change what each echo costs (a locale to load).
+    env = dict(os.environ)
     # A warm-up task starts the runner, so that neither its start-up nor its imports are
     # counted against the tasks.
     warm_journal = root / f"warm{run}.jsonl"
@@ -127,11 +132,34 @@ def pool_task_with_files(root: Path) -> Callable[[int], None]:
     return run_one
 
 
+def start_echo(root: Path, i: int, devnull: int, env: dict[str, str]) -> tuple[int, int]:
+    """Make task ``i``'s directories and files and start its echo the way the runner does;
+    its pid and its open ``__run__`` record.  Not thread-safe (``chdir``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    workdir, output = make_task_dirs(root, i)
+    out, err, record = (os.open(output / name, flags, 0o644)
+                        for name in ("stdout", "stderr", "__run__"))
+    os.chdir(workdir)
+    pid = os.posix_spawn(
+        ECHO, [ECHO, "task", str(i)], env,
+        file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
+                      (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
+        setsid=True, setsigmask=())
+    os.chdir("/")
+    os.close(out)
+    os.close(err)
+    return pid, record
+
+
+def finish_echo(record: int, status: int) -> None:
+    os.pwrite(record, b'{"exit_code": %d}' % os.waitstatus_to_exitcode(status), 0)
+    os.close(record)
+
+
 def minimal_loop(root: Path, count: int, concurrency: int) -> float:
     """The least a one-thread runner must do: the same directories, files and spawn call as
     the runner, reaped with sigtimedwait, one final record per task and nothing else."""
     devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     env = {**os.environ}
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
     running: dict[int, int] = {}
@@ -140,18 +168,7 @@ def minimal_loop(root: Path, count: int, concurrency: int) -> float:
     try:
         while done < count:
             while started < count and len(running) < concurrency:
-                workdir, output = make_task_dirs(root, started)
-                out, err, record = (os.open(output / name, flags, 0o644)
-                                    for name in ("stdout", "stderr", "__run__"))
-                os.chdir(workdir)
-                pid = os.posix_spawn(
-                    ECHO, [ECHO, "task", str(started)], env,
-                    file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
-                                  (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
-                    setsid=True, setsigmask=())
-                os.chdir("/")
-                os.close(out)
-                os.close(err)
+                pid, record = start_echo(root, started, devnull, env)
                 running[pid] = record
                 started += 1
             signal.sigtimedwait([signal.SIGCHLD], 1.0)
@@ -159,12 +176,42 @@ def minimal_loop(root: Path, count: int, concurrency: int) -> float:
                 pid, status = os.waitpid(-1, os.WNOHANG)
                 if pid == 0:
                     break
-                record = running.pop(pid)
-                os.pwrite(record, b'{"exit_code": %d}' % os.waitstatus_to_exitcode(status), 0)
-                os.close(record)
+                finish_echo(running.pop(pid), status)
                 done += 1
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        os.close(devnull)
+    return time.perf_counter() - start
+
+
+def minimal_threads(root: Path, count: int, concurrency: int) -> float:
+    """The same work as ``minimal_loop`` with one thread per slot, each waiting for its own
+    process as the pool's threads do; making a task's files and starting it is serialised
+    by a lock (the working directory belongs to the whole process)."""
+    devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    env = {**os.environ}
+    numbers = iter(range(count))
+    take, spawning = threading.Lock(), threading.Lock()
+
+    def slot() -> None:
+        while True:
+            with take:
+                i = next(numbers, None)
+            if i is None:
+                return
+            with spawning:
+                pid, record = start_echo(root, i, devnull, env)
+            _, status = os.waitpid(pid, 0)
+            finish_echo(record, status)
+
+    start = time.perf_counter()
+    try:
+        threads = [threading.Thread(target=slot) for _ in range(concurrency)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
         os.close(devnull)
     return time.perf_counter() - start
 
@@ -188,7 +235,8 @@ def main() -> int:
     parser.add_argument("--dir", default=None, help="where to create the task directories")
     args = parser.parse_args()
     count, concurrency = args.tasks, args.concurrency
-    runner_walls, users, systems, pool_walls, bare_walls, loop_walls = [], [], [], [], [], []
+    runner_walls, users, systems, pool_walls, bare_walls = [], [], [], [], []
+    loop_walls, thread_walls = [], []
     # Kept, not deleted: deleting thousands of files slows the next file creations on
     # some file systems for minutes (see fs_probe.py), which would skew the next repeat.
     base = Path(tempfile.mkdtemp(prefix="bench_runner_", dir=args.dir))
@@ -203,6 +251,7 @@ def main() -> int:
         pool_walls.append(bench_pool(pool_task_with_files(root / "pool"), count, concurrency))
         bare_walls.append(bench_pool(pool_task_bare, count, concurrency))
         loop_walls.append(minimal_loop(root / "loop", count, concurrency))
+        thread_walls.append(minimal_threads(root / "threads", count, concurrency))
     runner_wall = statistics.median(runner_walls)
     pool_wall = statistics.median(pool_walls)
     bare_wall = statistics.median(bare_walls)
@@ -213,6 +262,8 @@ def main() -> int:
     print(f"pool wall, bare:          {bare_wall:.3f} s  (runs: {fmt(bare_walls)})")
     loop_wall = statistics.median(loop_walls)
     print(f"minimal one-thread loop:  {loop_wall:.3f} s  (runs: {fmt(loop_walls)})")
+    thread_wall = statistics.median(thread_walls)
+    print(f"minimal thread per slot:  {thread_wall:.3f} s  (runs: {fmt(thread_walls)})")
     print(f"ratio runner / pool with files: {runner_wall / pool_wall:.2f}")
     print(f"ratio runner / bare pool:       {runner_wall / bare_wall:.2f}")
     print(f"ratio runner / minimal loop:    {runner_wall / loop_wall:.2f}")
