@@ -56,6 +56,10 @@ from ganga_like_local.runner_client import (
 ECHO = "/bin/echo"
 CONCURRENCY = os.cpu_count() or 1
 MONITOR_INTERVAL = 0.05
+# The whole environment, as the Local backend passes it and as the pool's processes inherit
+# it: with PATH alone each echo skips loading the locale LANG names, and the floor would be
+# compared with a pool doing more work per task.
+TASK_ENV = dict(os.environ)
 
 
 def follow(db: ZODB.DB, name: str, journal: Path, n: int, cpu: list[float]) -> None:
@@ -90,7 +94,6 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
               flat: bool) -> tuple[float, float, float]:
     """Wall seconds submit -> all recorded, seconds until the hand-off, monitor CPU."""
     journal = base / f"{name}.jsonl"
-    env = {"PATH": os.environ.get("PATH", os.defpath)}
     cpu: list[float] = []
     started = time.perf_counter()
     conn = db.open()
@@ -102,7 +105,7 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
             history=((now, "new", "submitted", "user: submit"),))
     conn.root()[name] = records
     transaction.commit()
-    submit(runner, make_tasks(base, name, n, journal, flat), env, CONCURRENCY)
+    submit(runner, make_tasks(base, name, n, journal, flat), TASK_ENV, CONCURRENCY)
     handed_off = time.perf_counter() - started
     monitor = threading.Thread(target=follow, args=(db, name, journal, n, cpu))
     monitor.start()
@@ -115,8 +118,7 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
 def warm_up(runner: Path, base: Path) -> None:
     """Start the runner before timing, as bench_local_vs_pool.py does."""
     journal = base / "warm.jsonl"
-    submit(runner, make_tasks(base, "warm", 1, journal, flat=True),
-           {"PATH": os.environ.get("PATH", os.defpath)}, CONCURRENCY)
+    submit(runner, make_tasks(base, "warm", 1, journal, flat=True), TASK_ENV, CONCURRENCY)
     wait_for(journal, 1, timeout=60)
 
 
