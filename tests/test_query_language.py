@@ -578,7 +578,11 @@ def test_relative_time_before_year_one_orders_first() -> None:
         ("id<2.5", {"id_range": (None, 2)}),
         ("id>2.5", {"id_range": (3, None)}),
         ("id=2.5", {"id_range": (3, 2)}),
-        ("id=1,2", {}),
+        ("id=1,2", {"id_range": (1, 2)}),
+        ("id=1,5,10..20", {"id_range": (1, 20)}),
+        ("id=1,abc", {}),
+        ('id="7"', {}),
+        ("id<>1,2", {}),
         ("id<>5; id=abc; id~1*", {}),
         (
             "status=running; name~j*; id>100; backend.partition=short",

@@ -27,8 +27,10 @@ def index_hints(query: Query) -> dict[str, object]:
     - ``"name"``: the exact name, from the first ``name=x`` with a single value.
     - ``"name_glob"``: an fnmatch pattern, from the first ``name~pattern``.
     - ``"id_range"``: ``(lo, hi)`` inclusive integer bounds on ``id``, either end None
-      when unbounded, from ``id`` with =, <, <=, >, >= and a number or a numeric range;
-      several conditions intersect, and ``lo > hi`` means no job can match.
+      when unbounded, from ``id`` with =, <, <=, >, >= and a number, a numeric range or
+      (with =) a list of them (``id=1,5,10..20`` gives ``(1, 20)``); several conditions
+      intersect, and ``lo > hi`` means no job can match. The bounds are only an
+      envelope: ids inside them may still fail the condition.
     """
     hints: dict[str, object] = {}
     allowed: set[str] | None = None
@@ -77,6 +79,16 @@ def _texts(value: Value) -> set[str] | None:
 def _id_bounds(op: str, value: Value) -> tuple[int | None, int | None] | None:
     """Inclusive integer bounds implied by ``id op value``; None if it implies none."""
     # Ids are integers, so a float bound rounds inwards: id<2.5 is id<=2.
+    if isinstance(value, tuple):
+        # A list holds for any of its items: the envelope of their bounds, if all have one.
+        if op != "=":
+            return None
+        parts = [_id_bounds(op, item) for item in value]
+        los = [p[0] for p in parts if p is not None]
+        his = [p[1] for p in parts if p is not None]
+        if len(los) < len(parts) or None in los or None in his:
+            return None
+        return min(x for x in los if x is not None), max(x for x in his if x is not None)
     if isinstance(value, Range):
         lo, hi = value.lo, value.hi
         if op == "=" and isinstance(lo, int | float) and isinstance(hi, int | float):
