@@ -2,6 +2,7 @@
 :class:`ganga_like.shell.app.GangaApp`.
 
     ganga                      interactive shell with the GPI names
+    ganga SUBCOMMAND [...]     jobs, show, log, status, kill, resubmit, remove, ... (docs/cli.md)
     ganga script.py [args...]  run the script (sys.argv set), exit with its status
     ganga -i script.py         run the script, then stay interactive
     ganga --version | --help | --help-all | --generate-config
@@ -22,12 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     """Subcommands (`ganga jobs`, `ganga kill ...`) run without the shell; anything else
     is the shell application."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from ganga_like.commands import dispatch
+    from ganga_like.commands.dispatch import dispatch, quiet_closed_pipe
 
-    code = dispatch(args)
-    if code is not None:
-        return code
-    return shell_main(args)
+    try:
+        code = dispatch(args)
+        if code is None:
+            code = shell_main(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        return quiet_closed_pipe()
+    return code
 
 
 if __name__ == "__main__":

@@ -130,3 +130,17 @@ def test_toolbar_counts_come_from_the_index_and_active_masters(session: Session)
     assert text.startswith(" jobs: 1 new, 1 running  │ subjobs: ")
     assert text.endswith("│ monitor: on")
     running.kill()
+
+
+def test_an_odd_name_keeps_one_row_per_job_in_the_shell_table(session: Session) -> None:
+    Job(name="first line\nsecond line")
+    Job(name="y" * 5000)
+    Job(name="plain")
+    lines = [line for line in ANSI.sub("", display.slice_text(jobs)).splitlines()
+             if line.strip()]
+    rows = [line for line in lines if re.match(r"\s*\d+\s", line)]
+    assert len(rows) == 3, lines
+    assert "first line⏎second line" in rows[0] and "yyyy…" in rows[1] and "plain" in rows[2]
+    assert max(len(line) for line in lines) <= 120
+    html = display.slice_html(jobs)
+    assert "y" * 5000 not in html and "second line" in html

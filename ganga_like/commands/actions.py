@@ -1,4 +1,10 @@
-"""Subcommands that act on the jobs a query selects: kill, resubmit, remove."""
+"""Subcommands that act on jobs: kill, resubmit, remove.
+
+They act on exactly the jobs named: bare ids (``ganga kill 3 4.1``) or the jobs a query
+selects (``ganga kill 'status=running'``). A query that selects every job in the
+repository needs ``--all`` on top of the confirmation (or ``--yes``), so that a query
+that is broader than meant cannot empty the repository; ``--all`` alone names every job.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +13,34 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ganga_like.commands.context import DECLINED, ERROR, NOTHING, OK, error, session_for
-from ganga_like.commands.lookup import matching_jobs
+from ganga_like.commands.context import (
+    DECLINED,
+    ERROR,
+    NOTHING,
+    OK,
+    UsageError,
+    error,
+    session_for,
+)
+from ganga_like.commands.lookup import Selection, select
 from ganga_like.errors import GangaError
 from ganga_like.model.job import Job
 from ganga_like.runtime import actions as job_actions
 from ganga_like.runtime.session import Session
 
-__all__ = ["kill_parser", "remove_parser", "resubmit_parser"]
+__all__ = ["first_ids", "kill_parser", "remove_parser", "resubmit_parser"]
 
 Action = Callable[[Session, Job], object]
+SHOWN = 10  # ids listed in a confirmation or a refusal
 
 
 def _parser(parser: argparse.ArgumentParser, verb: str, action: Action) -> Any:
-    parser.add_argument("query", nargs="+", help='a query, e.g. "status=failed; name~scan*"')
+    parser.add_argument("jobs", nargs="*", metavar="ID|QUERY",
+                        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; '
+                             'name~scan*"')
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--all", action="store_true",
+                        help=f"{verb} every job; needed too when a query selects every job")
 
     def run(args: argparse.Namespace) -> int:
         return _run(args, verb, action)
@@ -42,14 +61,45 @@ def remove_parser(parser: argparse.ArgumentParser) -> Any:
     return _parser(parser, "remove", job_actions.remove)
 
 
+def first_ids(found: list[Job]) -> str:
+    shown = ", ".join(j.fqid for j in found[:SHOWN])
+    return shown + (f", ... ({len(found) - SHOWN} more)" if len(found) > SHOWN else "")
+
+
+def _chosen(session: Session, args: argparse.Namespace, verb: str) -> Selection | int:
+    """The jobs to act on, or the exit status when there are none to act on."""
+    if not args.jobs:
+        if not args.all:
+            raise UsageError(f"name the jobs to {verb}: ids (3 4.1), a query "
+                             "('status=failed'), or --all for every job")
+        registry = session.registry()
+        every: list[Job] = list(registry.jobs.values())
+        if not every:
+            error("there are no jobs")
+            return NOTHING
+        return Selection("--all", every, by_id=False)
+    chosen = select(session, args.jobs)
+    if chosen.missing:
+        error(f"no job {', '.join(chosen.missing)}; nothing done")
+        return NOTHING
+    if not chosen.jobs:
+        error(f"no job matches {chosen.text!r}")
+        return NOTHING
+    total = len(session.registry().jobs)
+    if not chosen.by_id and len(chosen.jobs) == total and not args.all:
+        raise UsageError(f"{chosen.text!r} selects every job in the repository ({total}: "
+                         f"{first_ids(chosen.jobs)}); add --all to {verb} them all")
+    return chosen
+
+
 def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
     with session_for(write=True) as session:
-        found = matching_jobs(session, " ".join(args.query))
-        if not found:
-            error(f"no job matches {' '.join(args.query)!r}")
-            return NOTHING
-        ids = ", ".join(j.fqid for j in found[:10]) + (" ..." if len(found) > 10 else "")
-        if not args.yes and not _confirm(f"{verb} {len(found)} job(s) ({ids})? [y/N] "):
+        chosen = _chosen(session, args, verb)
+        if isinstance(chosen, int):
+            return chosen
+        found = chosen.jobs
+        if not args.yes and not _confirm(
+                f"{verb} {len(found)} job(s) ({first_ids(found)})? [y/N] "):
             error("nothing done")
             return DECLINED
         failures = 0

@@ -6,13 +6,21 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ganga_like.errors import RepositoryBusyError
+from ganga_like.errors import GangaError, RepositoryBusyError
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 
-__all__ = ["DECLINED", "ERROR", "NOTHING", "OK", "USAGE", "error", "session_for"]
+__all__ = ["DECLINED", "ERROR", "NOTHING", "OK", "PIPE_CLOSED", "USAGE", "UsageError", "error",
+           "session_for"]
 
 OK, ERROR, USAGE, NOTHING, DECLINED = 0, 1, 2, 3, 4
+# The reader of our output went away (``ganga jobs | head -1``): the status a shell gives
+# any Unix filter killed by SIGPIPE, and no message.
+PIPE_CLOSED = 128 + 13
+
+
+class UsageError(GangaError):
+    """The command line itself is wrong (a malformed id, no jobs named): status 2."""
 
 
 def error(message: str) -> None:

@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from ganga_like.commands import actions, listing, maintenance, transfer
-from ganga_like.commands.context import ERROR, OK, USAGE, error
+from ganga_like.commands.context import ERROR, PIPE_CLOSED, USAGE, UsageError, error
 from ganga_like.errors import GangaError
+from ganga_like.query import QueryError, QuerySyntaxError
 
-__all__ = ["SUBCOMMANDS", "dispatch"]
+__all__ = ["EPILOG", "SUBCOMMANDS", "dispatch", "quiet_closed_pipe", "unknown_subcommand"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]] = {
-    "jobs": ("the jobs table, optionally filtered by a query", listing.jobs_parser),
+    "jobs": ("the jobs table, optionally filtered by ids or a query", listing.jobs_parser),
     "show": ("one job or subjob in full", listing.show_parser),
     "log": ("the event log of a job or subjob", listing.log_parser),
     "status": ("counts by status per backend, run time and queue", listing.status_parser),
-    "kill": ("kill the jobs matching a query", actions.kill_parser),
-    "resubmit": ("resubmit the jobs matching a query", actions.resubmit_parser),
-    "remove": ("remove the jobs matching a query", actions.remove_parser),
+    "kill": ("kill the jobs named by ids or a query", actions.kill_parser),
+    "resubmit": ("resubmit the jobs named by ids or a query", actions.resubmit_parser),
+    "remove": ("remove the jobs named by ids or a query", actions.remove_parser),
     "export": ("write a job's definition as JSON", transfer.export_parser),
     "import": ("create a new job from a JSON definition", transfer.import_parser),
     "monitor": ("the background monitor daemon: start, stop, status",
@@ -31,11 +36,16 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]]
 EPILOG = ("exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "
           "matched, 4 confirmation declined")
 
+# Errors that say the command line is wrong rather than that something failed.
+_USAGE_ERRORS = (UsageError, QuerySyntaxError, QueryError)
+
 
 def dispatch(argv: list[str]) -> int | None:
     """Run the subcommand named by ``argv[0]``; None when it is not a subcommand."""
-    if not argv or argv[0] not in SUBCOMMANDS:
+    if not argv:
         return None
+    if argv[0] not in SUBCOMMANDS:
+        return unknown_subcommand(argv[0])
     name = argv[0]
     summary, build = SUBCOMMANDS[name]
     parser = argparse.ArgumentParser(prog=f"ganga {name}", description=summary, epilog=EPILOG)
@@ -47,8 +57,32 @@ def dispatch(argv: list[str]) -> int | None:
     try:
         return handler(args)
     except GangaError as exc:
-        error(str(exc).splitlines()[0] if "\n" not in str(exc) else str(exc))
-        return USAGE if type(exc).__name__ == "QuerySyntaxError" else ERROR
+        error(str(exc))
+        return USAGE if isinstance(exc, _USAGE_ERRORS) else ERROR
     except KeyboardInterrupt:
         return ERROR
-    return OK
+
+
+def unknown_subcommand(word: str) -> int | None:
+    """Status 2 with a hint for a word that is neither a subcommand nor a script; None
+    (let the shell application run it) for options and anything that may be a script."""
+    if word.startswith("-") or word.endswith(".py") or os.sep in word or Path(word).exists():
+        return None
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if close:
+        error(f"no subcommand {word!r}; did you mean `{close[0]}`? (ganga --help lists them)")
+    else:
+        error(f"{word!r} is neither a subcommand nor a script (subcommands: "
+              f"{', '.join(SUBCOMMANDS)}; ganga --help explains them)")
+    return USAGE
+
+
+def quiet_closed_pipe() -> int:
+    """After a BrokenPipeError on stdout: point stdout at /dev/null so that Python's
+    flush at exit does not complain, and give the status of a filter killed by SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return PIPE_CLOSED

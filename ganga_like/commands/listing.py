@@ -8,8 +8,8 @@ from collections import defaultdict
 from typing import Any
 
 from ganga_like.commands.context import NOTHING, OK, error, session_for
-from ganga_like.commands.lookup import find_job, matching_jobs
-from ganga_like.gpi.display import COLUMNS, job_row, table
+from ganga_like.commands.lookup import find_job, select
+from ganga_like.gpi.display import COLUMNS, job_row, shorten, table
 from ganga_like.model.base import GangaObject, schema_items
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.job import Job
@@ -19,14 +19,19 @@ __all__ = ["jobs_parser", "log_parser", "show_parser", "status_parser"]
 
 
 def jobs_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument("query", nargs="*", help='a query, e.g. "status=failed; name~scan*"')
+    parser.add_argument("query", nargs="*", metavar="ID|QUERY",
+                        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; '
+                             'name~scan*"')
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     return run_jobs
 
 
 def run_jobs(args: argparse.Namespace) -> int:
     with session_for(write=False) as session:
-        found = matching_jobs(session, " ".join(args.query))
+        chosen = select(session, args.query)
+        found = chosen.jobs
+        for missing in chosen.missing:
+            error(f"no job {missing}")
         if args.json:
             rows = []
             for job in found:
@@ -38,13 +43,23 @@ def run_jobs(args: argparse.Namespace) -> int:
             print(json.dumps(rows, indent=1))
         else:
             print(table(found))
+        if args.query and not found:
+            if not chosen.missing:
+                error(f"no job matches {chosen.text!r}")
+            return NOTHING
     return OK
 
 
 def show_parser(parser: argparse.ArgumentParser) -> Any:
     parser.add_argument("id", help="a job or subjob id: 12 or 12.3")
     parser.add_argument("--lines", type=int, default=10, help="last lines of stdout/stderr")
+    parser.add_argument("--full", action="store_true",
+                        help=f"show every value in full (otherwise each is cut at "
+                             f"{SHOWN_CHARS} characters)")
     return run_show
+
+
+SHOWN_CHARS = 300  # of one value in `ganga show`: a 20,000-subjob splitter is 200 kB
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -55,8 +70,11 @@ def run_show(args: argparse.Namespace) -> int:
             return NOTHING
         paths = session.submit_context().paths(job)
         print(f"job {job.fqid}: {job.current_status()}")
+        cut = False
         for name, value in _attributes(job):
-            print(f"  {name:<16} {value}")
+            shown = value if args.full else shorten(value, SHOWN_CHARS)
+            cut = cut or shown != value
+            print(f"  {name:<16} {shown}")
         counts = job.counts()
         if counts:
             detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(),
@@ -66,6 +84,9 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  {'time.' + status:<16} {HistoryEntry(stamp, '', '', '').__str__()[:19]}")
         print(f"  {'inputdir':<16} {paths.input}")
         print(f"  {'outputdir':<16} {paths.output}")
+        if cut:
+            print(f"  (values longer than {SHOWN_CHARS} characters end in …; "
+                  f"ganga show {job.fqid} --full shows them whole)")
         for stream in ("stdout", "stderr"):
             path = paths.output / stream
             if path.exists():

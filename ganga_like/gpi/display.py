@@ -8,9 +8,11 @@ from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 
-__all__ = ["COLUMNS", "job_row", "table"]
+__all__ = ["CELL_WIDTH", "COLUMNS", "cell", "job_row", "shorten", "table"]
 
 COLUMNS = ("fqid", "status", "name", "subjobs", "application", "backend")
+# Widest a table cell gets: a 5,000-character name must not push the other columns away.
+CELL_WIDTH = 40
 
 _SHORT = {Status.COMPLETED: "done", Status.FAILED: "fail", Status.RUNNING: "run",
           Status.SUBMITTED: "sub", Status.KILLED: "kill", Status.NEW: "new",
@@ -44,8 +46,21 @@ def job_row(job: object) -> dict[str, str]:
             "backend": _component_name(job, "backend")}
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it is at most ``limit`` characters, else cut to that with an ellipsis."""
+    return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
+
+
+def cell(text: str, limit: int = CELL_WIDTH) -> str:
+    """``text`` as one table cell: on one line (a line break shows as ⏎, other control
+    characters as a space, so a row stays one line) and at most ``limit`` characters."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else "⏎" if ch == "\n" else " " for ch in text)
+    return shorten(text, limit)
+
+
 def table(jobs: Iterable[object], title: str = "jobs") -> str:
-    rows = [job_row(j) for j in jobs]
+    rows = [{c: cell(v) for c, v in job_row(j).items()} for j in jobs]
     headers = {"fqid": "id", "status": "status", "name": "name", "subjobs": "subjobs",
                "application": "application", "backend": "backend"}
     widths = {c: max([len(headers[c])] + [len(r[c]) for r in rows]) for c in COLUMNS}

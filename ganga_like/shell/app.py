@@ -36,6 +36,7 @@ from ganga_like.shell.script import core_namespace, run_script
 __all__ = ["GangaApp", "UsageFailure", "main"]
 
 USAGE = """usage: ganga [options] [-i] [script.py [args ...]]
+       ganga SUBCOMMAND [args ...]    (jobs, show, kill, ...: listed below)
        ganga --generate-config | --help | --help-all | --version
 
 Runs script.py with the GPI names (Job, jobs, config, Executable, ArgSplitter, Local, ...)
@@ -171,6 +172,7 @@ class GangaApp(Application):
         logging options every traitlets application has, such as
         ``--Application.log_level``, still work but are not listed.)"""
         yield from self.emit_description()
+        yield from emit_subcommands()
         yield from self.emit_options_help()
         if classes:
             yield "Settings (--Section.option=value, or c.Section.option = value in the " \
@@ -218,6 +220,18 @@ class GangaApp(Application):
         path.write_text(self.generate_config_file(classes=list(SECTIONS)))
         print(f"wrote {path}")
         return 0
+
+
+def emit_subcommands() -> Any:
+    """The subcommands, one line each, for ``--help``."""
+    from ganga_like.commands.dispatch import EPILOG, SUBCOMMANDS
+
+    yield "Subcommands (ganga SUBCOMMAND --help explains one; they start no shell)"
+    yield "-" * 70
+    for name, (summary, _build) in SUBCOMMANDS.items():
+        yield f"  ganga {name:<11} {summary}"
+    yield f"  {EPILOG}"
+    yield ""
 
 
 # -- the interactive shell ------------------------------------------------------------
@@ -308,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         app.initialize(argv)
         status = app.run()
     except UsageFailure as exc:
-        short_usage = "\n".join(USAGE.splitlines()[:2])
+        short_usage = "\n".join(USAGE.splitlines()[:3])
         print(f"ganga: {exc}\n{short_usage}\n(ganga --help explains them, ganga --help-all "
               "lists every setting)", file=sys.stderr)
         return 2

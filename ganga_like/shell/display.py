@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ganga_like.gpi.display import job_row
+from ganga_like.gpi.display import cell, job_row
 from ganga_like.gpi.job import Job, JobSlice, SubjobSlice
 from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.model.base import Component, GangaObject, schema_items
@@ -67,7 +67,7 @@ class TableModel:
 
 
 def _row(job: object) -> Row:
-    cells = job_row(job)
+    cells = {column: cell(value) for column, value in job_row(job).items()}
     counts: list[tuple[str, int]] = []
     if isinstance(job, JobImpl):
         counts = [(s.label, n) for s, n in sorted(job.counts().items(),
@@ -141,8 +141,9 @@ def rich_table(model: TableModel, colours: dict[str, str] | None) -> RenderableT
                   box=box.SIMPLE_HEAD, header_style="bold" if colours else "",
                   title_style="bold" if colours else "", pad_edge=False)
     for column in model.columns:
+        # One line per job: a cell too wide for the terminal is cut, never wrapped.
         table.add_column(HEADERS[column], justify="right" if column == "fqid" else "left",
-                         no_wrap=column in ("fqid", "status"))
+                         no_wrap=True, overflow="ellipsis")
 
     def add(row: Row) -> None:
         cells: list[Any] = []
