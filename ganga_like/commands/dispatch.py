@@ -34,7 +34,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]]
 }
 
 EPILOG = ("exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "
-          "matched, 4 confirmation declined")
+          "matched, 4 confirmation declined, 141 output pipe closed early")
 
 # Errors that say the command line is wrong rather than that something failed.
 _USAGE_ERRORS = (UsageError, QuerySyntaxError, QueryError)
