@@ -83,3 +83,21 @@ def test_slices_and_subjobs_can_be_queried_too(population: dict[str, Job]) -> No
     split = population["split"]
     assert [s.id for s in split.subjobs.query("status=failed")] == [0, 1, 2, 3]
     assert [s.id for s in split.subjobs.query("exit_code=0")] == [4]
+
+
+def test_a_query_on_id_status_and_name_loads_no_job(session: Session) -> None:
+    from ganga_like.runtime.session import close_session, open_session
+
+    for i in range(6):
+        Job(name=f"n{i % 2}")
+    settings = session.settings
+    close_session()
+    reopened = open_session(settings)
+    assert jobs.query("id=1,3,5; status<>failed; name=n1").ids() == [1, 3, 5]
+    assert jobs.query("name~n*; id>=4; status=new,killed").ids() == [4, 5]
+    assert jobs.query('id="2"').ids() == [2]
+    loaded = [i for i, job in reopened.registry().jobs.items() if job._p_status != "ghost"]
+    assert loaded == []
+    assert jobs.query("application.exe=x; id=1,3").ids() == []
+    loaded = [i for i, job in reopened.registry().jobs.items() if job._p_status != "ghost"]
+    assert loaded == [1, 3]  # only the candidates the id list allows

@@ -1,13 +1,19 @@
 """Answering job queries: indexes narrow the candidates, the query evaluator decides.
 
-The indexes (status, name, the id order of the registry) only ever *narrow* the set of
-jobs worth looking at; every candidate is then checked against the whole query with
-``ganga_like.query.matches``. What an index says about a candidate (its id, its indexed
-status, its name when the name index produced it) is handed to the evaluator by the
-getter without loading the job, so a query on status, name and id still never loads a
-job; any other attribute loads the job, once, and reads its attributes, its components
-(``application.exe``), its subjob counts (``subjobs.failed``, never loading a subjob) and
-the times of its statuses (``time.submitted``).
+Every condition is decided by ``ganga_like.query.matches``; the indexes only say where to
+look. A condition on ``status`` is evaluated once per status the index knows, and on
+``name`` once per name in the name index (a name hint, ``name=x`` or ``name~x*``, narrows
+which names are tried): the jobs indexed under the values that satisfy it are the ones
+that satisfy it. The registry's id order narrows ``id`` conditions to a range of keys,
+and what is left (every ``id`` condition, and conditions on anything else) is evaluated
+job by job, through a getter that answers ``id`` and ``status`` from the indexes and
+loads the job only for other attributes: its components (``application.exe``), its
+subjob counts (``subjobs.failed``, never loading a subjob) and the times of its statuses
+(``time.submitted``). A query on status, name and id therefore loads no job.
+
+A condition that cannot be evaluated for some index value (``status>5``) is not decided
+up front: it is left to the job-by-job evaluation, which reports it for the first job
+that gets that far, as evaluating every job would.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from BTrees.IIBTree import IITreeSet, intersection, multiunion
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
-from ganga_like.query import Getter, Query, QueryError, index_hints, matches
+from ganga_like.query import Condition, Getter, Query, QueryError, index_hints, matches
 from ganga_like.repository.registry import Registry
 
 __all__ = ["KNOWN_ROOTS", "candidate_ids", "filter_jobs", "getter_for", "search"]
@@ -36,41 +42,50 @@ KNOWN_ROOTS = frozenset({"id", "fqid", "name", "comment", "status", "application
 _KEY_MIN, _KEY_MAX = -(2**31), 2**31 - 1
 
 
+def search(registry: Registry, query: Query, now: _dt.datetime | None = None) -> list[int]:
+    """Ids of the top-level jobs matching ``query``, in id order."""
+    now = now or _dt.datetime.now(_dt.UTC)
+    ids, rest = _narrow(registry, query, now)
+    if not rest.conditions:
+        return ids
+    # id conditions first: a job they rule out is never loaded (id=1,5 loads jobs 1 and
+    # 5, not 2 to 4). The rest of the query then decides in its own order.
+    by_id = [Query((c,)) for c in rest.conditions if c.path == ("id",)]
+    if len(by_id) == len(rest.conditions):
+        by_id = []
+    found = []
+    for job_id in ids:
+        get = _indexed_getter(registry, job_id)
+        if all(_may_hold(c, get, now) for c in by_id) and matches(rest, get, now=now):
+            found.append(job_id)
+    return found
+
+
 def candidate_ids(registry: Registry, query: Query) -> list[int]:
-    """Ids of top-level jobs that may match (all the indexes allow), in id order.
-
-    A superset of the answer: every hint is a necessary condition, nothing more.
-    """
-    return [job_id for job_id, _ in _candidates(registry, query)]
+    """Ids of top-level jobs that may match (all the indexes allow), in id order: a
+    superset of the answer."""
+    return _narrow(registry, query, _dt.datetime.now(_dt.UTC))[0]
 
 
-def _candidates(registry: Registry, query: Query) -> list[tuple[int, str | None]]:
-    """(id, its name when the name index produced it, else None), in id order."""
-    hints = index_hints(query)
+def _narrow(registry: Registry, query: Query,
+            now: _dt.datetime) -> tuple[list[int], Query]:
+    """(the ids of the jobs that satisfy every condition decided from the indexes, the
+    conditions left to evaluate job by job, in the query's order)."""
     sets: list[IITreeSet] = []
-    known_names: dict[int, str] | None = None
-    if "status" in hints:
-        labels: set[str] = hints["status"]  # type: ignore[assignment]
-        sets.append(multiunion([registry.ids_with_status(s) for s in labels]))
-    if "status_not" in hints:
-        excluded: set[str] = hints["status_not"]  # type: ignore[assignment]
-        keep = [s.label for s in Status if s.label not in excluded]
-        sets.append(multiunion([registry.ids_with_status(s) for s in keep]))
-    if "name" in hints:
-        name = str(hints["name"])
-        named = registry.ids_named(name)
-        known_names = dict.fromkeys(named, name)
-        sets.append(named)
-    elif "name_glob" in hints:
-        pattern = str(hints["name_glob"])
-        known_names = {}
-        for candidate in _names_from(registry, pattern):
-            if fnmatch.fnmatchcase(candidate, pattern):
-                known_names.update(dict.fromkeys(registry.ids_named(candidate), candidate))
-        sets.append(IITreeSet(known_names))
-    lo, hi = _clamped(hints.get("id_range", (None, None)))  # type: ignore[arg-type]
+    rest: list[Condition] = []
+    for condition in query.conditions:
+        decided = None
+        if condition.path == ("status",):
+            decided = _by_status(registry, condition, now)
+        elif condition.path == ("name",):
+            decided = _by_name(registry, condition, now)
+        if decided is None:
+            rest.append(condition)
+        else:
+            sets.append(decided)
+    lo, hi = _clamped(index_hints(query).get("id_range", (None, None)))  # type: ignore[arg-type]
     if lo is not None and hi is not None and lo > hi:
-        return []
+        return [], Query(tuple(rest))
     ids: Iterable[int]
     if not sets:
         ids = registry.jobs.keys(min=lo, max=hi)
@@ -79,8 +94,49 @@ def _candidates(registry: Registry, query: Query) -> list[tuple[int, str | None]
         for other in sets[1:]:
             result = intersection(result, other)
         ids = result.keys(min=lo, max=hi) if lo is not None or hi is not None else result
-    names = known_names or {}
-    return [(job_id, names.get(job_id)) for job_id in ids]
+    return list(ids), Query(tuple(rest))
+
+
+def _holding(condition: Condition, values: Iterable[object],
+             now: _dt.datetime) -> list[object] | None:
+    """The values for which ``condition`` holds, as the evaluator says; None when it
+    cannot be evaluated for one of them (then it is left to the job-by-job evaluation)."""
+    single = Query((condition,))
+    try:
+        return [v for v in values if matches(single, _constant(v), now=now)]
+    except QueryError:
+        return None
+
+
+def _constant(value: object) -> Getter:
+    def get(_path: tuple[str, ...]) -> object:
+        return value
+
+    return get
+
+
+def _by_status(registry: Registry, condition: Condition, now: _dt.datetime) -> Any:
+    holding = _holding(condition, list(Status), now)
+    if holding is None:
+        return None
+    return multiunion([registry.ids_with_status(s.label)  # type: ignore[attr-defined]
+                       for s in holding])
+
+
+def _by_name(registry: Registry, condition: Condition, now: _dt.datetime) -> Any:
+    hints = index_hints(Query((condition,)))
+    names: Iterable[str]
+    if "name" in hints:
+        names = [str(hints["name"])]
+    elif "name_glob" in hints:
+        pattern = str(hints["name_glob"])
+        names = [n for n in _names_from(registry, pattern) if fnmatch.fnmatchcase(n, pattern)]
+    else:
+        names = list(registry.names())
+    holding = _holding(condition, names, now)
+    if holding is None:
+        return None
+    return multiunion([registry.ids_named(str(n)) for n in holding])
 
 
 def _clamped(bounds: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
@@ -104,16 +160,16 @@ def _names_from(registry: Registry, pattern: str) -> Iterable[str]:
     return list(registry.root["by_name"].keys(min=prefix, max=prefix + "\uffff"))
 
 
-def search(registry: Registry, query: Query, now: _dt.datetime | None = None) -> list[int]:
-    """Ids of the top-level jobs matching ``query``, in id order."""
-    now = now or _dt.datetime.now(_dt.UTC)
-    return [job_id for job_id, name in _candidates(registry, query)
-            if matches(query, _indexed_getter(registry, job_id, name), now=now)]
+def _may_hold(condition: Query, get: Getter, now: _dt.datetime) -> bool:
+    try:
+        return matches(condition, get, now=now)
+    except QueryError:
+        return True  # not for the pre-check to report: the whole query does, in order
 
 
-def _indexed_getter(registry: Registry, job_id: int, name: str | None) -> Getter:
-    """A getter answering id, status (and name, when known) from the indexes, and any
-    other attribute from the job, loaded on first need."""
+def _indexed_getter(registry: Registry, job_id: int) -> Getter:
+    """A getter answering id and status from the indexes, and any other attribute from
+    the job, loaded on first need."""
     loaded: list[Getter] = []
 
     def get(path: tuple[str, ...]) -> object:
@@ -123,8 +179,6 @@ def _indexed_getter(registry: Registry, job_id: int, name: str | None) -> Getter
             label = registry.indexed_status(job_id)
             if label is not None:
                 return Status.parse(label)
-        if path == ("name",) and name is not None:
-            return name
         if not loaded:
             job = registry.get(job_id)
             if job is None:
