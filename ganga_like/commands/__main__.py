@@ -2,10 +2,14 @@
 
 import sys
 
-from ganga_like.commands.dispatch import dispatch
+from ganga_like.commands.dispatch import dispatch, quiet_closed_pipe
 
-code = dispatch(sys.argv[1:])
-if code is None:
-    print(f"unknown subcommand; try: {sys.argv[0]} jobs --help", file=sys.stderr)
-    code = 2
+try:
+    code = dispatch(sys.argv[1:])
+    if code is None:
+        print(f"unknown subcommand; try: {sys.argv[0]} jobs --help", file=sys.stderr)
+        code = 2
+    sys.stdout.flush()
+except BrokenPipeError:
+    code = quiet_closed_pipe()
 sys.exit(code)
