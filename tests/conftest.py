@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ganga_like.model.status import set_master_status_order
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local import runner_client
@@ -35,14 +36,19 @@ def gangadir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def session(gangadir: Path) -> Iterator[Session]:
-    """An open session with monitoring on, in a fresh gangadir; runner stopped after."""
-    s = open_session(Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0))
+def session(gangadir: Path, request: pytest.FixtureRequest) -> Iterator[Session]:
+    """An open session with monitoring on, in a fresh gangadir; runner stopped after.
+
+    A test module may set ``SESSION_SETTINGS`` (a dict of Settings fields) to change some."""
+    extra = getattr(request.module, "SESSION_SETTINGS", {})
+    s = open_session(Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0,
+                              **extra))
     try:
         yield s
     finally:
         close_session()
         runner_client.stop(runner_dir(gangadir))
+        set_master_status_order(Settings().master_status_order)
 
 
 @pytest.fixture

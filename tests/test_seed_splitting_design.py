@@ -1,4 +1,7 @@
-"""Every assert and rule of the job-splitting design, against a real repository and runner."""
+"""Every assert and rule of the job-splitting design, against a real repository and runner.
+
+The design lets the first two rules of a master's status be swapped, and the default does
+(``Jobs.master_status_order``); this module runs under the design's own order."""
 
 from __future__ import annotations
 
@@ -17,6 +20,10 @@ from ganga_like import (
 )
 from ganga_like.runtime.session import Session
 from ganga_like_local.backend import Local as LocalBackend
+
+from .waiting import wait_for
+
+SESSION_SETTINGS = {"master_status_order": "submitted_first"}
 
 
 def split_job(n: int = 5, exe: str = "echo") -> Job:
@@ -91,6 +98,21 @@ def test_master_status_follows_subjobs_to_completed(session: Session) -> None:
     assert j.wait(timeout=60) == "completed"
     assert all(s.status == "completed" for s in j.subjobs)
     assert all(s.exit_code == 0 for s in j.subjobs)
+
+
+def test_a_master_with_a_waiting_subjob_is_submitted_even_while_others_run(
+        session: Session) -> None:
+    # Two subjobs run at once (the session's Local.max_concurrent): the third waits.
+    j = Job(application=Executable(exe="sleep"),
+            splitter=ArgSplitter(args=[["30"], ["30"], ["30"]]))
+    j.submit()
+    try:
+        wait_for(lambda: sum(s.status == "running" for s in j.subjobs) == 2, 60,
+                 "two subjobs running")
+        assert j.subjobs[2].status == "submitted"
+        assert j.status == "submitted"
+    finally:
+        j.kill()
 
 
 def test_master_fails_when_a_subjob_fails_and_resubmit_moves_it_back(session: Session) -> None:

@@ -6,7 +6,15 @@ import pytest
 
 from ganga_like.errors import IllegalTransitionError
 from ganga_like.model.counter import StatusCounter
-from ganga_like.model.status import TRANSITIONS, Status, check_transition, master_status, path_to
+from ganga_like.model.status import (
+    TRANSITIONS,
+    Status,
+    check_transition,
+    master_status,
+    master_status_order,
+    path_to,
+    set_master_status_order,
+)
 
 
 def test_every_status_has_a_row_in_the_transition_table() -> None:
@@ -59,7 +67,30 @@ def test_wait_order_running_is_reached_by_completed_not_by_failed_for_completed(
 ])
 def test_master_status_rules_of_the_splitting_design(
         counts: dict[Status, int], expected: Status) -> None:
+    assert master_status(counts.items(), order="submitted_first") is expected
+
+
+@pytest.mark.parametrize(("counts", "expected"), [
+    ({Status.SUBMITTED: 4998, Status.RUNNING: 2}, Status.RUNNING),
+    ({Status.SUBMITTING: 1, Status.COMPLETING: 1, Status.COMPLETED: 5}, Status.RUNNING),
+    ({Status.SUBMITTED: 1, Status.FAILED: 3}, Status.SUBMITTED),
+    ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
+    ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
+    ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
+    ({Status.KILLED: 4}, Status.KILLED),
+    ({}, Status.NEW),
+])
+def test_a_master_is_running_by_default_as_soon_as_any_subjob_runs(
+        counts: dict[Status, int], expected: Status) -> None:
+    assert master_status_order() == "running_first"
     assert master_status(counts.items()) is expected
+    assert master_status(counts.items(), order="running_first") is expected
+
+
+def test_the_master_status_order_is_one_of_the_two_known_ones() -> None:
+    with pytest.raises(ValueError, match="running_first, submitted_first"):
+        set_master_status_order("whatever")
+    assert master_status_order() == "running_first"
 
 
 def test_counter_conflicts_merge_both_sides_deltas() -> None:

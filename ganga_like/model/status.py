@@ -12,7 +12,16 @@ from collections.abc import Iterable
 
 from ganga_like.errors import IllegalTransitionError
 
-__all__ = ["TRANSITIONS", "Status", "check_transition", "master_status", "path_to"]
+__all__ = [
+    "MASTER_STATUS_ORDERS",
+    "TRANSITIONS",
+    "Status",
+    "check_transition",
+    "master_status",
+    "master_status_order",
+    "path_to",
+    "set_master_status_order",
+]
 
 
 class Status(enum.Enum):
@@ -124,20 +133,50 @@ def path_to(old: Status, observed: Status, *, started: bool = True) -> list[Stat
     return path
 
 
-def master_status(counts: Iterable[tuple[Status, int]]) -> Status:
+# How a master's status is derived while some subjobs wait and others run. The splitting
+# design lets its first two rules be swapped; "running_first" (the default) swaps them, so a
+# big split job shows `running` as soon as any subjob runs instead of `submitted` until the
+# last subjob starts. "submitted_first" is the design's own order. Set from the
+# configuration (Jobs.master_status_order) when a session opens; the model only reads it.
+MASTER_STATUS_ORDERS = ("running_first", "submitted_first")
+_master_order = MASTER_STATUS_ORDERS[0]
+
+
+def set_master_status_order(order: str) -> None:
+    """Choose how masters' statuses are derived (one of MASTER_STATUS_ORDERS)."""
+    global _master_order
+    if order not in MASTER_STATUS_ORDERS:
+        raise ValueError(f"unknown master status order {order!r}; expected one of: "
+                         f"{', '.join(MASTER_STATUS_ORDERS)}")
+    _master_order = order
+
+
+def master_status_order() -> str:
+    return _master_order
+
+
+_WAITING = frozenset({Status.SUBMITTING, Status.SUBMITTED})
+_RUNNING = frozenset({Status.RUNNING, Status.COMPLETING})
+
+
+def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None) -> Status:
     """A master's status from its subjob counts, by the splitting design's rules.
 
-    Any submitting/submitted subjob makes the master submitted; else running or completing
-    makes it running; else any failed -> failed; else any completed -> completed; else
-    killed. A master with no subjob counted is new.
+    With the default order ("running_first"), any running or completing subjob makes the
+    master running; else any submitting/submitted makes it submitted. With the design's own
+    order ("submitted_first") those two rules come the other way round. Then: any failed ->
+    failed; else any completed -> completed; else killed. A master with no subjob counted
+    is new.
     """
     present = {status for status, n in counts if n > 0}
     if not present:
         return Status.NEW
-    if present & {Status.SUBMITTING, Status.SUBMITTED}:
-        return Status.SUBMITTED
-    if present & {Status.RUNNING, Status.COMPLETING}:
-        return Status.RUNNING
+    first, second = (_RUNNING, Status.RUNNING), (_WAITING, Status.SUBMITTED)
+    if (order or _master_order) == "submitted_first":
+        first, second = second, first
+    for group, derived in (first, second):
+        if present & group:
+            return derived
     if Status.FAILED in present:
         return Status.FAILED
     if Status.COMPLETED in present:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from ganga_like.model.interfaces import SubmitContext
+from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.monitor import Monitor
@@ -37,6 +38,8 @@ REFRESH_AFTER = 0.5
 class Session:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # Masters' statuses are derived when read, by every part of this process alike.
+        set_master_status_order(settings.master_status_order)
         self.repo = Repository(settings.gangadir, settings.repository_mode,
                                options=settings.storage_options())
         self.monitor = Monitor(self.repo, settings)

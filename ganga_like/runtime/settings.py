@@ -39,6 +39,10 @@ class Settings:
     pack_keep_days: float = 7.0
     # Monitor lease: the longest a lease left by a dead holder stays untaken (seconds).
     monitor_lease_timeout: float = 2.0
+    # How a master's status is derived while some subjobs wait and others run
+    # (model.status.MASTER_STATUS_ORDERS): "running_first" or the splitting design's
+    # "submitted_first".
+    master_status_order: str = "running_first"
 
     def storage_options(self) -> StorageOptions:
         return StorageOptions(

@@ -8,6 +8,7 @@ Monitor        enabled, min_interval,          Settings.monitoring,
                max_interval                    Settings.monitor_min/max_interval
 Local          max_concurrent, idle_exit       Settings.local_max_concurrent,
                                                Settings.local_idle_exit
+Jobs           master_status_order             Settings.master_status_order
 Display        columns, colours, ...           the shell's and notebook's tables
 Shell          banner, prompt, toolbar, ...    the interactive shell
 =============  ==============================  ==========================================
@@ -44,7 +45,7 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ganga_like.errors import ConfigError
 from ganga_like.gpi.display import COLUMNS
-from ganga_like.model.status import Status
+from ganga_like.model.status import MASTER_STATUS_ORDERS, Status
 from ganga_like.repository.storage import MODES
 from ganga_like.runtime import session as _session
 from ganga_like.runtime.settings import Settings
@@ -56,6 +57,7 @@ __all__ = [
     "ConfigStore",
     "Display",
     "GPIConfig",
+    "Jobs",
     "Local",
     "Monitor",
     "Repository",
@@ -158,6 +160,20 @@ class Local(Configurable):
     ).tag(config=True)
 
 
+class Jobs(Configurable):
+    """How jobs behave."""
+
+    master_status_order = Enum(
+        MASTER_STATUS_ORDERS, default_value=_default("master_status_order", "running_first"),
+        help="How a split job's status follows its subjobs while some wait and others run: "
+             "'running_first' (any running or completing subjob makes the master running, "
+             "else any submitted one makes it submitted) or 'submitted_first' (the splitting "
+             "design's order: any submitting or submitted subjob keeps the master submitted "
+             "until the last one starts). Set it for every session alike (config file): "
+             "the status index is written by whichever session sees the change.",
+    ).tag(config=True, runtime=False)
+
+
 DEFAULT_STATUS_COLOURS = {
     "new": "default",
     "submitting": "yellow",
@@ -240,7 +256,7 @@ class Shell(Configurable):
     ).tag(config=True)
 
 
-SECTIONS: tuple[type[Configurable], ...] = (Repository, Monitor, Local, Display, Shell)
+SECTIONS: tuple[type[Configurable], ...] = (Repository, Monitor, Local, Jobs, Display, Shell)
 _BY_NAME: dict[str, type[Configurable]] = {cls.__name__: cls for cls in SECTIONS}
 
 # Which Settings field each option feeds (the others are read by the shell directly).
@@ -258,6 +274,7 @@ SETTINGS_FIELDS: dict[tuple[str, str], str] = {
     ("Repository", "pack_keep_days"): "pack_keep_days",
     ("Local", "max_concurrent"): "local_max_concurrent",
     ("Local", "idle_exit"): "local_idle_exit",
+    ("Jobs", "master_status_order"): "master_status_order",
 }
 
 # Environment variables, in the layer between the file and the command line.
@@ -570,7 +587,7 @@ class ConfigSection:
 class GPIConfig:
     """The settings of this session: ``config.Monitor.max_interval = 5``.
 
-    Sections: Repository, Monitor, Local, Display, Shell. Every assignment is validated
+    Sections: Repository, Monitor, Local, Jobs, Display, Shell. Every assignment is validated
     and takes effect at once (Repository options only before the repository is opened).
     ``config`` alone lists every option with its value and help.
     """

@@ -1,0 +1,15 @@
+"""Waiting on a condition in tests: generous timeouts, never a fixed sleep."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Return as soon as ``condition()`` is true; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
