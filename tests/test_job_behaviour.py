@@ -3,8 +3,24 @@ frozen description, and one clear line for every mistake."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 
-from ganga_like import ArgSplitter, Executable, Job, jobs
+import pytest
+import transaction
+
+from ganga_like import (
+    ArgSplitter,
+    Executable,
+    GangaDataset,
+    Job,
+    JobError,
+    LocalFile,
+    SchemaError,
+    jobs,
+)
+from ganga_like.model.base import MAX_NESTING
+from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session
 
 from .waiting import wait_for
@@ -26,3 +42,111 @@ def test_a_split_job_is_running_as_soon_as_one_subjob_runs_while_others_wait(
                  "the index to say running")
     finally:
         j.kill()
+
+
+def _stored_job(session: Session, job_id: int) -> Any:
+    """The job as a fresh connection reads it from the repository."""
+    conn = session.repo.db.open(transaction_manager=transaction.TransactionManager())
+    return conn, Registry(conn.root()).get(job_id)
+
+
+def test_a_submitted_jobs_description_is_frozen_at_every_depth(session: Session) -> None:
+    j = Job(application=Executable(exe="true", args=["a"], env={"K": "v"}),
+            splitter=ArgSplitter(args=[["1"], ["2"]]),
+            inputdata=GangaDataset(files=["/x"]),
+            outputfiles=[LocalFile("out.txt")])
+    j.submit()
+    status = j.wait(timeout=60)
+    edits: dict[str, Callable[[], object]] = {
+        "application.exe": lambda: setattr(j.application, "exe", "ls"),
+        "application.args": lambda: j.application.args.append("b"),
+        "application.env": lambda: setattr(j.application, "env", {"K": "w"}),
+        "splitter.args": lambda: j.splitter.args[0].append("z"),
+        "inputdata.files": lambda: j.inputdata.files.append("/y"),
+        "outputfiles[0].namePattern": lambda: setattr(j.outputfiles[0], "namePattern", "x"),
+        "outputfiles": lambda: j.outputfiles.append(LocalFile("more.txt")),
+        "backend": lambda: setattr(j, "backend", "Local"),
+        "splitter": lambda: setattr(j, "splitter", None),
+    }
+    for path, edit in edits.items():
+        with pytest.raises(JobError) as refused:
+            edit()
+        assert str(refused.value) == (f"job {j.id} is {status}: {path} can no longer be "
+                                      "changed; copy() the job to change it")
+    # What the job ran with is what the repository keeps.
+    conn, stored = _stored_job(session, j.id)
+    assert stored.application.exe == "true" and stored.application.args == ("a",)
+    assert stored.splitter.args == (("1",), ("2",))
+    assert stored.inputdata.files == ("/x",)
+    assert [f.namePattern for f in stored.outputfiles] == ["out.txt"]
+    conn.close()
+    # Name and comment are the user's notes: they change at any time.
+    j.name, j.comment = "renamed", "a note"
+    assert (j.name, j.comment) == ("renamed", "a note")
+
+
+def test_a_subjob_refuses_changes_naming_the_attribute_and_its_status(
+        session: Session) -> None:
+    j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"]]))
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    sj = j.subjobs[1]
+    with pytest.raises(JobError, match=rf"^subjob {j.id}\.1 is completed: application\.args "
+                       "can no longer be changed"):
+        sj.application.args.append("x")
+    with pytest.raises(JobError, match=r"application\.exe can no longer be changed"):
+        sj.application.exe = "ls"
+    assert sj.application.args == ["2"]
+    sj.comment = "looked at"
+    assert sj.comment == "looked at"
+
+
+def test_a_component_given_to_a_second_job_is_copied_not_shared(session: Session) -> None:
+    app = Executable(exe="true", args=["first"])
+    j = Job(application=app)
+    j.submit()
+    j.wait(timeout=60)
+    k = Job(application=app)
+    k.application.args = ["second"]  # k is new: its own copy changes
+    assert j.application.args == ["first"]
+    # The object given to j still belongs to j: it is frozen with it.
+    with pytest.raises(JobError, match=r"application\.args can no longer be changed"):
+        app.args = ["changed"]
+    assert j.application.args == ["first"]
+
+
+def test_lists_inside_lists_change_through_the_list_proxy_and_are_validated(
+        session: Session) -> None:
+    k = Job(splitter=ArgSplitter(args=[["1"], ["2"]]))
+    k.splitter.args[0].append("z")
+    k.splitter.args[1][0] = 7
+    assert k.splitter.args == [["1", "z"], ["7"]]
+    with pytest.raises(SchemaError, match=r"ArgSplitter\.args"):
+        k.splitter.args[0].append(object())
+    assert k.splitter.args == [["1", "z"], ["7"]]
+    conn, stored = _stored_job(session, k.id)
+    assert stored.splitter.args == (("1", "z"), ("7",))
+    conn.close()
+
+
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = ["x"]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_deeply_nested_lists_are_refused_with_one_schema_error(session: Session) -> None:
+    message = f"lists or dicts nested more than {MAX_NESTING} deep are not accepted"
+    with pytest.raises(SchemaError, match=rf"^Executable\.args: {message}$"):
+        Executable(args=_nested(10_000))
+    k = Job(splitter=ArgSplitter(args=[["1"]]))
+    with pytest.raises(SchemaError, match=rf"^ArgSplitter\.args: {message}$"):
+        k.splitter.args = _nested(10_000)
+    looped: list[Any] = []
+    looped.append(looped)
+    with pytest.raises(SchemaError, match=message):
+        k.splitter.args = looped
+    assert k.splitter.args == [["1"]]
+    # Ordinary nesting is untouched.
+    k.splitter.args = [["a", "b"], ["c"]]

@@ -21,6 +21,7 @@ from ganga_like.model.base import (
     Component,
     ComponentList,
     GangaObject,
+    check_depth,
     schema_items,
     unknown_attribute_message,
 )
@@ -90,9 +91,10 @@ class GPIObject:
                               f"argument(s) ({', '.join(positional) or 'none'}), "
                               f"{len(args)} given")
         kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
-        for name in kwargs:
+        for name, value in kwargs.items():
             _check_writable(cls._impl_class, name)
-        impl = cls._impl_class(**{k: unwrap(v) for k, v in kwargs.items()})
+            check_depth(cls._impl_class, name, value)
+        impl = cls._impl_class(**{k: unwrap(_adopt(self, v)) for k, v in kwargs.items()})
         object.__setattr__(self, "_impl", impl)
         object.__setattr__(self, "_owner", None)
         _proxies[id(impl)] = self
@@ -123,9 +125,10 @@ class GPIObject:
         impl = object.__getattribute__(self, "_impl")
         cls = type(impl)
         _check_writable(cls, name)
+        check_depth(cls, name, value)
         self._check_editable(name)
         old = getattr(impl, name)
-        impl._assign(name, unwrap(value))
+        impl._assign(name, unwrap(_adopt(self, value)))
         if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
             _session().registry().rename(impl, old)
         if impl._p_jar is not None or self._root_job() is not None:
@@ -144,22 +147,42 @@ class GPIObject:
         return None
 
     def _check_editable(self, name: str) -> None:
+        """Refuse to change what a submitted job ran with, at any depth below the job.
+
+        A job that is not new keeps its description: only attributes declared
+        ``changeable_at_resubmit`` change, and only once the job reached a final state (a
+        resubmission will use them); a job's own name and comment change at any time."""
         job = self._root_job()
         if job is None:
             return
         impl = object.__getattribute__(self, "_impl")
         trait = type(impl)._schema[name]
-        if job.master is not None and name not in ("name", "comment"):
-            raise JobError(f"subjob {job.fqid} cannot be edited; copy() it to a new job")
         status = job.current_status()
-        if status is Status.NEW:
-            return
-        if status.final and trait.metadata.get("changeable_at_resubmit"):
-            return
         if impl is job and name in ("name", "comment"):
             return
-        raise JobError(f"job {job.fqid} is {status}: {type(impl).__name__}.{name} can no "
-                       "longer be changed; copy() the job to change it")
+        if job.master is None:
+            if status is Status.NEW:
+                return
+            if status.final and trait.metadata.get("changeable_at_resubmit"):
+                return
+            raise JobError(f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "
+                           "be changed; copy() the job to change it")
+        raise JobError(f"subjob {job.fqid} is {status}: {self._path_to(name)} can no longer "
+                       "be changed; copy() it to a new job")
+
+    def _path_to(self, name: str) -> str:
+        """``application.args`` for ``args`` of a job's application (for messages)."""
+        parts = [name]
+        node: GPIObject = self
+        while True:
+            impl = object.__getattribute__(node, "_impl")
+            owner: GPIObject | None = object.__getattribute__(node, "_owner")
+            if owner is None or isinstance(impl, JobImpl):
+                break
+            parts.append(_attribute_holding(object.__getattribute__(owner, "_impl"), impl)
+                         or type(impl).__name__)
+            node = owner
+        return ".".join(reversed(parts))
 
     def __dir__(self) -> Iterable[str]:
         cls = type(object.__getattribute__(self, "_impl"))
@@ -189,6 +212,35 @@ class GPIObject:
             if name in impl.stored():
                 parts.append(f"{name}={wrap(impl.stored()[name])!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _attribute_holding(parent: GangaObject, child: GangaObject) -> str | None:
+    """The attribute of ``parent`` that holds ``child``: "application", "outputfiles[1]"."""
+    for name, value in parent.stored().items():
+        if value is child:
+            return name
+        if isinstance(value, tuple):
+            for index, item in enumerate(value):
+                if item is child:
+                    return f"{name}[{index}]"
+    return None
+
+
+def _adopt(owner: GPIObject, value: Any) -> Any:
+    """A value handed to ``owner``: the components in it become ``owner``'s, so that the
+    job above them decides what may change; a component already held by another object is
+    copied (as Ganga does), so that one object never belongs to two jobs at once."""
+    if isinstance(value, GPIObject):
+        current = object.__getattribute__(value, "_owner")
+        if current is None or current is owner:
+            object.__setattr__(value, "_owner", owner)
+            return value
+        return wrap(object.__getattribute__(value, "_impl")._copy(), owner=owner)
+    if isinstance(value, GPIList | list | tuple):
+        return [_adopt(owner, v) for v in value]
+    if isinstance(value, dict):
+        return {k: _adopt(owner, v) for k, v in value.items()}
+    return value
 
 
 def _same_content(a: GPIObject, b: GPIObject) -> bool:
@@ -234,20 +286,41 @@ def _exported(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class GPIList:
-    """A list attribute: reads like a list, and every change is validated and stored."""
+    """A list attribute, or a list inside one (``splitter.args[0]``): reads like a list, and
+    every change is validated and stored through the attribute that holds it."""
 
-    __slots__ = ("_name", "_owner")
+    __slots__ = ("_name", "_owner", "_path")
 
-    def __init__(self, owner: GPIObject, name: str) -> None:
+    def __init__(self, owner: GPIObject, name: str, path: tuple[int, ...] = ()) -> None:
         self._owner = owner
         self._name = name
+        self._path = path
+
+    def _raw(self) -> Any:
+        impl = object.__getattribute__(self._owner, "_impl")
+        value = getattr(impl, self._name)
+        for index in self._path:
+            value = value[index]
+        return value
 
     def _items(self) -> list[Any]:
-        impl = object.__getattribute__(self._owner, "_impl")
-        return [wrap(v, owner=self._owner) for v in getattr(impl, self._name)]
+        # (Lists inside lists are stored as tuples; older records may hold lists.)
+        return [GPIList(self._owner, self._name, (*self._path, i))
+                if isinstance(v, tuple | list) else wrap(v, owner=self._owner)
+                for i, v in enumerate(self._raw())]
 
     def _store(self, items: list[Any]) -> None:
-        setattr(self._owner, self._name, items)
+        if not self._path:
+            setattr(self._owner, self._name, items)
+            return
+        # A nested list changes through the whole attribute: validated and stored at once.
+        whole = GPIList(self._owner, self._name)
+        top = _plain(whole)
+        inner = top
+        for index in self._path[:-1]:
+            inner = inner[index]
+        inner[self._path[-1]] = items
+        setattr(self._owner, self._name, top)
 
     def __len__(self) -> int:
         return len(self._items())
@@ -272,10 +345,8 @@ class GPIList:
         return value in self._items()
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, GPIList):
-            return self._items() == other._items()
-        if isinstance(other, list | tuple):
-            return self._items() == list(other)
+        if isinstance(other, GPIList | list | tuple):
+            return bool(_plain(self) == _plain(other))
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -311,6 +382,13 @@ class GPIList:
 
     def __repr__(self) -> str:
         return repr(self._items())
+
+
+def _plain(value: Any) -> Any:
+    """Lists at every depth (GPI lists and stored tuples alike), components as they are."""
+    if isinstance(value, GPIList | list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 class BrokenProxy:

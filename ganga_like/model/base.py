@@ -7,7 +7,9 @@ never mixed into them). Metadata tags on each trait drive the rest:
 
 ``protected``               users may read but not assign it (status, id, ...)
 ``copyable``                ``copy()`` carries it over (default True)
-``changeable_at_resubmit``  it may be changed on a job that was already submitted
+``changeable_at_resubmit``  it may still be changed once the job reached a final state (the
+                            next resubmission uses it); everything else of a job that is not
+                            new is frozen (the GPI proxy enforces it)
 ``hidden``                  internal bookkeeping, not shown to users
 
 Values are stored in forms that ZODB tracks: lists as tuples, dicts replaced, never mutated in
@@ -29,7 +31,13 @@ from ganga_like.errors import SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.compact_state import pack_state, unpack_state
 
-__all__ = ["Component", "ComponentList", "GangaObject", "schema_items"]
+__all__ = ["MAX_NESTING", "Component", "ComponentList", "GangaObject", "check_depth",
+           "schema_items"]
+
+# Deepest nesting of lists and dicts an attribute accepts. Real values nest two or three
+# deep (a splitter's list of argument lists); the limit keeps every later step (validation,
+# storing, copying, display, export) far from Python's recursion limit.
+MAX_NESTING = 32
 
 
 class Component(traitlets.TraitType[Any, Any]):
@@ -133,6 +141,7 @@ class GangaObject(Persistent):  # type: ignore[misc]
         trait = cls._schema.get(name)
         if trait is None:
             raise SchemaError(unknown_attribute_message(cls, name))
+        check_depth(cls, name, value)
         try:
             checked = trait._validate(cls._checker(), value)
         except traitlets.TraitError as exc:
@@ -230,12 +239,35 @@ _DEFAULTS: dict[int, Any] = {}
 
 
 def _storable(value: Any) -> Any:
-    """Lists become tuples and dicts are copied, so nothing stored can change in place."""
-    if isinstance(value, list):
+    """Lists become tuples and dicts are copied, at every depth, so nothing stored can
+    change in place (a list inside a list would escape validation and ZODB's tracking)."""
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, list | tuple | dict) for v in value):
+            return tuple(_storable(v) for v in value)
         return tuple(value)
     if isinstance(value, dict):
-        return dict(value)
+        return {k: _storable(v) for k, v in value.items()}
     return value
+
+
+def check_depth(cls: type, name: str, value: Any) -> None:
+    """SchemaError if ``value`` nests lists or dicts deeper than MAX_NESTING.
+
+    Walked without recursion: a value nested 100,000 deep (or one that contains itself)
+    gets this one line, never a RecursionError."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= MAX_NESTING:
+            raise SchemaError(f"{cls.__name__}.{name}: lists or dicts nested more than "
+                              f"{MAX_NESTING} deep are not accepted")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _copy_value(value: Any) -> Any:

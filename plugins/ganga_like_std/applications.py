@@ -21,12 +21,11 @@ class Executable(IApplication):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "exe": traitlets.Unicode("echo", help="Program to run: a path, or a name looked "
-                                 "up on PATH.").tag(changeable_at_resubmit=True),
+                                 "up on PATH."),
         "args": traitlets.List(Arg(), help="Arguments, passed as a list (never through a "
-                               "shell).").tag(changeable_at_resubmit=True),
+                               "shell)."),
         "env": traitlets.Dict(value_trait=traitlets.Unicode(), key_trait=traitlets.Unicode(),
-                              help="Environment variables added for the program.").tag(
-            changeable_at_resubmit=True),
+                              help="Environment variables added for the program."),
     }
 
     def check_before_submit(self) -> None:
