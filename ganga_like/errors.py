@@ -19,6 +19,7 @@ __all__ = [
     "RepositoryError",
     "RepositoryWriteError",
     "SchemaError",
+    "UnknownStatusError",
 ]
 
 
@@ -40,6 +41,11 @@ class ConfigError(SchemaError):
 
 class JobError(GangaError):
     """A job action cannot be done in the job's current state."""
+
+
+class UnknownStatusError(JobError, ValueError):
+    """A status name that is not one of the statuses (``wait(until="done")``). It is also a
+    ValueError, as a bad argument value."""
 
 
 class IllegalTransitionError(JobError):

@@ -3,7 +3,11 @@ frozen description, and one clear line for every mistake."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +154,44 @@ def test_deeply_nested_lists_are_refused_with_one_schema_error(session: Session)
     assert k.splitter.args == [["1"]]
     # Ordinary nesting is untouched.
     k.splitter.args = [["a", "b"], ["c"]]
+
+
+def _ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_importing_deeply_nested_json_is_one_line_and_exit_status_1(
+        tmp_path: Path, env_for: dict[str, str]) -> None:
+    brackets = tmp_path / "brackets.json"
+    brackets.write_text("[" * 100_000 + "]" * 100_000)
+    result = _ganga(["import", str(brackets)], env_for)
+    assert result.returncode == 1  # "1 error" in `ganga import --help`
+    assert result.stderr.splitlines() == [
+        f"ganga: cannot read {brackets}: its JSON is nested too deeply to be a job export"]
+
+    # Deep, but within what the JSON parser reads: the schema refuses it.
+    inside = tmp_path / "inside.json"
+    inside.write_text(json.dumps({"format": "ganga_like.job/1", "job": {
+        "application": {"type": "Executable", "args": _nested(500)}}}))
+    result = _ganga(["import", str(inside)], env_for)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"ganga: job.application: lists or dicts nested more than {MAX_NESTING} deep are "
+        "not accepted"]
+    assert _ganga(["jobs"], env_for).stdout.startswith("jobs: 0\n")  # nothing imported
+
+
+def test_wrong_status_names_are_one_line_listing_the_valid_ones(session: Session) -> None:
+    j = Job(application=Executable(exe="true"))
+    j.submit()
+    with pytest.raises(JobError, match=r"^unknown status 'done'; expected one of: new, "
+                       r"submitting, submitted, running, completing, completed, failed, "
+                       r"killed$"):
+        j.wait(until="done")
+    with pytest.raises(JobError, match=r"^force_status accepts 'completed' or 'failed', "
+                       r"not 'done'$"):
+        j.force_status("done")
+    with pytest.raises(JobError, match="unknown status 'done'"):
+        jobs.select(status="done")
+    assert j.wait(timeout=60) == "completed"

@@ -45,6 +45,9 @@ def run_import(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         error(f"cannot read {args.file}: {exc}")
         return ERROR
+    except RecursionError:  # the JSON parser recurses once per nested bracket
+        error(f"cannot read {args.file}: its JSON is nested too deeply to be a job export")
+        return ERROR
     job = from_json(document)
     with session_for(write=True) as session:
         session.repo.in_transaction(lambda: session.registry().add(job))

@@ -186,8 +186,18 @@ Job.__doc__ = f"{inspect.cleandoc(Job.__doc__ or '')}\n\n{schema_doc(JobImpl)}"
 
 def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
                  progress: bool | None) -> str:
-    session = _session()
     target = Status.parse(until) if until else None
+    try:
+        return _wait(job, target, timeout, progress)
+    except KeyboardInterrupt:
+        # Ctrl-C stops the waiting, never the job: say so in the one line shown.
+        raise KeyboardInterrupt(f"wait() for job {job.fqid} stopped; the job goes on "
+                                f"({job.current_status()})") from None
+
+
+def _wait(job: JobImpl, target: Status | None, timeout: float | None,
+          progress: bool | None) -> str:
+    session = _session()
     deadline = None if timeout is None else time.monotonic() + timeout
     with show_progress(f"job {job.fqid}", show=progress) as bar:
         while True:

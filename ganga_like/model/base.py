@@ -250,8 +250,9 @@ def _storable(value: Any) -> Any:
     return value
 
 
-def check_depth(cls: type, name: str, value: Any) -> None:
-    """SchemaError if ``value`` nests lists or dicts deeper than MAX_NESTING.
+def check_depth(cls: type, name: str, value: Any, where: str = "") -> None:
+    """SchemaError if ``value`` nests lists or dicts deeper than MAX_NESTING (the message
+    names ``where``, by default ``Class.name``).
 
     Walked without recursion: a value nested 100,000 deep (or one that contains itself)
     gets this one line, never a RecursionError."""
@@ -265,8 +266,8 @@ def check_depth(cls: type, name: str, value: Any) -> None:
         else:
             continue
         if depth >= MAX_NESTING:
-            raise SchemaError(f"{cls.__name__}.{name}: lists or dicts nested more than "
-                              f"{MAX_NESTING} deep are not accepted")
+            raise SchemaError(f"{where or f'{cls.__name__}.{name}'}: lists or dicts nested "
+                              f"more than {MAX_NESTING} deep are not accepted")
         stack.extend((child, depth + 1) for child in children)
 
 

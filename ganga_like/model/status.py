@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from ganga_like.errors import IllegalTransitionError
+from ganga_like.errors import IllegalTransitionError, UnknownStatusError
 
 __all__ = [
     "MASTER_STATUS_ORDERS",
@@ -53,7 +53,8 @@ class Status(enum.Enum):
             return _BY_LABEL[str(value).lower()]
         except KeyError:
             names = ", ".join(s.label for s in cls)
-            raise ValueError(f"unknown status {value!r}; expected one of: {names}") from None
+            raise UnknownStatusError(f"unknown status {value!r}; expected one of: "
+                                     f"{names}") from None
 
     @property
     def active(self) -> bool:

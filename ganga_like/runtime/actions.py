@@ -14,7 +14,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ganga_like.errors import BackendError, BrokenObjectError, GangaError, JobError
+from ganga_like.errors import (
+    BackendError,
+    BrokenObjectError,
+    GangaError,
+    JobError,
+    UnknownStatusError,
+)
 from ganga_like.model.base import GangaObject
 from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
@@ -420,13 +426,15 @@ def copy_job(session: Session, job: Job) -> Job:
 
 
 _FORCEABLE = (Status.COMPLETED, Status.FAILED)
+_FORCEABLE_BY_NAME = {s.label: s for s in _FORCEABLE}
 
 
 def force_status(session: Session, job: Job, status: str) -> bool:
     """Force a job (a master: each of its unfinished subjobs) to completed or failed."""
-    target = Status.parse(status)
-    if target not in _FORCEABLE:
-        raise JobError(f"force_status accepts 'completed' or 'failed', not {status!r}")
+    target = _FORCEABLE_BY_NAME.get(str(status).lower())
+    if target is None:
+        raise UnknownStatusError(f"force_status accepts 'completed' or 'failed', not "
+                                 f"{status!r}")
     jobs = list(job.iter_subjobs()) if job.is_master else [job]
     if job.current_status() in (Status.NEW, Status.SUBMITTING):
         raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ganga_like.errors import GangaError, SchemaError
 from ganga_like.model import plugin_registry
-from ganga_like.model.base import GangaObject, schema_items
+from ganga_like.model.base import GangaObject, check_depth, schema_items
 from ganga_like.model.job import Job
 
 __all__ = ["FORMAT", "from_json", "to_json"]
@@ -70,6 +70,8 @@ def _fill(obj: GangaObject, body: dict[str, Any], where: str) -> None:
         if trait is None or trait.metadata.get("protected"):
             raise SchemaError(f"{where}: {type(obj).__name__} has no settable attribute "
                               f"{name!r}")
+        # Before building: _build recurses once per level of the file's nesting.
+        check_depth(type(obj), name, raw, f"{where}.{name}")
         obj._assign(name, _build(raw, f"{where}.{name}"))
 
 

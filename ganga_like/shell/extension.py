@@ -106,7 +106,8 @@ def load(ip: Any) -> None:
         print(f"ERROR: {exc}", file=sys.stderr)
     cells = CellTransactions(ip)
     cells.register()
-    ip.set_custom_exc((GangaError,), show_gpi_error)
+    # GPI errors and Ctrl-C show one line (``%tb`` still has the traceback).
+    ip.set_custom_exc((GangaError, KeyboardInterrupt), show_gpi_error)
     ip.register_magics(GangaMagics)
     _register_displays(ip, terminal=terminal)
     _public_completion(ip)

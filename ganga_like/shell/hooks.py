@@ -82,7 +82,8 @@ def _warn(message: str) -> None:
 
 def show_gpi_error(ip: Any, etype: type[BaseException], value: BaseException, tb: Any,
                    tb_offset: int | None = None) -> list[str]:
-    """IPython custom exception handler: ``ERROR: message``, no traceback.
+    """IPython custom exception handler: ``ERROR: message``, no traceback (for Ctrl-C:
+    ``KeyboardInterrupt`` and what was stopped).
 
     ``sys.last_*`` are set as IPython does for other errors, so ``%tb`` still shows the
     full traceback, and ``%debug`` can still inspect it.
@@ -95,7 +96,11 @@ def show_gpi_error(ip: Any, etype: type[BaseException], value: BaseException, tb
     colour = getattr(ip, "colors", "NoColor") != "NoColor" and (
         sys.stdout.isatty() or not _is_terminal(ip))
     red, reset = ("\033[31m", "\033[0m") if colour else ("", "")
-    line = f"{red}ERROR: {value}{reset}"
+    if isinstance(value, KeyboardInterrupt):
+        # Ctrl-C: the cell stopped where it was, which its message says if it knows.
+        line = f"{red}KeyboardInterrupt{': ' if str(value) else ''}{value}{reset}"
+    else:
+        line = f"{red}ERROR: {value}{reset}"
     # _showtraceback is what IPython and ipykernel override to present an error: in a
     # terminal it prints the line, in a kernel it sends an error message to the notebook.
     ip._showtraceback(etype, value, [line])
