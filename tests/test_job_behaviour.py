@@ -195,3 +195,34 @@ def test_wrong_status_names_are_one_line_listing_the_valid_ones(session: Session
     with pytest.raises(JobError, match="unknown status 'done'"):
         jobs.select(status="done")
     assert j.wait(timeout=60) == "completed"
+
+
+def test_output_files_in_subdirectories_keep_their_path_and_never_overwrite(
+        session: Session) -> None:
+    script = ("mkdir -p sub deeper/still && echo top > out.txt && echo sub > sub/out.txt && "
+              "echo deep > deeper/still/out.txt && echo a > a.txt")
+    j = Job(application=Executable(exe="sh", args=["-c", script]),
+            outputfiles=[LocalFile("out.txt"), LocalFile("sub/out.txt"),
+                         LocalFile("deeper/still/*.txt"), LocalFile("*.txt"),
+                         LocalFile("a.txt")])
+    j.submit()
+    assert j.wait(timeout=60) == "completed", j.history[-1].cause
+    out = j.outputdir
+    assert (out / "out.txt").read_text() == "top\n"
+    assert (out / "sub" / "out.txt").read_text() == "sub\n"
+    assert (out / "deeper" / "still" / "out.txt").read_text() == "deep\n"
+    assert (out / "a.txt").read_text() == "a\n"  # matched by two patterns, collected once
+
+
+def test_an_output_file_whose_place_is_taken_stays_and_the_job_says_why(
+        session: Session) -> None:
+    # The program's own file named "stdout" would replace the job's captured stdout.
+    j = Job(application=Executable(exe="sh", args=["-c", "echo printed; echo mine > stdout"]),
+            outputfiles=[LocalFile("stdout")])
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert j.history[-1].cause.endswith(
+        "output stdout not collected: stdout already exists in the output directory (the "
+        "file stays in the work directory)")
+    assert (j.outputdir / "stdout").read_text() == "printed\n"
+    assert (j.outputdir.parent / "work" / "stdout").read_text() == "mine\n"

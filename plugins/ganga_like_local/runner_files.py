@@ -72,26 +72,53 @@ def discard_files(task: Task) -> None:
 
 
 def collect_outputs(task: Task) -> str | None:
-    """Move output files into output_dir; the reason for failing, if any."""
+    """Move output files into output_dir; the reason for failing, if any.
+
+    A file keeps its path relative to the work directory (``sub/out.txt`` goes to
+    ``output/sub/out.txt``), and nothing in the output directory is ever overwritten: a
+    file whose place is taken (by ``stdout``, or another output) stays in the work
+    directory and the task fails, saying so.
+    """
     if not task.patterns:
         return None
     problem: str | None = None
-    same_dir = os.path.realpath(task.workdir) == os.path.realpath(task.output_dir)
+    found: dict[str, None] = {}  # every match once: two patterns may match one file
     for pattern in task.patterns:
         matches = glob.glob(pattern, root_dir=task.workdir)
         if not matches:
             problem = problem or f"output pattern '{pattern}' matched no file"
+        found.update(dict.fromkeys(matches))
+    if os.path.realpath(task.workdir) == os.path.realpath(task.output_dir):
+        return problem
+    moved_dirs: list[str] = []
+    for match in sorted(found):  # a directory before what is inside it
+        place = output_place(match)
+        if any(place.startswith(d + os.sep) for d in moved_dirs):
+            continue  # went with its directory
+        target = os.path.join(task.output_dir, place)
+        if os.path.lexists(target):
+            problem = problem or (f"output {match} not collected: {place} already exists "
+                                  "in the output directory (the file stays in the work "
+                                  "directory)")
             continue
-        if same_dir:
+        try:
+            make_dirs(os.path.dirname(target))
+            move(os.path.join(task.workdir, match), target)
+        except OSError as exc:
+            problem = problem or f"cannot collect output {match}: {exc}"
             continue
-        for match in matches:
-            source = os.path.join(task.workdir, match)
-            target = os.path.join(task.output_dir, os.path.basename(match))
-            try:
-                move(source, target)
-            except OSError as exc:
-                problem = problem or f"cannot collect output {match}: {exc}"
+        if os.path.isdir(target):
+            moved_dirs.append(place)
     return problem
+
+
+def output_place(match: str) -> str:
+    """Where a matched output goes, relative to the output directory: its path in the work
+    directory, or just its name if it lies outside (an absolute or ``../`` pattern)."""
+    path = os.path.normpath(match)
+    if os.path.isabs(path) or path == os.pardir or path.startswith(os.pardir + os.sep):
+        return os.path.basename(path)
+    return path
 
 
 def write_placeholder(fd: int, when: float, batch_id: str) -> int:

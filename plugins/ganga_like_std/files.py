@@ -14,8 +14,10 @@ __all__ = ["LocalFile"]
 
 class LocalFile(IFile):
     """``LocalFile("data.txt")``: as an input file it is copied into the job's input
-    directory; as an output file, ``namePattern`` (a name or glob) is collected into the
-    output directory, and a pattern matching nothing fails the job."""
+    directory; as an output file, ``namePattern`` (a name or glob, relative to the work
+    directory) is collected into the output directory under the same relative path, and a
+    pattern matching nothing fails the job, as does an output whose place there is taken
+    (nothing is overwritten)."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "namePattern": traitlets.Unicode("", help="File name or glob pattern."),
