@@ -128,11 +128,17 @@ def _describe(value: Any) -> str:
         if isinstance(shown, GangaObject):
             parts.append(f"{name}={_describe(shown)}")
         elif isinstance(shown, tuple):
-            items = [_describe(v) if isinstance(v, GangaObject) else repr(v) for v in shown]
+            items = [_describe(v) if isinstance(v, GangaObject) else repr(_as_lists(v))
+                     for v in shown]
             parts.append(f"{name}=[{', '.join(items)}]")
         else:
             parts.append(f"{name}={shown!r}")
     return f"{type(value).__name__}({', '.join(parts)})"
+
+
+def _as_lists(value: Any) -> Any:
+    """Stored lists inside lists are tuples: shown as the lists they were given as."""
+    return [_as_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 def log_parser(parser: argparse.ArgumentParser) -> Any:

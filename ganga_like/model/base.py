@@ -238,12 +238,16 @@ def _default_of(trait: traitlets.TraitType[Any, Any]) -> Any:
 _DEFAULTS: dict[int, Any] = {}
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def _storable(value: Any) -> Any:
     """Lists become tuples and dicts are copied, at every depth, so nothing stored can
     change in place (a list inside a list would escape validation and ZODB's tracking)."""
     if isinstance(value, list | tuple):
-        if any(isinstance(v, list | tuple | dict) for v in value):
-            return tuple(_storable(v) for v in value)
+        for item in value:
+            if isinstance(item, _CONTAINERS):
+                return tuple(_storable(v) for v in value)
         return tuple(value)
     if isinstance(value, dict):
         return {k: _storable(v) for k, v in value.items()}
@@ -254,21 +258,19 @@ def check_depth(cls: type, name: str, value: Any, where: str = "") -> None:
     """SchemaError if ``value`` nests lists or dicts deeper than MAX_NESTING (the message
     names ``where``, by default ``Class.name``).
 
-    Walked without recursion: a value nested 100,000 deep (or one that contains itself)
-    gets this one line, never a RecursionError."""
+    Walked depth first without recursion: a value nested 100,000 deep (or one that
+    contains itself) gets this one line, never a RecursionError."""
+    if not isinstance(value, _CONTAINERS):
+        return
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
         if depth >= MAX_NESTING:
             raise SchemaError(f"{where or f'{cls.__name__}.{name}'}: lists or dicts nested "
                               f"more than {MAX_NESTING} deep are not accepted")
-        stack.extend((child, depth + 1) for child in children)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, _CONTAINERS):
+                stack.append((child, depth + 1))
 
 
 def _copy_value(value: Any) -> Any:
