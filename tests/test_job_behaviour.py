@@ -3,6 +3,7 @@ frozen description, and one clear line for every mistake."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -226,3 +227,33 @@ def test_an_output_file_whose_place_is_taken_stays_and_the_job_says_why(
         "file stays in the work directory)")
     assert (j.outputdir / "stdout").read_text() == "printed\n"
     assert (j.outputdir.parent / "work" / "stdout").read_text() == "mine\n"
+
+
+def test_the_splitting_designs_order_is_a_configuration_option(tmp_path: Path) -> None:
+    from ganga_like.errors import ConfigError
+    from ganga_like.model.status import Status, master_status
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.shell.config import config, store
+
+    assert store.settings().master_status_order == "running_first"
+    with pytest.raises(ConfigError, match=r"Jobs\.master_status_order"):
+        config.Jobs.master_status_order = "waiting_first"
+    config.Jobs.master_status_order = "submitted_first"
+    settings = store.settings()
+    assert settings.master_status_order == "submitted_first"
+    settings.gangadir = tmp_path / "gangadir"
+    settings.monitoring = False
+    open_session(settings)
+    try:
+        waiting_and_running = {Status.SUBMITTED: 3, Status.RUNNING: 1}.items()
+        assert master_status(waiting_and_running) is Status.SUBMITTED
+        with pytest.raises(ConfigError, match="cannot change while the repository is open"):
+            config.Jobs.master_status_order = "running_first"
+    finally:
+        close_session()
+    config.Jobs.master_status_order = "running_first"
+    open_session(dataclasses.replace(settings, master_status_order="running_first"))
+    try:
+        assert master_status(waiting_and_running) is Status.RUNNING
+    finally:
+        close_session()
