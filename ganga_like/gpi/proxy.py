@@ -323,7 +323,7 @@ class GPIList:
         setattr(self._owner, self._name, top)
 
     def __len__(self) -> int:
-        return len(self._items())
+        return len(self._raw())
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._items())
