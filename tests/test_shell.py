@@ -182,7 +182,7 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         assert "monitor: polled 0 active" in shell.run("%monitor once")
     finally:
         elapsed = shell.exit()
-    assert elapsed < 1.0
+    assert elapsed < 10.0  # no hang on exit; loose so that a loaded machine cannot fail it
 
 
 def test_exit_is_quick_with_jobs_running_and_they_go_on(shell_env: dict[str, str]) -> None:
@@ -194,7 +194,9 @@ def test_exit_is_quick_with_jobs_running_and_they_go_on(shell_env: dict[str, str
         assert "'running'" in shell.run("j.wait(until='running', timeout=30)")
     finally:
         elapsed = shell.exit()
-    assert elapsed < 1.0
+    # The subjobs sleep 20 s: an exit that waited for them would take that long. The bound is
+    # loose so that a loaded machine cannot fail it; bench_shell_startup.py measures the time.
+    assert elapsed < 10.0
     assert shell.child.wait() == 0
 
     # Started again: the banner counts the job that kept running, which can be killed.
