@@ -1,7 +1,7 @@
 """The Slurm backend: attributes and validation, submission with retries, the poll's rules
 (with the Slurm commands replaced), then end to end against a real Slurm.
 
-Tests marked ``slurm`` need a running cluster (``eval "$(bash shared/ci/start-slurm.sh)"``)
+Tests marked ``slurm`` need a running cluster (``eval "$(bash scripts/start-slurm.sh)"``)
 and skip, saying why, when there is none. They share one session (module scope) so that
 the slow waits overlap: the walltime test's job is submitted first and checked last.
 """
@@ -497,7 +497,7 @@ def test_past_max_array_size_a_job_becomes_several_arrays(
 def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
-        pytest.skip("sbatch is not on PATH: start Slurm with shared/ci/start-slurm.sh")
+        pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
     if not commands.ping():
         pytest.skip("the Slurm controller does not answer `scontrol ping` "
                     f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})")
@@ -829,12 +829,9 @@ def _slurmctld_pid() -> int | None:
 
 
 def _start_script() -> Path | None:
-    here = Path(__file__).resolve()
-    for candidate in [os.environ.get("SLURM_START_SCRIPT", ""),
-                      *(str(p / "shared/ci/start-slurm.sh") for p in here.parents)]:
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
+    """The project's script that starts the test cluster (again)."""
+    start = Path(__file__).resolve().parents[1] / "scripts" / "start-slurm.sh"
+    return start if start.is_file() else None
 
 
 def _until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

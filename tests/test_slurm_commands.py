@@ -1,6 +1,6 @@
 """Tests of the Slurm command layer: pure parsing/rendering, then a real Slurm.
 
-Tests marked ``slurm`` need a running cluster (``eval "$(bash shared/ci/start-slurm.sh)"``)
+Tests marked ``slurm`` need a running cluster (``eval "$(bash scripts/start-slurm.sh)"``)
 and skip, saying why, when there is none.  Sample outputs in the unit tests were
 captured from Slurm 22.05.8.
 """
@@ -640,7 +640,7 @@ def test_choose_partition_rules() -> None:
 def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if shutil.which("sbatch") is None:
-        pytest.skip("sbatch is not on PATH: start Slurm with shared/ci/start-slurm.sh")
+        pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
     if not commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
@@ -904,13 +904,9 @@ def test_walltime_exceeded_is_timeout(slurm: None, timeout_job: str) -> None:
 
 
 def _start_script() -> Path | None:
-    candidates = [os.environ.get("SLURM_START_SCRIPT", "")]
-    here = Path(__file__).resolve()
-    candidates += [str(p / "shared/ci/start-slurm.sh") for p in here.parents]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
+    """The project's script that starts the test cluster (again)."""
+    start = Path(__file__).resolve().parents[1] / "scripts" / "start-slurm.sh"
+    return start if start.is_file() else None
 
 
 def _slurmctld_pid() -> int | None:

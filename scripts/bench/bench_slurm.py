@@ -1,6 +1,6 @@
 """Submit a 1,000-subjob job to Slurm and monitor it: wall time and Slurm commands used.
 
-    eval "$(bash shared/ci/start-slurm.sh)"
+    eval "$(bash scripts/start-slurm.sh)"
     python scripts/bench/bench_slurm.py [N] [--run]
 
 Prints the wall time of submit() and the Slurm commands it ran (one sbatch is the goal),
@@ -31,7 +31,7 @@ def main() -> None:
 
     if not commands.ping():
         sys.exit(f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
-                 'start one with: eval "$(bash shared/ci/start-slurm.sh)"')
+                 'start one with: eval "$(bash scripts/start-slurm.sh)"')
     # The monitor is driven by hand below, so each cycle can be measured.
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
 
