@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -28,6 +29,24 @@ def _private_config(tmp_path_factory: pytest.TempPathFactory,
     store.reset()
     yield
     store.reset()
+
+
+@pytest.fixture(autouse=True)
+def _real_slurm_only_when_marked(request: pytest.FixtureRequest,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked ``slurm`` never runs a Slurm command: its fakes must answer for
+    every command its code path calls, so it passes the same whether Slurm's client
+    commands are installed, answering, or absent."""
+    if request.node.get_closest_marker("slurm") is not None:
+        return
+    from ganga_like_slurm import commands, submission
+
+    def refuse(args: Sequence[str], **_: object) -> NoReturn:
+        raise AssertionError(f"a test not marked slurm ran the real `{' '.join(args)}`")
+
+    monkeypatch.setattr(commands, "_run", refuse)
+    for query in (submission.ARRAY_LIMIT, submission.PARTITIONS):
+        monkeypatch.setattr(query, "_value", None)  # no answer cached from a real cluster
 
 
 @pytest.fixture

@@ -258,11 +258,13 @@ def test_a_dead_controller_is_retried_then_the_rest_is_not_tried(
 
 
 class FakeSlurm:
-    """squeue and sacct answering from dicts the test edits; calls are counted."""
+    """squeue and sacct answering from dicts the test edits, and the cluster's MaxArraySize
+    (``scontrol show config``); calls are counted."""
 
     def __init__(self) -> None:
         self.queue: dict[str, SqueueRow] = {}
         self.accounting: dict[str, SacctRow] = {}
+        self.max_array_size = commands.DEFAULT_MAX_ARRAY_SIZE
         self.squeue_error: SlurmCommandError | None = None
         self.sacct_error: SlurmCommandError | None = None
         self.calls: list[tuple[str, list[str]]] = []
@@ -278,6 +280,10 @@ class FakeSlurm:
         if self.sacct_error is not None:
             raise self.sacct_error
         return {k: v for k, v in self.accounting.items() if k.split("_")[0] in ids}
+
+    def scontrol_max_array_size(self, **_: Any) -> int:
+        self.calls.append(("scontrol", ["show", "config"]))
+        return self.max_array_size
 
     def queued(self, element: str, state: str, reason: str | None = None) -> None:
         base, _, index = element.partition("_")
@@ -295,6 +301,7 @@ def fake_slurm(monkeypatch: pytest.MonkeyPatch) -> FakeSlurm:
     fake = FakeSlurm()
     monkeypatch.setattr(commands, "squeue", fake.squeue)
     monkeypatch.setattr(commands, "sacct", fake.sacct)
+    monkeypatch.setattr(commands, "scontrol_max_array_size", fake.scontrol_max_array_size)
     return fake
 
 
@@ -418,8 +425,8 @@ def _untokened(text: str) -> str:
     return re.sub(r"(ganga-[\d.]+)-[0-9a-f]{6}", r"\1", text)
 
 
-def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_path: Path) -> None:
-    before = commands.COMMAND_COUNTS.copy()
+def test_preview_shows_the_scripts_and_changes_nothing(session: Session,
+                                                       fake_slurm: FakeSlurm) -> None:
     j = Job(application=Executable(exe="/bin/echo"),
             splitter=ArgSplitter(args=[["a b"], ["$HOME"], ["c"]]),
             backend=Slurm(partition="debug", array_throttle=2, setup=["module load x"],
@@ -436,7 +443,7 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_pat
     assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
     assert not (session.repo.workspace / str(j.id)).exists()
     # Nothing submitted or polled; at most the cluster's MaxArraySize was asked for.
-    assert _without_scontrol(before) == _without_scontrol(commands.COMMAND_COUNTS)
+    assert {command for command, _ in fake_slurm.calls} <= {"scontrol"}
     # submit(dry_run=True) shows the same and changes nothing either
     assert _untokened(str(j.submit(dry_run=True))) == _untokened(text)
     assert j.status == "new" and len(j.subjobs) == 0 and j.history == []
@@ -447,8 +454,19 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session, tmp_pat
     assert "--array" not in single and "exec /bin/true >" in single
 
 
-def _without_scontrol(counts: dict[str, int]) -> dict[str, int]:
-    return {command: n for command, n in counts.items() if command != "scontrol"}
+def test_a_preview_without_a_cluster_assumes_slurms_default_array_limit(
+        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(**_: Any) -> int:
+        raise SlurmCommandError("fatal: Could not establish a configuration source",
+                                transient=False)
+
+    monkeypatch.setattr(commands, "scontrol_max_array_size", unreachable)
+    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[[]] * 3),
+            backend=Slurm(partition="debug"))
+    text = j.backend.preview()
+    assert "# MaxArraySize could not be read (fatal: Could not establish a configuration " \
+           "source); assumed 1001" in text
+    assert "#SBATCH --array=0-2" in text
 
 
 def test_max_array_size_is_read_from_the_configuration() -> None:
