@@ -454,6 +454,23 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session,
     assert "--array" not in single and "exec /bin/true >" in single
 
 
+def test_more_than_one_process_is_started_by_srun(session: Session,
+                                                 fake_slurm: FakeSlurm) -> None:
+    one = Job(application=Executable(exe="/bin/hostname"), backend=Slurm(partition="debug"))
+    assert "srun" not in one.backend.preview()  # one process: the script runs it
+    many = Job(application=Executable(exe="/bin/hostname", args=["-s"]),
+               backend=Slurm(partition="debug",
+                             resources={"process_count": 4, "cpu_cores_per_process": 2}))
+    text = many.backend.preview()
+    assert "#SBATCH --ntasks=4" in text
+    assert "exec srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in text
+    # With output files, srun runs inside the collecting function: collected once.
+    many.outputfiles = [LocalFile("*.dat")]
+    assert "exec /bin/bash -c '__ganga_collect \"$@\"' ganga-collect" in many.backend.preview()
+    assert "'*.dat' srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in \
+        many.backend.preview()
+
+
 def test_a_preview_without_a_cluster_assumes_slurms_default_array_limit(
         session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     def unreachable(**_: Any) -> int:
@@ -626,6 +643,21 @@ def test_an_output_pattern_matching_nothing_fails_the_subjob(
     assert done.status == "completed" and (done.outputdir / "result.dat").exists()
     assert missing.status == "failed" and missing.exit_code == 0
     assert "output pattern '*.dat' matched no file" in missing.history[-1].cause
+
+
+@pytest.mark.slurm
+def test_a_job_of_4_processes_runs_its_program_4_times(slurm_session: Session,
+                                                      tmp: Path) -> None:
+    exe = script(tmp, "rank.sh", 'echo "rank $SLURM_PROCID of $SLURM_NTASKS"\n'
+                                 'echo "$SLURM_PROCID" > "rank$SLURM_PROCID.dat"\n')
+    j = Job(application=Executable(exe=exe), outputfiles=[LocalFile("*.dat")],
+            backend=Slurm(partition="debug", resources={"process_count": 4}))
+    j.submit()
+    assert j.wait(timeout=90) == "completed"
+    lines = (j.outputdir / "stdout").read_text().splitlines()
+    assert sorted(lines) == [f"rank {i} of 4" for i in range(4)]
+    assert sorted(p.name for p in j.outputdir.glob("*.dat")) == [
+        f"rank{i}.dat" for i in range(4)]
 
 
 @pytest.mark.slurm

@@ -201,6 +201,18 @@ class ResourceSpec:
             options.append(f"--time={format_slurm_time(self.walltime)}")
         return options
 
+    def launcher(self) -> tuple[str, ...]:
+        """The words that start the program as ``process_count`` processes inside the
+        allocation: none for one process, else ``srun`` (the batch script itself runs
+        once, on the first node). Cores per process are repeated because srun does not
+        take them from the allocation in every Slurm version."""
+        if self.process_count == 1:
+            return ()
+        words = ["srun", f"--ntasks={self.process_count}"]
+        if self.cpu_cores_per_process > 1:
+            words.append(f"--cpus-per-task={self.cpu_cores_per_process}")
+        return (*words, "--")
+
     def to_sbatch_lines(self) -> list[str]:
         """The request as ``#SBATCH`` directives for a batch script."""
         return [f"#SBATCH {option}" for option in self.to_sbatch_options()]

@@ -189,7 +189,7 @@ def _new_name(job: Job) -> str:
     return f"ganga-{job.fqid}-{secrets.token_hex(3)}"
 
 
-def _element(job: Job, spec: RunSpec, root: str) -> ElementCommand:
+def _element(job: Job, spec: RunSpec, root: str, resources: ResourceSpec) -> ElementCommand:
     master = job.master
     env = dict(spec.env)
     env.update(
@@ -199,7 +199,9 @@ def _element(job: Job, spec: RunSpec, root: str) -> ElementCommand:
         GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
     )
     output = os.path.join(root, "output")
-    argv: tuple[str, ...] = spec.argv
+    # srun inside the collecting wrapper: the files are collected once, after every
+    # process has ended.
+    argv: tuple[str, ...] = (*resources.launcher(), *spec.argv)
     if spec.output_patterns:
         patterns = spec.output_patterns
         argv = ("/bin/bash", "-c", _COLLECT_CALL, "ganga-collect", output, str(len(patterns)),
@@ -249,7 +251,8 @@ def plan(
                 failed[job.fqid] = f"Slurm.resources: {choice}"
                 continue
             partition = choice
-        member = Member(job, None, root, _element(job, spec, root), spec.inputs)
+        member = Member(job, None, root, _element(job, spec, root, options.resources),
+                        spec.inputs)
         if master is not None and options.bulk:
             if array_size is None:
                 array_size = _array_size(array_limit(), settings)
