@@ -45,10 +45,8 @@ def run_repository(args: argparse.Namespace) -> int:
     if args.action == "recover":
         print(integrity.recover_repository(gangadir))
         return OK
-    problems = integrity.check_repository(gangadir)
-    if problems:
-        for line in problems:
-            print(line)
-        return ERROR
-    print("repository is sound")
-    return OK
+    report = integrity.full_check(gangadir)
+    for line in report.lines():
+        print(line)
+    print(report.summary())
+    return OK if report.sound else ERROR

@@ -68,14 +68,18 @@ class Repository:
             keeper = ServerKeeper(self.db.storage, self.gangadir / "repository", self.options)
             keeper.start()
             self._background.append(keeper)
-        if mode != "readonly":
-            tm = transaction.TransactionManager()
-            conn = self.db.open(transaction_manager=tm)
-            try:
-                with tm:
-                    Registry.initialise(conn.root())
-            finally:
-                conn.close()
+        try:
+            if mode != "readonly":
+                tm = transaction.TransactionManager()
+                conn = self.db.open(transaction_manager=tm)
+                try:
+                    with tm:
+                        Registry.initialise(conn.root())
+                finally:
+                    conn.close()
+        except BaseException:
+            self.close()  # a damaged root: the file is released for recovery
+            raise
 
     @property
     def read_only(self) -> bool:

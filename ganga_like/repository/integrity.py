@@ -37,12 +37,14 @@ from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import TRANS_HDR, TRANS_HDR_LEN
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.repository.fullcheck import CheckReport, check_file_deeply
 
 __all__ = [
     "RecoveryReport",
     "check_file",
     "check_repository",
     "corrupt",
+    "full_check",
     "recover_repository",
 ]
 
@@ -183,45 +185,17 @@ def _zodb_log_captured() -> Any:
 
 
 def check_repository(gangadir: Path) -> list[str]:
-    """Walk every transaction of the file; return the problems found (empty: sound).
+    """Read every transaction, record and object; return the problems found (empty:
+    sound). See :mod:`ganga_like.repository.fullcheck`."""
+    return full_check(gangadir).problems
 
-    Reads only transaction headers and trailers, so it is quick; damage inside a record's
-    data is found when the record is read (the registry check of the recovery does that).
-    """
+
+def full_check(gangadir: Path) -> CheckReport:
+    """The full check's report (problems, notes and what was read)."""
     path = data_path(gangadir.expanduser().resolve())
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return []
-    problems: list[str] = []
-    with open(path, "rb") as f:
-        if f.read(len(MAGIC)) != MAGIC:
-            return ["the file does not start like a repository file"]
-        pos = len(MAGIC)
-        last_tid = b""
-        while pos < size:
-            f.seek(pos)
-            header = f.read(TRANS_HDR_LEN)
-            if len(header) < TRANS_HDR_LEN:
-                problems.append(f"incomplete transaction header at byte {pos}")
-                break
-            tid, length, status, *_ = struct.unpack(TRANS_HDR, header)
-            end = pos + length
-            if length < TRANS_HDR_LEN or end + _TRAILER > size:
-                problems.append(f"transaction at byte {pos} runs past the end of the file")
-                break
-            f.seek(end)
-            (trailer,) = struct.unpack(">Q", f.read(_TRAILER))
-            if trailer != length:
-                problems.append(f"transaction at byte {pos}: its two lengths differ")
-                break
-            if status not in _COMMITTED:
-                problems.append(f"transaction at byte {pos} was never completed")
-            if tid <= last_tid:
-                problems.append(f"transaction ids go backwards at byte {pos}")
-            last_tid = tid
-            pos = end + _TRAILER
-    return problems
+    if not path.exists():
+        return CheckReport()
+    return check_file_deeply(path)
 
 
 # -- recovery -------------------------------------------------------------------------

@@ -25,12 +25,18 @@ from urllib.parse import unquote, urlparse
 
 import zc.lockfile
 import ZODB
+from ZEO.Exceptions import ClientStorageError
 from ZODB.Connection import Connection
 from ZODB.FileStorage import FileStorage
 from ZODB.FileStorage.format import CorruptedError
-from ZODB.POSException import POSKeyError, StateLoadError
+from ZODB.POSException import ConflictError, ConnectionStateError
 
-from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.errors import (
+    GangaError,
+    RepositoryBusyError,
+    RepositoryCorruptError,
+    RepositoryError,
+)
 from ganga_like.repository.integrity import check_file, corrupt
 from ganga_like.repository.packing import finish_interrupted_pack
 
@@ -123,7 +129,12 @@ def open_database(uri: str, mode: str = "embedded",
             effective = "shared"
     else:
         storage = open_file_storage(path, read_only=mode == "readonly")
-    db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
+    try:
+        # The database reads the root record at once: damage there is reported like any.
+        db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
+    except BaseException:
+        storage.close()  # the file's lock is released: recovery can take it
+        raise
     db.ganga_mode = effective
     return db
 
@@ -148,6 +159,11 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
         raise RepositoryError(f"cannot open repository {path}: {exc.strerror}") from None
     except (CorruptedError, struct.error, pickle.UnpicklingError) as exc:
         raise corrupt(path, f"{type(exc).__name__}: {exc}") from None
+    try:
+        _check_root_header(storage)
+    except RepositoryCorruptError:
+        storage.close()
+        raise
     if note is not None and not read_only:  # a read-only view drops nothing
         log.warning("repository %s: %s", path.parent, note)
     if not read_only:
@@ -156,6 +172,28 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
             if candidate.exists():
                 candidate.chmod(0o600)
     return storage
+
+
+def _check_root_header(storage: FileStorage) -> None:
+    """The root record must name the transaction it is in: a damaged id there makes every
+    later commit of the root a conflict that can never be resolved."""
+    try:
+        pos = storage._lookup_pos(b"\0" * 8)
+    except KeyError:
+        return  # a new repository: no root yet
+    try:
+        header = storage._read_data_header(pos)
+        if not 0 < header.tloc < pos:
+            raise ValueError(header.tloc)
+        with storage._lock:
+            storage._file.seek(header.tloc)
+            tid = storage._file.read(8)
+    except Exception as exc:  # a damaged header: anything its fields lead to
+        raise corrupt(Path(storage.getName()), f"the root record's header cannot be read "
+                      f"({type(exc).__name__})") from None
+    if header.tid != tid:
+        raise corrupt(Path(storage.getName()), "the root record names another transaction "
+                      "than the one it is in")
 
 
 def _probe_lock(path: Path) -> zc.lockfile.LockFile:
@@ -198,16 +236,39 @@ def _lock_holder(path: Path) -> int | None:
     return int(first) if first.isdigit() else None
 
 
+# What reading a record may raise that is not damage: a conflict to retry, a server that
+# is away, a closed connection, our own errors, the disk itself failing.
+_NOT_DAMAGE = (ConflictError, ClientStorageError, ConnectionStateError, GangaError, OSError)
+
+
 class GuardedConnection(Connection):  # type: ignore[misc]
-    """A connection that reports an unreadable record as damage, in one line."""
+    """A connection that reports an unreadable record as damage, in one line.
+
+    A damaged record can fail in any way its bytes lead the unpickler or FileStorage to:
+    a bad length (MemoryError, CorruptedDataError), bad text (UnicodeDecodeError), a bad
+    opcode (UnpicklingError), a bad class name, a missing record (POSKeyError). Anything
+    but the operational errors above is therefore damage of that record.
+    """
 
     def setstate(self, obj: Any) -> None:
         try:
             super().setstate(obj)
-        except (CorruptedError, POSKeyError, StateLoadError, pickle.UnpicklingError,
-                EOFError, struct.error) as exc:
-            path = Path(self.db().storage.getName())
-            raise _unreadable(path, obj, exc) from None
+        except _NOT_DAMAGE:
+            raise
+        except Exception as exc:
+            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
+                              exc) from None
+
+    def get(self, oid: bytes) -> Any:
+        try:
+            return super().get(oid)
+        except (*_NOT_DAMAGE, KeyError):  # no such record: how a new database is detected
+            raise
+        except Exception as exc:  # the class part of the record (its first pickle)
+            raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None
+
+    def _storage_path(self) -> Path:
+        return Path(self.db().storage.getName())
 
 
 class GuardedDB(ZODB.DB):  # type: ignore[misc]
@@ -216,9 +277,10 @@ class GuardedDB(ZODB.DB):  # type: ignore[misc]
     klass = GuardedConnection
 
 
-def _unreadable(path: Path, obj: Any, exc: BaseException) -> RepositoryCorruptError:
-    oid = int.from_bytes(obj._p_oid or b"", "big")
-    what = f"record {oid:#x} ({type(obj).__name__}) cannot be read ({type(exc).__name__})"
+def _unreadable(path: Path, raw_oid: bytes | None, kind: str,
+                exc: BaseException) -> RepositoryCorruptError:
+    oid = int.from_bytes(raw_oid or b"", "big")
+    what = f"record {oid:#x} ({kind}) cannot be read ({type(exc).__name__})"
     if not path.name.endswith(".fs"):  # a ZEO client: the file is on the server's side
         return RepositoryCorruptError(f"repository is damaged: {what}. Stop the sessions and "
                                       "run `ganga repository recover`", path=str(path))
@@ -230,7 +292,8 @@ class _OneLine(logging.Handler):
 
     # Benign: FileStorage rebuilds a stale index itself (a read-only view beside a
     # writer always finds one).
-    BENIGN = ("Ignoring index for",)
+    # Reported by GuardedConnection in its own one line: not said twice.
+    BENIGN = ("Ignoring index for", "Couldn't load state for", "Unpickling error:")
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno >= logging.WARNING:
