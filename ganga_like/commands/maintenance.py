@@ -32,9 +32,11 @@ def run_monitor(args: argparse.Namespace) -> int:
 
 
 def repository_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument("action", choices=("check", "recover"),
-                        help="check the repository file, or recover a damaged one "
-                             "(a dated backup is kept)")
+    parser.add_argument("action", choices=("check", "recover", "reset"),
+                        help="check: read every record and report damage; recover: "
+                             "rebuild a damaged file from what is intact (a dated backup "
+                             "is kept); reset: move aside the workspaces of jobs the "
+                             "repository lost, so it can be used again")
     return run_repository
 
 
@@ -44,6 +46,11 @@ def run_repository(args: argparse.Namespace) -> int:
     gangadir = configured_settings().gangadir
     if args.action == "recover":
         print(integrity.recover_repository(gangadir))
+        return OK
+    if args.action == "reset":
+        from ganga_like.repository.orphans import reset_orphans
+
+        print(reset_orphans(gangadir))
         return OK
     report = integrity.full_check(gangadir)
     for line in report.lines():

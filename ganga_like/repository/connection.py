@@ -17,6 +17,7 @@ import ZODB
 from ZODB.Connection import Connection
 
 from ganga_like.errors import RepositoryError, RepositoryWriteError
+from ganga_like.repository.orphans import check_after_open, check_before_open
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.storage import (
@@ -46,6 +47,9 @@ class Repository:
         self.mode = mode
         self.uri = uri or default_uri(self.gangadir)
         self.options = options or StorageOptions()
+        path = Path(unquote(urlparse(self.uri).path))
+        if mode != "readonly":
+            check_before_open(path, self.workspace)
         self.db: ZODB.DB = open_database(self.uri, mode, self.options)
         # "auto" resolves to the mode actually used ("shared" or "embedded").
         self.effective_mode = database_mode(self.db)
@@ -57,7 +61,6 @@ class Repository:
         self._background: list[Any] = []  # a pack thread, the shared server's keeper
         if self.effective_mode == "embedded":
             # The file is ours alone: pack it here if due (the shared server does it there).
-            path = Path(unquote(urlparse(self.uri).path))
             policy = PackPolicy(self.options.pack_threshold_mb, self.options.pack_keep_days)
             packer = maybe_pack_in_background(self.db.storage, path, policy)
             if packer is not None:
@@ -74,6 +77,7 @@ class Repository:
                 conn = self.db.open(transaction_manager=tm)
                 try:
                     with tm:
+                        check_after_open(conn.root(), path, self.workspace)
                         Registry.initialise(conn.root())
                 finally:
                     conn.close()
@@ -96,7 +100,7 @@ class Repository:
         return conn
 
     def registry(self) -> Registry:
-        return Registry(self.connection().root())
+        return Registry(self.connection().root(), self.workspace)
 
     def in_transaction(self, action: Callable[[], T], *, attempts: int = 5) -> T:
         """Run ``action`` in its own transaction, retried on conflicts; commit on success.

@@ -53,6 +53,7 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     damaged_oids: set[int] = field(default_factory=set)
     hidden: int = 0
+    next_id: int = 0  # the registry's next job id, when it could be read
 
     @property
     def sound(self) -> bool:
@@ -78,6 +79,8 @@ class CheckReport:
         if self.sound:
             return f"repository is sound: {counted}"
         total = len(self.problems) + self.hidden
+        if any("ganga repository reset" in line for line in self.problems):
+            return f"repository is damaged: {total} problem(s) ({counted}); see above"
         return (f"repository is damaged: {total} problem(s) ({counted}); run `ganga "
                 "repository recover` with every session closed to keep what is intact")
 
@@ -96,7 +99,7 @@ def check_file_deeply(path: Path) -> CheckReport:
     """Run the three passes over ``path`` (a FileStorage ``Data.fs``)."""
     report = CheckReport()
     current = _scan_file(path, report)
-    if current is None:
+    if not current:  # unreadable, or no record at all
         return report
     owners = _check_objects(path, current, report)
     _name_owners(report, current, owners)
@@ -112,6 +115,8 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
     data = path.read_bytes()
     size = len(data)
     if size == 0:
+        return {}
+    if size == len(MAGIC) and data == MAGIC:
         return {}
     if data[:len(MAGIC)] != MAGIC:
         report.problem("the file does not start like a repository file (FileStorage header "
@@ -274,7 +279,7 @@ def _memo_in_order(pickles: bytes) -> bool:
     while stream.tell() < len(pickles):
         for op, arg, _pos in pickletools.genops(stream):
             if op.name in _PUTS:
-                if int(arg) != expected:
+                if arg != expected:
                     return False
                 expected += 1
             elif op.name == "MEMOIZE":
@@ -474,6 +479,7 @@ def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str]) -> Non
     if type(jobs).__name__ != "IOBTree":
         return
     next_id = ids.next_id if isinstance(ids, IdAllocator) else None
+    report.next_id = next_id or 0
     for job_id, job in _items(jobs, report):
         report.jobs += 1
         owners[_oid(job)] = f"job {job_id}"

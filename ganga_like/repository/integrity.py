@@ -192,10 +192,28 @@ def check_repository(gangadir: Path) -> list[str]:
 
 def full_check(gangadir: Path) -> CheckReport:
     """The full check's report (problems, notes and what was read)."""
-    path = data_path(gangadir.expanduser().resolve())
+    from ganga_like.repository.orphans import check_before_open, job_dirs
+
+    gangadir = gangadir.expanduser().resolve()
+    path = data_path(gangadir)
+    workspace = gangadir / "workspace"
+    try:
+        check_before_open(path, workspace)
+    except RepositoryError as exc:
+        report = CheckReport()
+        report.problem(str(exc))
+        return report
     if not path.exists():
         return CheckReport()
-    return check_file_deeply(path)
+    report = check_file_deeply(path)
+    if report.sound:
+        orphaned = [i for i in job_dirs(workspace) if i >= report.next_id]
+        if orphaned:
+            report.problem(f"the workspace holds {len(orphaned)} job director"
+                           f"{'y' if len(orphaned) == 1 else 'ies'} at or above the next "
+                           f"job id ({report.next_id}): the repository has lost jobs; "
+                           "put back a copy of Data.fs, or run `ganga repository reset`")
+    return report
 
 
 # -- recovery -------------------------------------------------------------------------
@@ -326,9 +344,24 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
             for key in list(root["submitting"].keys()):
                 if key in lost:
                     del root["submitting"][key]
+            _skip_used_ids(root, path.parent.parent / "workspace", report)
     finally:
         conn.close()
         db.close()
+
+
+def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
+    """Ids of jobs lost with the damaged part may have workspaces: never give them out
+    again (the workspaces stay where they are)."""
+    from ganga_like.repository.orphans import job_dirs
+
+    used = [i for i in job_dirs(workspace) if i not in root["jobs"]]
+    ids = root["ids"]
+    if used and ids.next_id <= used[-1]:
+        report.notes.append(f"the workspaces of {len(used)} job(s) the repository no longer "
+                            f"has are kept in {workspace}; new jobs start at id "
+                            f"{used[-1] + 1}")
+        ids.next_id = used[-1] + 1
 
 
 def _job_readable(jobs: Any, job_id: int, report: RecoveryReport) -> bool:

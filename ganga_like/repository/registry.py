@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from BTrees.IIBTree import IITreeSet
@@ -25,6 +26,7 @@ from persistent import Persistent
 
 from ganga_like.model.history import make_entry
 from ganga_like.model.job import Job
+from ganga_like.repository.orphans import first_free_id
 
 __all__ = ["FORMAT", "TOP", "IdAllocator", "Registry", "active_key"]
 
@@ -49,10 +51,15 @@ def active_key(job: Job) -> tuple[int, int]:
 
 
 class Registry:
-    """Typed access to the root mapping of one connection."""
+    """Typed access to the root mapping of one connection.
 
-    def __init__(self, root: Any) -> None:
+    ``workspace``, when given, is where job workspaces live: a new job never takes an id
+    whose workspace directory exists.
+    """
+
+    def __init__(self, root: Any, workspace: Path | None = None) -> None:
         self.root = root
+        self.workspace = workspace
 
     @staticmethod
     def initialise(root: Any) -> bool:
@@ -89,7 +96,7 @@ class Registry:
         return self.root["submitting"]
 
     def add(self, job: Job) -> int:
-        job_id: int = self.root["ids"].allocate()
+        job_id = first_free_id(self.root["ids"], self.workspace)
         job.__dict__["id"] = job_id
         job._p_changed = True
         self.jobs[job_id] = job

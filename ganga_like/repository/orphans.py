@@ -1,0 +1,169 @@
+"""A repository that lost its jobs while their workspaces are still on disk.
+
+Job ids are never reused, so ``workspace/<id>/`` exists only for ids the repository gave
+out. A repository whose file is missing or empty, or whose next id is one that already has
+a workspace (the file was replaced by an older copy, or emptied), has lost jobs: opening
+it as if nothing happened would give the next job id 0 and write into the old job's
+workspace. Such a repository is refused with one line saying what to do:
+
+* put back a copy of ``Data.fs`` (backups found beside it are named), or
+* ``ganga repository reset``: the orphaned workspaces are moved, untouched, into
+  ``<gangadir>/workspace-orphaned-<time>/`` and the repository is used as it is.
+
+Whatever happens, a new job never takes an id whose workspace exists (:func:`first_free_id`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import zc.lockfile
+
+from ganga_like.errors import RepositoryBusyError, RepositoryError
+
+__all__ = ["check_after_open", "check_before_open", "first_free_id", "job_dirs",
+           "reset_orphans"]
+
+
+def job_dirs(workspace: Path) -> list[int]:
+    """The job ids that have a workspace directory, sorted."""
+    try:
+        entries = list(os.scandir(workspace))
+    except FileNotFoundError:
+        return []
+    return sorted(int(e.name) for e in entries
+                  if e.name.isdigit() and e.is_dir(follow_symlinks=False))
+
+
+def first_free_id(allocator: Any, workspace: Path | None) -> int:
+    """The next id from ``allocator`` whose workspace directory does not exist yet."""
+    job_id: int = allocator.allocate()
+    while workspace is not None and os.path.lexists(os.path.join(workspace, str(job_id))):
+        job_id = allocator.allocate()
+    return job_id
+
+
+def _empty(path: Path) -> bool:
+    """Missing, zero-length, or the bare FileStorage header: holds no transaction."""
+    try:
+        return path.stat().st_size <= 4
+    except FileNotFoundError:
+        return True
+
+
+def check_before_open(path: Path, workspace: Path) -> None:
+    """Refuse an empty or missing ``Data.fs`` beside job workspaces (before the database
+    would create a new, empty one)."""
+    if not _empty(path):
+        return
+    ids = job_dirs(workspace)
+    if ids:
+        state = "is empty" if path.exists() else "is missing"
+        raise _lost(path, f"{path.name} {state}", ids)
+
+
+def check_after_open(root: Any, path: Path, workspace: Path) -> None:
+    """Refuse a repository whose next id already has a workspace.
+
+    Cheap at every opening: one ``stat``; the workspace is listed only when the job table
+    is empty.
+    """
+    ids = root.get("ids")
+    jobs = root.get("jobs")
+    next_id: int = ids.next_id if ids is not None else 0
+    if jobs is not None and len(jobs) and not (workspace / str(next_id)).exists():
+        return
+    orphaned = [i for i in job_dirs(workspace) if i >= next_id]
+    if orphaned:
+        raise _lost(path, f"its next job id is {next_id}", orphaned)
+
+
+def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
+    shown = _ranges(ids)
+    backups = _backups(path)
+    restore = (f"put back a copy of {path.name} (found beside it: {', '.join(backups)}) "
+               if backups else f"put back a copy of {path.name} if you have one ")
+    return RepositoryError(
+        f"repository {path.parent} has lost jobs: {state} but the workspace holds "
+        f"{len(ids)} job director{'y' if len(ids) == 1 else 'ies'} ({shown}) the "
+        f"repository does not know. Nothing was changed. Either {restore}with every "
+        "session closed, or run `ganga repository reset` to move those directories "
+        "aside (into workspace-orphaned-<time>/) and use the repository as it is")
+
+
+def _ranges(ids: list[int]) -> str:
+    parts: list[str] = []
+    start = prev = ids[0]
+    for value in [*ids[1:], None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if value is not None:
+            start = prev = value
+    text = ", ".join(parts[:5])
+    return f"ids {text}{' ...' if len(parts) > 5 else ''}"
+
+
+def _backups(path: Path) -> list[str]:
+    found = [p.name for p in sorted(path.parent.glob(f"{path.name}.*"))
+             if p.is_file() and p.stat().st_size > 4
+             and not p.name.endswith((".index", ".lock", ".tmp"))]
+    return found[:5]
+
+
+def reset_orphans(gangadir: Path) -> str:
+    """Move the workspaces the repository does not know aside; say what was done.
+
+    The repository must not be open anywhere. An empty ``Data.fs`` is renamed (kept) so
+    that a new one is started; nothing is deleted.
+    """
+    import transaction
+    import ZODB
+    from ZODB.FileStorage import FileStorage
+
+    gangadir = gangadir.expanduser().resolve()
+    path = gangadir / "repository" / "Data.fs"
+    workspace = gangadir / "workspace"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        lock = zc.lockfile.LockFile(f"{path}.lock")
+    except zc.lockfile.LockError:
+        raise RepositoryBusyError(
+            f"repository {path.parent} is in use; close every session using it (and stop "
+            "the monitor daemon) before resetting it", pid=None) from None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    try:
+        if _empty(path):
+            if path.exists():
+                os.replace(path, path.with_name(f"{path.name}.empty-{stamp}"))
+            Path(f"{path}.index").unlink(missing_ok=True)
+            orphaned = job_dirs(workspace)
+        else:  # a read-only view takes no lock: ours keeps sessions out meanwhile
+            db = ZODB.DB(FileStorage(str(path), read_only=True))
+            tm = transaction.TransactionManager()
+            conn = db.open(transaction_manager=tm)
+            try:
+                root = conn.root()
+                ids = root.get("ids")
+                next_id = ids.next_id if ids is not None else 0
+                known = set(root["jobs"].keys()) if "jobs" in root else set()
+            finally:
+                tm.abort()
+                conn.close()
+                db.close()
+            orphaned = [i for i in job_dirs(workspace) if i >= next_id and i not in known]
+        if not orphaned:
+            return "nothing to reset: every workspace belongs to a job of the repository"
+        target = gangadir / f"workspace-orphaned-{stamp}"
+        target.mkdir(mode=0o700)
+        for job_id in orphaned:
+            os.replace(workspace / str(job_id), target / str(job_id))
+    finally:
+        lock.close()
+    return (f"moved {len(orphaned)} orphaned workspace director"
+            f"{'y' if len(orphaned) == 1 else 'ies'} ({_ranges(orphaned)}) into {target}; "
+            "the repository can be used again")
