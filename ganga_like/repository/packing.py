@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ganga_like.private import write_private
+
 __all__ = ["STATE_NAME", "PackPolicy", "maybe_pack_in_background", "pack_due", "pack_now"]
 
 log = logging.getLogger("ganga_like")
@@ -68,7 +70,7 @@ def pack_now(storage: Any, path: Path, keep_days: float) -> dict[str, Any]:
         with contextlib.suppress(FileNotFoundError):
             os.chmod(f"{path}{suffix}", 0o600)
     tmp = path.with_name(f".{STATE_NAME}.{os.getpid()}")
-    tmp.write_text(json.dumps(record))
+    write_private(tmp, json.dumps(record).encode())
     os.replace(tmp, path.with_name(STATE_NAME))
     return record
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import zc.lockfile
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.private import touch_private
 from ganga_like.repository.children import import_path, read_ready_line
 
 if TYPE_CHECKING:
@@ -314,6 +315,7 @@ def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
         if handle is not None and not handle.closed:
             continue
         try:
+            touch_private(f"{name}.lock")
             cache = ClientCache(name, size)
         except zc.lockfile.LockError:
             continue

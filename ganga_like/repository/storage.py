@@ -37,6 +37,7 @@ from ganga_like.errors import (
     RepositoryCorruptError,
     RepositoryError,
 )
+from ganga_like.private import touch_private
 from ganga_like.repository.integrity import check_file, corrupt
 from ganga_like.repository.packing import finish_interrupted_pack
 
@@ -151,8 +152,10 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
     finally:
         if lock_probe is not None:
             lock_probe.close()  # FileStorage takes the lock itself right away
+    if not read_only:
+        touch_private(path)  # FileStorage would create it with the umask's mode
     try:
-        storage = FileStorage(str(path), read_only=read_only, pack_keep_old=False)
+        storage = PrivateFileStorage(str(path), read_only=read_only, pack_keep_old=False)
     except zc.lockfile.LockError:
         raise _busy(path) from None
     except OSError as exc:
@@ -196,6 +199,15 @@ def _check_root_header(storage: FileStorage) -> None:
                       "than the one it is in")
 
 
+class PrivateFileStorage(FileStorage):  # type: ignore[misc]
+    """A FileStorage whose index file (rewritten at each close and pack) is 0600."""
+
+    def _save_index(self) -> None:
+        if not self._is_read_only:
+            touch_private(self.__name__ + ".index.index_tmp")
+        super()._save_index()
+
+
 def _probe_lock(path: Path) -> zc.lockfile.LockFile:
     """Take the file's lock before checking it, so a busy repository is reported as busy
     (a live writer's unfinished commit is not damage)."""
@@ -203,6 +215,7 @@ def _probe_lock(path: Path) -> zc.lockfile.LockFile:
         raise RepositoryError(f"{path} belongs to another user (uid {path.stat().st_uid}); "
                               "refusing to use it")
     try:
+        touch_private(f"{path}.lock")
         return zc.lockfile.LockFile(f"{path}.lock")
     except zc.lockfile.LockError:
         raise _busy(path) from None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import GangaError
+from ganga_like.private import write_private
 from ganga_like.repository.children import import_path, read_ready_line
 from ganga_like.repository.storage import ensure_private_dir
 from ganga_like.runtime.lease import DAEMON_LOCK, DAEMON_MODULE, MonitorLease, lease_holder
@@ -239,7 +240,7 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
         monitor.start()
         started = time.time()
         tmp = gangadir / f".{PID_NAME}.{os.getpid()}"
-        tmp.write_text(f"{os.getpid()}\n")
+        write_private(tmp, f"{os.getpid()}\n".encode())
         os.replace(tmp, gangadir / PID_NAME)
         log.info("monitor daemon %d started for %s", os.getpid(), gangadir)
         _write_figures(gangadir, monitor, started, 0)
@@ -272,7 +273,7 @@ def _write_figures(gangadir: Path, monitor: Any, started: float, polled: int) ->
     }
     tmp = gangadir / f".{STATUS_NAME}.{os.getpid()}"
     with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps(figures))
+        write_private(tmp, json.dumps(figures).encode())
         os.replace(tmp, gangadir / STATUS_NAME)
 
 

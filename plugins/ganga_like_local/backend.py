@@ -29,6 +29,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.private import make_private_dirs
 from ganga_like_local import runner_client
 from ganga_like_local.runner_client import TaskSpec
 
@@ -104,7 +105,7 @@ class Local(IBackend):
         inputs = []
         if spec.inputs:
             input_dir = os.path.join(root, "input")
-            os.makedirs(input_dir, exist_ok=True)
+            make_private_dirs(input_dir)
             for source in spec.inputs:
                 target = os.path.join(input_dir, os.path.basename(source))
                 _link_or_copy(Path(source), Path(target))

@@ -43,6 +43,8 @@ from ganga_like_local.runner_client import (
     LOCK_NAME,
     LOG_NAME,
     PID_NAME,
+    PRIVATE_DIR,
+    PRIVATE_FILE,
     QUEUE_DIR,
     RUN_FILE,
     RUNNER_SIGNALS,
@@ -117,7 +119,8 @@ class Runner:
         self.unannounced: deque[Task] = deque()  # started, "started" event not written yet
         self.outbox: dict[str, list[bytes]] = {}  # journal lines, written before sleeping
         self.log_fd = os.open(
-            runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+            runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+            PRIVATE_FILE,
         )
 
     # ----------------------------------------------------------------- life cycle
@@ -220,7 +223,11 @@ class Runner:
 
     def write_pid_file(self) -> None:
         tmp = self.dir / f".{PID_NAME}.{os.getpid()}.tmp"
-        tmp.write_text(f"{os.getpid()}\n")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+        try:
+            write_all(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
         os.replace(tmp, self.dir / PID_NAME)
 
     def remove_pid_file(self) -> None:
@@ -262,7 +269,7 @@ class Runner:
                 elif name.endswith(BATCH_SUFFIX):
                     check_batch(data)
                     accepted = self.accepted_dir / name
-                    self.accepted_dir.mkdir(exist_ok=True)
+                    self.accepted_dir.mkdir(PRIVATE_DIR, exist_ok=True)
                     # Moved before any task starts: a crash after this point is recovered
                     # from accepted/, a crash before it simply reads the batch again.
                     os.replace(path, accepted)
@@ -553,10 +560,10 @@ class Runner:
             self.close_journals()
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
         try:
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(path, flags, PRIVATE_FILE)
         except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, flags, 0o644)
+            make_dirs(os.path.dirname(path))
+            fd = os.open(path, flags, PRIVATE_FILE)
         # A writer killed in mid-line would glue our first line to its fragment.
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -576,7 +583,7 @@ def take_lock(runner_dir: Path, inherited: int | None) -> int | None:
     if inherited is not None:
         fd = inherited
     else:
-        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         # On an inherited descriptor this is a no-op that checks it is really locked.
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -597,7 +604,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     runner_dir: Path = args.runner_dir.absolute()
-    runner_dir.mkdir(parents=True, exist_ok=True)
+    runner_dir.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
     lock_fd = take_lock(runner_dir, args.lock_fd)
     if lock_fd is None:
         return 0  # another runner is alive and will see the queue

@@ -60,6 +60,11 @@ __all__ = [
     "submit",
 ]
 
+# Every file and directory the runner and its clients create is private (batches hold
+# the submitter's whole environment), whatever the umask. ganga_like.private has the same
+# modes; the runner must start without importing ganga_like.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 LOCK_NAME = "runner.lock"
 PID_NAME = "runner.pid"
 LOG_NAME = "runner.log"
@@ -185,7 +190,7 @@ def configure(
         config["max_concurrent"] = max_concurrent
     if idle_exit_seconds is not None:
         config["idle_exit_seconds"] = float(idle_exit_seconds)
-    runner_dir.mkdir(parents=True, exist_ok=True)
+    runner_dir.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
     _write_atomic(runner_dir, CONFIG_NAME, _dumps(config))
     _wake(runner_dir)
 
@@ -339,11 +344,12 @@ def _request_name(suffix: str) -> str:
 def _queue_dir(runner_dir: Path) -> Path:
     queue = runner_dir / QUEUE_DIR
     try:
-        queue.mkdir()
+        queue.mkdir(PRIVATE_DIR)
     except FileExistsError:
         pass
     except FileNotFoundError:
-        queue.mkdir(parents=True, exist_ok=True)
+        runner_dir.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+        queue.mkdir(PRIVATE_DIR, exist_ok=True)
     return queue
 
 
@@ -352,7 +358,8 @@ def _write_atomic(directory: Path, name: str, data: bytes) -> None:
     # A leading dot keeps the runner from picking up the file before it is complete; pid
     # and counter keep writers of the same name (the pid file) out of each other's way.
     tmp = directory / f".{name}.{os.getpid()}.{next(_sequence)}.tmp"
-    with open(tmp, "wb") as handle:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    with open(os.open(tmp, flags, PRIVATE_FILE), "wb") as handle:
         handle.write(data)
     os.replace(tmp, directory / name)
 
@@ -403,7 +410,7 @@ def _ensure_runner(runner_dir: Path, always: bool) -> bool:
 
 def _lock_or_wake(runner_dir: Path, always: bool) -> str:
     """One attempt: "woken", "spawned", "idle" (lock free, no work) or "busy"."""
-    fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -439,7 +446,8 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
         str(lock_fd),
     ]
     log_fd = os.open(
-        runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+        runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+        PRIVATE_FILE,
     )
     # The child starts with the wake-up signals blocked (the mask survives exec), so that
     # a client waking it before its handlers are set up cannot kill it.
@@ -473,7 +481,7 @@ def _name_runner(runner_dir: Path, pid: int) -> None:
     must stand.
     """
     tmp = runner_dir / f".{PID_NAME}.{os.getpid()}.{next(_sequence)}.tmp"
-    tmp.write_text(f"{pid}\n")
+    _write_atomic(runner_dir, tmp.name, f"{pid}\n".encode())
     try:
         os.link(tmp, runner_dir / PID_NAME)
     except FileExistsError:
@@ -486,7 +494,8 @@ def _log(runner_dir: Path, message: str) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     line = f"{stamp} [{os.getpid()}] client: {message}\n".encode()
     with contextlib.suppress(OSError):
-        fd = os.open(runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     PRIVATE_FILE)
         try:
             os.write(fd, line)
         finally:

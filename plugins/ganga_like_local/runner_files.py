@@ -10,7 +10,13 @@ import os
 import shutil
 from typing import Any
 
-from ganga_like_local.runner_client import RUN_FILE, STDERR_FILE, STDOUT_FILE
+from ganga_like_local.runner_client import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    RUN_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
+)
 from ganga_like_local.runner_tasks import Task, TaskFiles, TaskSetupError
 
 _FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -35,7 +41,7 @@ def prepare_files(task: Task) -> TaskFiles:
                 # A new inode: an earlier run of the same key may still hold the old one.
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
-            opened.append(os.open(path, _FLAGS_CREATE, 0o644))
+            opened.append(os.open(path, _FLAGS_CREATE, PRIVATE_FILE))
     except OSError as exc:
         for fd in opened:
             os.close(fd)
@@ -152,15 +158,16 @@ def start_record(when: float, batch_id: str, pid: int | None) -> bytes:
 
 
 def make_dirs(path: str) -> bool:
-    """Create a directory and its parents; return whether it is new."""
+    """Create a directory and its parents (each private); return whether it is new."""
     try:
-        os.mkdir(path)
+        os.mkdir(path, PRIVATE_DIR)
     except FileExistsError:
         if not os.path.isdir(path):
             raise
         return False
     except FileNotFoundError:
-        os.makedirs(path, exist_ok=True)
+        make_dirs(os.path.dirname(path))  # os.makedirs would give parents the umask's mode
+        return make_dirs(path)
     return True
 
 
@@ -193,7 +200,7 @@ def move(source: str, target: str) -> None:
 
 
 def write_json(path: str, value: dict[str, Any]) -> None:
-    fd = os.open(path, _FLAGS_CREATE, 0o644)
+    fd = os.open(path, _FLAGS_CREATE, PRIVATE_FILE)
     try:
         os.write(fd, json.dumps(value).encode())
     finally:

@@ -6,14 +6,23 @@ whose subjobs run a small Python program that reports exactly what it received.
 
 from __future__ import annotations
 
+import ast
 import json
+import stat
+import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job, jobs
+from ganga_like.repository import shared
 from ganga_like.runtime.session import Session
+
+from .conftest import child_env
 
 REPORT = ("import json, os, sys; sys.stdout.write(json.dumps({'argv': sys.argv[1:], "
           "'env': {k: v for k, v in os.environ.items() if k.startswith('GT_')}}))")
@@ -76,3 +85,61 @@ def test_the_workspace_and_its_files_are_private(session: Session) -> None:
     gangadir = session.repo.gangadir
     for path in (gangadir, session.repo.workspace, gangadir / "repository"):
         assert (path.stat().st_mode & 0o077) == 0, path
+
+
+# What a session, the Local runner, the shared server and the monitor daemon leave in a
+# gangadir. The running job's batch (the submitter's whole environment) is looked at while
+# the runner holds it.
+_EVERYTHING = """
+import os, stat, subprocess, sys, time
+from pathlib import Path
+from ganga_like import *
+from ganga_like.runtime.session import close_session
+
+gangadir = Path(os.environ["GANGA_DIR"])
+j = Job(application=Executable(exe="/bin/sh"), outputfiles=[LocalFile("mine.txt")],
+        splitter=ArgSplitter(args=[["-c", "echo hi > mine.txt; echo out"]] * 2))
+j.submit()
+slow = Job(application=Executable(exe="/bin/sh", args=["-c", "sleep 2"]))
+slow.submit()
+modes = []
+deadline = time.time() + 60
+while not modes and time.time() < deadline:
+    for batch in (gangadir / "local-runner" / "accepted").glob("*"):
+        try:
+            modes.append(oct(stat.S_IMODE(batch.stat().st_mode)))
+        except FileNotFoundError:  # done with already
+            pass
+    time.sleep(0.02)
+print("batches", modes, flush=True)
+assert j.wait(timeout=120) == "completed" and slow.wait(timeout=120) == "completed"
+close_session()
+run = [sys.executable, "-m", "ganga_like.cli"]
+env = dict(os.environ, GANGA_REPOSITORY_MODE="shared")
+subprocess.run([*run, "jobs"], env=env, check=True, capture_output=True)
+subprocess.run([*run, "monitor", "start"], env=env, check=True, capture_output=True)
+subprocess.run([*run, "monitor", "stop"], env=env, check=True, capture_output=True)
+"""
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022], ids=["umask 000", "umask 022"])
+def test_everything_created_in_the_gangadir_is_private_whatever_the_umask(
+        umask: int, gangadir: Path, cleanup: list[Any]) -> None:
+    result = subprocess.run([sys.executable, "-c", _EVERYTHING],
+                            env=child_env(gangadir, mode="embedded"), umask=umask,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("batches "))
+    modes = ast.literal_eval(line.removeprefix("batches "))
+    assert modes and set(modes) == {"0o600"}, line
+    shared.stop_server(gangadir / "repository")
+    wide = []
+    for path in [gangadir, *gangadir.rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if path.name == "mine.txt":  # written by the user's program: its own business
+            continue
+        expected = 0o700 if path.is_dir() else 0o600
+        if path.is_symlink() or mode & 0o077 or (path.is_dir() and mode != expected):
+            wide.append(f"{oct(mode)} {path.relative_to(gangadir)}")
+    assert not wide, wide
+    assert list(gangadir.rglob("mine.txt"))  # the program's own file is there, untouched
