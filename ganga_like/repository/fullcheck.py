@@ -34,7 +34,8 @@ from typing import Any
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import DATA_HDR, DATA_HDR_LEN, TRANS_HDR, TRANS_HDR_LEN
 
-__all__ = ["CheckReport", "check_file_deeply"]
+__all__ = ["CheckReport", "check_file_deeply", "record_is_readable", "scan_records",
+           "zodb_silenced"]
 
 _TRAILER = 8
 _COMMITTED = b" pu"
@@ -104,6 +105,21 @@ def check_file_deeply(path: Path) -> CheckReport:
     owners = _check_objects(path, current, report)
     _name_owners(report, current, owners)
     return report
+
+
+def scan_records(path: Path) -> tuple[dict[int, _Record], CheckReport]:
+    """Pass 1 alone: the current record of each object (class, references) and what was
+    found wrong."""
+    report = CheckReport()
+    current = _scan_file(path, report)
+    return current or {}, report
+
+
+def record_is_readable(pickles: bytes) -> bool:
+    """Whether a record's data decodes as a pickler wrote it (pass 1 on one record)."""
+    report = CheckReport()
+    _decode(pickles, _Record(0, 0, 0, [], "?", True), "record", report)
+    return report.sound
 
 
 # -- pass 1: the file --------------------------------------------------------------------
@@ -370,7 +386,7 @@ def _check_objects(path: Path, current: dict[int, _Record],
 
     quiet_zodb_logging()
     owners: dict[int, str] = {}
-    with _zodb_silenced():
+    with zodb_silenced():
         return _load_objects(path, current, report, owners)
 
 
@@ -427,7 +443,7 @@ def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
 
 
 @contextlib.contextmanager
-def _zodb_silenced() -> Iterator[None]:
+def zodb_silenced() -> Iterator[None]:
     """ZODB logs each record it cannot load; the report says it once, in its own words."""
     logger = logging.getLogger("ZODB")  # its children inherit the level
     previous = logger.level

@@ -288,7 +288,13 @@ def recover_repository(gangadir: Path) -> RecoveryReport:
         backup.chmod(0o600)
     finally:
         lock.close()
-    _check_registry(path, report)
+    from ganga_like.repository.fullcheck import zodb_silenced
+    from ganga_like.repository.repair import drop_history, revert_unreadable
+
+    with zodb_silenced():  # what cannot be read is said in the report, once
+        report.notes.extend(revert_unreadable(path))
+        _check_registry(path, report)
+        report.notes.extend(drop_history(path))
     log.warning("%s", report)
     return report
 
@@ -316,6 +322,8 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
     try:
         with tm:
             root = conn.root()
+            if "jobs" not in root:
+                _rebuild_root(conn, root, path, report)
             try:
                 job_ids = list(root["jobs"].keys()) if "jobs" in root else []
             except Exception as exc:
@@ -348,6 +356,18 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
     finally:
         conn.close()
         db.close()
+
+
+def _rebuild_root(conn: Any, root: Any, path: Path, report: RecoveryReport) -> None:
+    """A root that lost the registry gets back the tables found in the file."""
+    from ganga_like.repository.repair import find_tables
+
+    tables = find_tables(path)
+    for key, oid in sorted(tables.items()):
+        root[key] = conn.get(oid.to_bytes(8, "big"))
+    if "jobs" in tables:
+        report.notes.append(f"the root record was rebuilt from the tables found in the file "
+                            f"({', '.join(sorted(tables))})")
 
 
 def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
