@@ -55,6 +55,18 @@ class CheckReport:
     damaged_oids: set[int] = field(default_factory=set)
     hidden: int = 0
     next_id: int = 0  # the registry's next job id, when it could be read
+    # Damaged objects whose current record is intact (the damage is in old revisions).
+    old_only: set[int] = field(default_factory=set)
+    damaged_at: dict[int, int] = field(default_factory=dict)  # last damaged record's byte
+
+    @property
+    def count(self) -> int:
+        return len(self.problems) + self.hidden
+
+    @property
+    def current_damage(self) -> set[int]:
+        """Objects whose current record is damaged (what a session would fail to read)."""
+        return self.damaged_oids - self.old_only
 
     @property
     def sound(self) -> bool:
@@ -103,6 +115,9 @@ def check_file_deeply(path: Path) -> CheckReport:
     if not current:  # unreadable, or no record at all
         return report
     owners = _check_objects(path, current, report)
+    if report.old_only:
+        report.notes.append(f"{len(report.old_only)} of the damaged object(s) are damaged "
+                            "in old revisions only: their current state reads")
     _name_owners(report, current, owners)
     return report
 
@@ -192,6 +207,9 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
             shown = ", ".join(f"{ref:#x}" for ref in missing[:5])
             report.problem(f"record {record.oid:#x} ({record.klass}) at byte {at} refers to "
                            f"record(s) {shown} that do not exist", record.oid)
+            report.damaged_at[record.oid] = max(at, report.damaged_at.get(record.oid, 0))
+    report.old_only = {oid for oid, at in report.damaged_at.items()
+                       if oid in current and current[oid].pos != at}
     return current if readable else None
 
 
@@ -245,6 +263,7 @@ def _scan_records(data: bytes, tpos: int, pos: int, end: int, tid: bytes,
             report.problem(f"{name}: its link to the object's previous record is wrong "
                            f"({prev}, expected {expected_prev})", oid)
         record = _Record(oid, pos, tpos, [], "?", True)
+        before = report.count
         if plen:
             _decode(data[body:after], record, name, report)
             refs_seen.append((record, pos))
@@ -260,6 +279,8 @@ def _scan_records(data: bytes, tpos: int, pos: int, end: int, tid: bytes,
                 record.klass = earlier.klass if earlier is not None else "?"
         every[pos] = oid
         current[oid] = record
+        if report.count > before:
+            report.damaged_at[oid] = pos
         pos = after
 
 
@@ -417,20 +438,22 @@ def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
     conn = db.open(transaction_manager=tm)
     try:
         for oid, record in current.items():
-            if not record.has_data or oid in report.damaged_oids:
+            if not record.has_data or oid in report.current_damage:
                 continue
             try:
                 obj = conn.get(oid.to_bytes(8, "big"))
                 obj._p_activate()
                 report.objects += 1
             except RepositoryCorruptError as exc:
+                report.old_only.discard(oid)
                 report.problem(_after_path(str(exc)), oid)
             except Exception as exc:
+                report.old_only.discard(oid)
                 report.problem(f"record {oid:#x} ({record.klass}) cannot be loaded "
                                f"({_describe(exc)})", oid)
             if report.objects % 5000 == 0:
                 conn.cacheGC()
-        if 0 not in report.damaged_oids:
+        if 0 not in report.current_damage:
             try:
                 _check_layout(conn, report, owners)
             except Exception as exc:  # a record the layout needs could not be read
@@ -519,7 +542,7 @@ def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
     from ganga_like.model.status import Status
 
     label = f"job {job_id}" if master is None else f"job {master.id}.{job_id}"
-    if _oid(job) in report.damaged_oids:
+    if _oid(job) in report.current_damage:
         return  # already reported as a record that cannot be read
     try:
         if job.id != job_id:

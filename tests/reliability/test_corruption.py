@@ -398,3 +398,18 @@ def test_recovery_leaves_a_sound_repository_after_each_kind_of_damage(
     else:
         assert JOBS // 2 <= len(names) <= JOBS, str(report)
     assert report.backup.exists()
+
+
+def test_damage_in_an_old_revision_is_reported_as_such(gangadir: Path) -> None:
+    from ganga_like.repository.integrity import full_check
+
+    path = _make_repository(gangadir)
+    data = bytearray(path.read_bytes())
+    first = _transaction_starts(path)[0]  # the database's first root: an empty mapping
+    at = data.index(b"PersistentMapping", first)
+    data[at + 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    report = full_check(gangadir)
+    assert not report.sound and report.old_only == {0}
+    assert report.jobs == JOBS  # the current state was read in full
+    assert any("old revisions only" in note for note in report.notes)
