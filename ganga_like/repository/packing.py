@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganga_like.private import write_private
+from ganga_like.private import touch_private, write_private
 
 __all__ = ["STATE_NAME", "PackPolicy", "maybe_pack_in_background", "pack_due", "pack_now"]
 
@@ -52,13 +52,28 @@ def pack_due(path: Path, policy: PackPolicy) -> bool:
     return not isinstance(after, int) or size >= GROWTH * after
 
 
+def pack_privately(storage: Any, path: Path, stop: float) -> None:
+    """``storage.pack`` with its copy (``Data.fs.pack``) created 0600: FileStorage would
+    create it with the umask's mode, and it holds every current record."""
+    from ZODB.serialize import referencesf
+
+    packed = Path(f"{path}.pack")
+    touch_private(packed)
+    try:
+        storage.pack(stop, referencesf)
+    finally:
+        # Nothing to pack: FileStorage never opened the copy; do not leave it behind.
+        with contextlib.suppress(FileNotFoundError):
+            if path.exists() and packed.stat().st_size == 0:
+                packed.unlink()
+
+
 def pack_now(storage: Any, path: Path, keep_days: float) -> dict[str, Any]:
     """Pack ``storage`` (the FileStorage of ``path``) keeping ``keep_days`` of history."""
-    from ZODB.serialize import referencesf
 
     before = path.stat().st_size
     started = time.perf_counter()
-    storage.pack(time.time() - keep_days * 86400, referencesf)
+    pack_privately(storage, path, time.time() - keep_days * 86400)
     record = {
         "time": time.time(),
         "size_before": before,

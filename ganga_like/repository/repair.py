@@ -83,14 +83,15 @@ def drop_history(path: Path) -> list[str]:
     import time
 
     from ZODB.FileStorage import FileStorage
-    from ZODB.serialize import referencesf
+
+    from ganga_like.repository.packing import pack_privately
 
     _current, report = scan_records(path)
     if not report.damaged_oids:
         return []
     storage = FileStorage(str(path), pack_keep_old=False)
     try:
-        storage.pack(time.time(), referencesf)
+        pack_privately(storage, path, time.time())
     except Exception as exc:
         return [f"the damaged old revisions could not be dropped ({type(exc).__name__}); "
                 "the jobs are readable, `ganga repository check` still lists them"]

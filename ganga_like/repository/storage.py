@@ -153,7 +153,9 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
         if lock_probe is not None:
             lock_probe.close()  # FileStorage takes the lock itself right away
     if not read_only:
-        touch_private(path)  # FileStorage would create it with the umask's mode
+        # FileStorage would create these with the umask's mode (it reopens them in place).
+        touch_private(path)
+        touch_private(f"{path}.tmp")
     try:
         storage = PrivateFileStorage(str(path), read_only=read_only, pack_keep_old=False)
     except zc.lockfile.LockError:
@@ -169,6 +171,8 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
         raise
     if note is not None and not read_only:  # a read-only view drops nothing
         log.warning("repository %s: %s", path.parent, note)
+        for kept in path.parent.glob(f"{path.name}.tr*"):  # the dropped commit's bytes
+            kept.chmod(0o600)
     if not read_only:
         for suffix in ("", ".index", ".lock", ".tmp"):
             candidate = Path(str(path) + suffix)

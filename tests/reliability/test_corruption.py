@@ -162,7 +162,9 @@ def test_an_interrupted_commit_is_dropped_with_a_note(gangadir: Path,
         f.write(struct.pack(">8sQcHHH", newTid(None), 5000, b"c", 0, 0, 0) + b"x" * 100)
     assert _names(gangadir) == [f"job{i}" for i in range(JOBS)]
     assert any("interrupted by a crash" in r.getMessage() for r in caplog.records)
-    assert list(path.parent.glob("Data.fs.tr*"))  # the bytes are kept
+    kept = list(path.parent.glob("Data.fs.tr*"))
+    assert kept  # the bytes are kept, privately
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in kept)
 
 
 def test_the_command_line_shows_one_line_and_no_traceback(gangadir: Path,
