@@ -84,14 +84,14 @@ def check_after_open(root: Any, path: Path, workspace: Path) -> None:
 def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
     shown = _ranges(ids)
     backups = _backups(path)
-    restore = (f"put back a copy of {path.name} (found beside it: {', '.join(backups)}) "
-               if backups else f"put back a copy of {path.name} if you have one ")
+    found = f" (found beside it: {', '.join(backups)})" if backups else ""
     return RepositoryError(
         f"repository {path.parent} has lost jobs: {state} but the workspace holds "
         f"{len(ids)} job director{'y' if len(ids) == 1 else 'ies'} ({shown}) the "
-        f"repository does not know. Nothing was changed. Either {restore}with every "
-        "session closed, or run `ganga repository reset` to move those directories "
-        "aside (into workspace-orphaned-<time>/) and use the repository as it is")
+        f"repository does not know. Nothing was changed. With every session closed, "
+        f"either put back a copy of {path.name}{found} and delete {path.name}.index, or run "
+        "`ganga repository reset` to move those directories aside (into "
+        "workspace-orphaned-<time>/) and use the repository as it is")
 
 
 def _ranges(ids: list[int]) -> str:

@@ -70,7 +70,6 @@ def pack_privately(storage: Any, path: Path, stop: float) -> None:
 
 def pack_now(storage: Any, path: Path, keep_days: float) -> dict[str, Any]:
     """Pack ``storage`` (the FileStorage of ``path``) keeping ``keep_days`` of history."""
-
     before = path.stat().st_size
     started = time.perf_counter()
     pack_privately(storage, path, time.time() - keep_days * 86400)
