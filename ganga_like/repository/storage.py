@@ -189,7 +189,7 @@ def _check_root_header(storage: FileStorage) -> None:
     except KeyError:
         return  # a new repository: no root yet
     try:
-        header = storage._read_data_header(pos)
+        header = storage._read_data_header(pos, b"\0" * 8)  # also checks the oid
         if not 0 < header.tloc < pos:
             raise ValueError(header.tloc)
         with storage._lock:
@@ -270,8 +270,11 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def setstate(self, obj: Any) -> None:
         try:
             super().setstate(obj)
-        except _NOT_DAMAGE:
-            raise
+        except _NOT_DAMAGE as exc:
+            if not _server_read_damage(exc):
+                raise
+            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
+                              exc) from None
         except Exception as exc:
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
                               exc) from None
@@ -279,13 +282,24 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def get(self, oid: bytes) -> Any:
         try:
             return super().get(oid)
-        except (*_NOT_DAMAGE, KeyError):  # no such record: how a new database is detected
-            raise
+        except (*_NOT_DAMAGE, KeyError) as exc:  # KeyError: how a new database is detected
+            if not _server_read_damage(exc):
+                raise
+            raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None
         except Exception as exc:  # the class part of the record (its first pickle)
             raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None
 
     def _storage_path(self) -> Path:
         return Path(self.db().storage.getName())
+
+
+def _server_read_damage(exc: BaseException) -> bool:
+    """In shared mode the server's failure to read a record comes back as a
+    ``ServerException`` naming the error's class: damage, unless the disk itself failed."""
+    if type(exc).__name__ != "ServerException" or not exc.args:
+        return False
+    name = str(exc.args[0])
+    return not (name.startswith("builtins.") and name.endswith(("OSError", "IOError")))
 
 
 class GuardedDB(ZODB.DB):  # type: ignore[misc]

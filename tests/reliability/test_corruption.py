@@ -415,3 +415,24 @@ def test_damage_in_an_old_revision_is_reported_as_such(gangadir: Path) -> None:
     assert not report.sound and report.old_only == {0}
     assert report.jobs == JOBS  # the current state was read in full
     assert any("old revisions only" in note for note in report.notes)
+
+
+@pytest.mark.parametrize("where", ["text", "length"])
+def test_a_damaged_root_record_gives_one_line_in_shared_mode_too(
+        where: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    """The server reads the record there: its failure comes back as a ServerException."""
+    path = _make_repository(gangadir)
+    if where == "text":
+        _root_flip_that_broke_text(path)
+    else:  # the data length in the record's header: the server reads far past the end
+        start, _end = _record_span(path, 0)
+        data = bytearray(path.read_bytes())
+        data[start + 35] ^= 0xFF
+        path.write_bytes(bytes(data))
+    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "jobs"],
+                            env=child_env(gangadir, mode="shared"), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is damaged" in lines[0], result.stderr
+    assert "ganga repository recover" in lines[0]
