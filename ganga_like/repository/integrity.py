@@ -295,7 +295,7 @@ def recover_repository(gangadir: Path) -> RecoveryReport:
         report.notes.extend(revert_unreadable(path))
         _check_registry(path, report)
         report.notes.extend(drop_history(path))
-    log.warning("%s", report)
+    log.info("%s", report)  # the caller shows the report (the command prints it)
     return report
 
 
@@ -417,12 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     gangadir = Path(args[1])
     try:
         if args[0] == "check":
-            problems = check_repository(gangadir)
-            for problem in problems:
-                print(problem)
-            if not problems:
-                print(f"{data_path(gangadir)}: no damage found")
-            return 1 if problems else 0
+            report = full_check(gangadir)
+            for line in report.lines():
+                print(line)
+            print(report.summary())
+            return 0 if report.sound else 1
         print(recover_repository(gangadir))
     except RepositoryError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
