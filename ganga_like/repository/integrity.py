@@ -250,9 +250,13 @@ def recover_repository(gangadir: Path) -> RecoveryReport:
     """
     from ZODB import fsrecover
 
+    from ganga_like.repository.orphans import check_before_open
+
     path = data_path(gangadir.expanduser().resolve())
-    if not path.exists():
-        raise RepositoryError(f"no repository at {path} to recover")
+    check_before_open(path, path.parent.parent / "workspace")  # lost jobs: say so
+    if not path.exists() or path.stat().st_size <= len(MAGIC):
+        raise RepositoryError(f"no repository at {path} to recover (the file is missing "
+                              "or empty)")
     try:
         lock = zc.lockfile.LockFile(f"{path}.lock")
     except zc.lockfile.LockError:

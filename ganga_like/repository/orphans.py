@@ -122,9 +122,12 @@ def reset_orphans(gangadir: Path) -> str:
     that a new one is started; nothing is deleted.
     """
     import transaction
-    import ZODB
     from ZODB.FileStorage import FileStorage
 
+    from ganga_like.repository.integrity import check_file
+    from ganga_like.repository.storage import GuardedDB, quiet_zodb_logging
+
+    quiet_zodb_logging()
     gangadir = gangadir.expanduser().resolve()
     path = gangadir / "repository" / "Data.fs"
     workspace = gangadir / "workspace"
@@ -143,7 +146,13 @@ def reset_orphans(gangadir: Path) -> str:
             Path(f"{path}.index").unlink(missing_ok=True)
             orphaned = job_dirs(workspace)
         else:  # a read-only view takes no lock: ours keeps sessions out meanwhile
-            db = ZODB.DB(FileStorage(str(path), read_only=True))
+            check_file(path)  # a damaged file is refused: `recover` first
+            storage = FileStorage(str(path), read_only=True)
+            try:
+                db = GuardedDB(storage)
+            except BaseException:
+                storage.close()
+                raise
             tm = transaction.TransactionManager()
             conn = db.open(transaction_manager=tm)
             try:

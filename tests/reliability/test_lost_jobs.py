@@ -96,3 +96,24 @@ def test_a_new_job_never_takes_an_id_whose_workspace_exists(gangadir: Path) -> N
     finally:
         repo.close()
     assert ids == [2, 4, 5]
+
+
+def test_recover_of_an_empty_file_beside_workspaces_points_to_reset(gangadir: Path) -> None:
+    _add_jobs(gangadir, 2)
+    (gangadir / "repository" / "Data.fs").write_bytes(b"")
+    result = _ganga(gangadir, "repository", "recover")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ganga repository reset" in lines[0], result.stderr
+
+
+def test_reset_refuses_a_damaged_file_in_one_line(gangadir: Path) -> None:
+    _add_jobs(gangadir, 2)
+    path = gangadir / "repository" / "Data.fs"
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size - 50)
+    result = _ganga(gangadir, "repository", "reset")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is damaged" in lines[0], result.stderr
+    assert (gangadir / "workspace" / "0").exists()  # nothing was moved
