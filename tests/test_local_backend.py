@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,59 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and ") Z " not in stat.read_text()
+
+
+def test_a_runner_killed_with_sigkill_is_restarted_and_the_job_ends_by_itself(
+        session: Session, tmp_path: Path) -> None:
+    from ganga_like_local import runner_client
+    from ganga_like_local.backend import runner_dir
+
+    # Subjobs 0 and 1 (two run at once) hang until the runner has died; 2 and 3 are quick.
+    gate = tmp_path / "runner-died"
+    exe = script(tmp_path, "prog.sh", f"""
+        if [ "$1" = hang ]; then
+            echo $$ > "{tmp_path}/pid.$2"
+            while [ ! -e "{gate}" ]; do sleep 0.05; done
+            sleep 30
+        fi
+        echo "done $2"
+        """)
+    j = Job(application=Executable(exe=exe),
+            splitter=ArgSplitter(args=[["hang", 0], ["hang", 1], ["quick", 2], ["quick", 3]]))
+    j.submit()
+    assert _wait_until(lambda: [s.status for s in j.subjobs][:2] == ["running", "running"])
+    runners = runner_dir(session.repo.gangadir)
+    dead = runner_client.runner_pid(runners)
+    assert dead is not None
+    os.kill(dead, 9)
+    assert _wait_until(lambda: not _alive(dead))
+    gate.touch()
+
+    assert j.wait(timeout=60) == "failed"  # no user action: the monitor restarted the runner
+    assert [s.status for s in j.subjobs] == ["failed", "failed", "completed", "completed"]
+    for index in (0, 1):
+        cause = j.subjobs[index].history[-1].cause
+        assert "the runner died while it ran" in cause, cause
+        orphan = int((tmp_path / f"pid.{index}").read_text())
+        assert _wait_until(lambda orphan=orphan: not _alive(orphan))  # killed, not left behind
+    assert (j.subjobs[3].outputdir / "stdout").read_text() == "done 3\n"
+    revived = runner_client.runner_pid(runners)
+    assert revived is not None and revived != dead
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")

@@ -472,7 +472,7 @@ def test_runner_killed_mid_run_is_recovered_by_the_next_one(
         for key in slow:
             assert final[key].event == "failed"
             assert final[key].reason == (
-                f"runner restarted while the task was running (pid {slow_pids[key]})"
+                f"the runner died while it ran (pid {slow_pids[key]})"
             )
             assert journal.of(key) == ["started", "failed"]
             assert read_json(out(tmp_path, key) / "__run__")["state"] == "failed"
@@ -528,10 +528,10 @@ def test_recovery_from_every_state_a_crash_can_leave(
         assert journal.of("unlogged") == ["completed"]
         assert final["unlogged"].time == 3.0
         assert final["no-pid"].reason == (
-            "runner restarted while the task was running (pid unknown)"
+            "the runner died while it ran (pid unknown)"
         )
         assert final["reused-pid"].reason == (
-            f"runner restarted while the task was running (pid {bystander.pid})"
+            f"the runner died while it ran (pid {bystander.pid})"
         )
         assert bystander.poll() is None
         assert journal.of("superseded") == []

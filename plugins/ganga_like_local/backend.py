@@ -8,6 +8,7 @@ all the monitor reads: one journal per active master per cycle, never one file p
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -35,10 +36,14 @@ from ganga_like_local.runner_client import TaskSpec
 
 __all__ = ["Local"]
 
+log = logging.getLogger("ganga_like")
+
 JOURNAL = "runner-events.jsonl"
 # Events for a task the monitor does not follow yet (its submission is being recorded) are
 # kept this long before being dropped as belonging to a finished run.
 PENDING_EVENT_SECONDS = 60.0
+# A runner found dead is restarted at most this often.
+REVIVE_INTERVAL = 5.0
 
 _STATES = {
     "started": Status.RUNNING,
@@ -137,6 +142,8 @@ class Local(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        if refs:
+            _revive_runner(ctx)
         # Built only when there is an event to match: most cycles read nothing new, and
         # this map is the largest per-cycle cost that grows with the followed subjobs.
         runs: dict[str, int] | None = None
@@ -175,6 +182,26 @@ class Local(IBackend):
 
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
         return {}
+
+
+def _revive_runner(ctx: PollContext) -> None:
+    """Restart a runner that died with work left: its jobs then end with no user action.
+
+    The new runner reports the tasks that were running as failed ("the runner died while
+    it ran") and runs the queued ones; the events reach the jobs through the journals.
+    """
+    now = time.monotonic()
+    if now - ctx.memory.get("revived_at", -REVIVE_INTERVAL) < REVIVE_INTERVAL:
+        return  # a runner that dies at start-up must not be restarted every cycle
+    try:
+        if runner_client.revive(runner_dir(ctx.gangadir)):
+            ctx.memory["revived_at"] = now
+            log.warning("the Local runner had died with jobs still active; it was restarted")
+        ctx.memory.pop("revive_failed", None)
+    except OSError as exc:
+        if not ctx.memory.get("revive_failed"):
+            log.warning("the Local runner is not running and cannot be restarted: %s", exc)
+        ctx.memory["revive_failed"] = True
 
 
 def _split_key(key: str) -> tuple[str, int]:

@@ -55,6 +55,7 @@ __all__ = [
     "event_line",
     "kill",
     "read_events",
+    "revive",
     "runner_pid",
     "stop",
     "submit",
@@ -247,6 +248,35 @@ def runner_pid(runner_dir: Path) -> int | None:
     except (FileNotFoundError, ValueError):
         return None
     return pid if _is_runner(pid, runner_dir) else None
+
+
+def revive(runner_dir: Path) -> bool:
+    """Start a runner if none is alive but work was left behind; whether one was started.
+
+    For a runner that died (``kill -9``, a crash): the new one's start-up recovery reports
+    the tasks that were running as failed and runs the queued ones.  Cheap enough for
+    every monitoring cycle: a live runner holds its lock for its whole life, so one open
+    and one failed ``flock`` say it is there; nothing per task.
+    """
+    try:
+        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False  # no runner ever ran here
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a runner (or a client about to start one) holds it
+        if not (_has_batches(runner_dir) or _has_accepted(runner_dir)):
+            return False  # nothing left behind; the lock is let go by the close below
+        _reap_spawned()
+        # With the lock in hand no runner is alive: a pid file is a dead one's.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(runner_dir / PID_NAME)
+        _spawn_runner(runner_dir, fd)
+        return True
+    finally:
+        os.close(fd)
 
 
 def stop(runner_dir: Path, timeout: float = 5.0) -> None:

@@ -109,7 +109,7 @@ def fail_interrupted(
             signal_group(pid, signal.SIGTERM)
             runner.kill_deadlines[pid] = time.monotonic() + KILL_GRACE_SECONDS
     shown = pid if isinstance(pid, int) else "unknown"
-    reason = f"runner restarted while the task was running (pid {shown})"
+    reason = f"the runner died while it ran (pid {shown})"
     runner.finish(task, "failed", None, reason)
 
 
