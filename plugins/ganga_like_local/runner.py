@@ -88,6 +88,9 @@ MAX_PREPARED_AHEAD = 64
 # sooner is reported by its final event alone, which carries its start time.  Short tasks
 # then cost one journal line and one status change in the monitor instead of two.
 STARTED_EVENT_DELAY_SECONDS = 0.1
+# Journal lines that could not be written (a full disk) are kept and written again this
+# often: an event is never dropped.
+JOURNAL_RETRY_SECONDS = 0.5
 
 WAKE_SIGNALS = RUNNER_SIGNALS
 
@@ -118,6 +121,10 @@ class Runner:
         self.ended: list[tuple[Task, int, float]] = []  # reaped: files not yet written
         self.unannounced: deque[Task] = deque()  # started, "started" event not written yet
         self.outbox: dict[str, list[bytes]] = {}  # journal lines, written before sleeping
+        # Batches whose tasks have all ended: deleted once their final events are written,
+        # so that a runner dying before that still finds them (and the events) at start-up.
+        self.done_batches: list[Batch] = []
+        self.journals_failing = False  # the last flush could not write everything
         self.log_fd = os.open(
             runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
             PRIVATE_FILE,
@@ -176,7 +183,8 @@ class Runner:
             self.wait(timeout)
 
     def wait(self, timeout: float) -> None:
-        self.flush_journals()
+        if not self.flush_journals():
+            timeout = min(timeout, JOURNAL_RETRY_SECONDS)
         info = signal.sigtimedwait(WAKE_SIGNALS, timeout)
         if info is None:
             self.woken = True  # periodic or idle deadline: look at the queue again
@@ -195,7 +203,9 @@ class Runner:
         if self.unannounced:
             first = self.unannounced[0].start or 0.0
             deadline = min(deadline, now + first + STARTED_EVENT_DELAY_SECONDS - time.time())
-        if not self.pending and not self.running and not self.kill_deadlines:
+        if not (self.pending or self.running or self.kill_deadlines or self.outbox
+                or self.done_batches):
+            # Never idle with unwritten events: leaving would lose them.
             idle_deadline = self.last_activity + self.idle_exit
             if idle_deadline <= now:
                 return None
@@ -225,7 +235,7 @@ class Runner:
         tmp = self.dir / f".{PID_NAME}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
         try:
-            write_all(fd, f"{os.getpid()}\n".encode())
+            append_whole(fd, f"{os.getpid()}\n".encode())
         finally:
             os.close(fd)
         os.replace(tmp, self.dir / PID_NAME)
@@ -243,7 +253,8 @@ class Runner:
     def log(self, message: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         with contextlib.suppress(OSError):
-            os.write(self.log_fd, f"{stamp} [{os.getpid()}] {message}\n".encode())
+            # Whole or not at all: a full disk drops the line rather than half of it.
+            append_whole(self.log_fd, f"{stamp} [{os.getpid()}] {message}\n".encode())
 
     # ------------------------------------------------------------------- requests
 
@@ -506,7 +517,7 @@ class Runner:
                 del self.active[task.key]
         task.batch.remaining -= 1
         if task.batch.remaining <= 0:
-            self.delete_batch(task.batch)
+            self.done_batches.append(task.batch)
         self.last_activity = time.monotonic()
 
     def delete_batch(self, batch: Batch) -> None:
@@ -542,15 +553,44 @@ class Runner:
         else:
             lines.append(line)
 
-    def flush_journals(self) -> None:
+    def flush_journals(self) -> bool:
+        """Write the queued journal lines; False if some are still held back.
+
+        Lines that cannot be written (a full disk) stay queued, in order, for the next
+        flush: an event is never dropped.  Batches whose events are all written are
+        deleted after the write, never before.
+        """
+        if not self.outbox and not self.done_batches:
+            return True
         outbox, self.outbox = self.outbox, {}
+        failure: OSError | None = None
         for path, lines in outbox.items():
+            if failure is not None:
+                self.outbox[path] = lines
+                continue
             try:
                 # One write of whole lines to an O_APPEND descriptor: never interleaved
-                # with another writer's line.
-                write_all(self.journal_fd(path), b"".join(lines))
+                # with another writer's line, and taken back if the disk fills midway.
+                append_whole(self.journal_fd(path), b"".join(lines))
             except OSError as exc:
-                self.log(f"cannot append {len(lines)} event(s) to {path}: {exc}")
+                # Keep this journal's lines and every later one's: a full disk fails them
+                # all, and trying each would cost a system call per journal per retry.
+                self.outbox[path] = lines
+                failure = exc
+        if failure is not None:
+            if not self.journals_failing:
+                held = sum(len(lines) for lines in self.outbox.values())
+                self.log(f"cannot append to the journals ({failure}); {held} event(s) "
+                         f"held back, retried every {JOURNAL_RETRY_SECONDS} s")
+            self.journals_failing = True
+            return False
+        if self.journals_failing:
+            self.journals_failing = False
+            self.log("journals writable again; every held-back event is written")
+        done, self.done_batches = self.done_batches, []
+        for batch in done:
+            self.delete_batch(batch)
+        return True
 
     def journal_fd(self, path: str) -> int:
         fd = self.journals.get(path)
@@ -564,18 +604,36 @@ class Runner:
         except FileNotFoundError:
             make_dirs(os.path.dirname(path))
             fd = os.open(path, flags, PRIVATE_FILE)
-        # A writer killed in mid-line would glue our first line to its fragment.
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            os.write(fd, b"\n")
+        try:
+            # A writer killed in mid-line would glue our first line to its fragment.
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")
+        except OSError:
+            os.close(fd)
+            raise
         self.journals[path] = fd
         return fd
 
 
-def write_all(fd: int, data: bytes) -> None:
+def append_whole(fd: int, data: bytes) -> None:
+    """Append ``data`` to an O_APPEND descriptor entirely, or not at all.
+
+    A write cut short by a full disk leaves part of a line behind; it is cut off again
+    (a truncation always succeeds), so readers never meet a half-written line from us
+    and the caller can write the whole of ``data`` again later.
+    """
     view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(fd, view[written:])
+    except OSError:
+        if written:
+            end = os.lseek(fd, 0, os.SEEK_END)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end - written)
+        raise
 
 
 def take_lock(runner_dir: Path, inherited: int | None) -> int | None:

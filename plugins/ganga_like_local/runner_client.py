@@ -13,7 +13,8 @@ Layout of a runner directory::
     runner.log    errors plus start/stop lines
     config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
     queue/        batch and kill request files, handled in name (= submission) order
-    accepted/     batches the runner has read and not finished yet
+    accepted/     batches the runner has read and not finished yet (or whose final events
+                  are not all written yet)
 
 Per task the runner writes into ``output_dir``: ``stdout``/``stderr`` while the process runs
 and one record file, ``__run__`` (JSON).  It is created empty before the task's turn (empty

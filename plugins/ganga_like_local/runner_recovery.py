@@ -1,10 +1,11 @@
 """Start-up recovery of a Local runner: finish what a previous runner accepted.
 
-A batch is moved to ``accepted/`` when read and deleted once all its tasks have ended.  On
-start-up a runner goes through ``accepted/`` and reads each task's ``__run__`` record: a
-final record of that batch means done (its final event is appended if the journal lacks
-it), a start record of that batch means interrupted (reported failed, its process group
-killed), and an empty or missing record means never started (queued again).
+A batch is moved to ``accepted/`` when read and deleted once all its tasks have ended and
+their final events are written.  On start-up a runner goes through ``accepted/`` and reads
+each task's ``__run__`` record: a final record of that batch means done (its final event is
+appended if the journal lacks it), a start record of that batch means interrupted (reported
+failed, its process group killed), and an empty or missing record means never started
+(queued again).
 """
 
 from __future__ import annotations

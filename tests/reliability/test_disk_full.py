@@ -1,4 +1,5 @@
-"""Disk full during a commit: a clear error, the transaction aborted, the repository usable.
+"""Disk full during a commit: a clear error, the transaction aborted, the repository usable;
+disk full under the Local runner: no event lost.
 
 The gangadir lives on a 2 MB tmpfs (mounting needs root; the test is skipped, with the
 reason, where that is impossible).
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +28,12 @@ from ganga_like.repository.registry import Registry
 from .conftest import shared_settings
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "small"
+@contextlib.contextmanager
+def _tmpfs(mount: Path, size: str) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs",
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
                              str(mount)], capture_output=True, text=True)
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
@@ -39,6 +41,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    with _tmpfs(tmp_path / "small", "2m") as mount:
+        yield mount
 
 
 def _fill_until_full(repo: Repository) -> tuple[int, RepositoryWriteError]:
@@ -130,3 +138,89 @@ def test_a_client_cache_that_cannot_be_written_switches_itself_off(tmp_path: Pat
     assert cache.getLastTid() == b"\0" * 7 + b"\4"
     cache.invalidate(oid, b"\0" * 7 + b"\5")
     cache.close()
+
+
+def _fill(path: Path) -> None:
+    """Write ``path`` until its file system is full."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+    try:
+        while True:
+            os.write(fd, b"\0" * 512)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recorded(
+        tmp_path: Path) -> None:
+    """The runner's journals fill up while 64 subjobs end; nothing is lost once space
+    returns.  The repository stays on a roomy disk (only the workspace and the runner's
+    directory are on the small one), so that the runner alone meets the full disk."""
+    from ganga_like import ArgSplitter, Executable, Job
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like_local import runner_client
+    from ganga_like_local.backend import JOURNAL, runner_dir
+
+    count = 64
+    gate = tmp_path / "gate"
+    exe = tmp_path / "prog.sh"
+    exe.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexit $(($1 % 3))\n')
+    exe.chmod(0o755)
+    with _tmpfs(tmp_path / "small", "4m") as small:
+        gangadir = tmp_path / "gangadir"
+        gangadir.mkdir()
+        for name in ("workspace", "local-runner"):
+            (small / name).mkdir()
+            (gangadir / name).symlink_to(small / name)
+        open_session(Settings(gangadir=gangadir, local_max_concurrent=count,
+                              local_idle_exit=5.0))
+        try:
+            j = Job(application=Executable(exe=str(exe)),
+                    splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
+            j.submit()
+            assert _wait_until(lambda: all(sj.status == "running" for sj in j.subjobs))
+            journal = small / "workspace" / str(j.id) / JOURNAL
+            ballast = small / "ballast"
+            _fill(ballast)
+            gate.touch()  # every subjob ends now, on a full disk
+            records = [small / "workspace" / str(j.id) / str(i) / "output" / "__run__"
+                       for i in range(count)]
+            assert _wait_until(lambda: all(b'"state"' in r.read_bytes() for r in records))
+            finals = _finals(journal)
+            assert len(finals) < count  # the full disk held events back
+            ballast.unlink()
+
+            assert j.wait(timeout=60) == "failed"
+            for i, sj in enumerate(j.subjobs):
+                assert sj.exit_code == i % 3, sj.fqid
+                assert sj.status == ("completed" if i % 3 == 0 else "failed"), sj.fqid
+            assert len(_finals(journal)) == count
+            # Every line of the journal is whole: nothing half-written was left behind.
+            for line in journal.read_bytes().splitlines():
+                json.loads(line)
+        finally:
+            close_session()
+            runner_client.stop(runner_dir(gangadir))
+
+
+def _finals(journal: Path) -> list[str]:
+    from ganga_like_local import runner_client
+
+    events, _ = runner_client.read_events(journal, 0)
+    return [e.key for e in events if e.event in runner_client.TERMINAL_EVENTS]
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
