@@ -661,3 +661,22 @@ def test_submit_and_read_events_are_fast(tmp_path: Path, runner_dir: Path) -> No
     events, offset = result[0]
     assert len(events) == 10_000 and offset == journal.path.stat().st_size
     assert events[-1] == Event("9999", "completed", 1e9 + 9999, 0, None)
+
+
+def test_a_kill_posted_as_empty_files_for_a_full_disk_reaches_its_tasks(
+        tmp_path: Path, runner_dir: Path, journal: Journal) -> None:
+    from ganga_like_local.runner_client import _post_kill_names
+
+    keys = ["a.0@1", "a.1@1"]
+    submit(runner_dir, [make_task(tmp_path, key, sh("sleep 30"), journal) for key in keys],
+           BASE_ENV, max_concurrent=1)
+    journal.wait(["a.0@1"], event="started")
+    # Many keys: they are spread over several names, none longer than a file name may be.
+    names = _post_kill_names(runner_dir / "queue", [*keys, *(f"other.{i}@1" for i in range(60))])
+    assert len(names) > 1 and all(len(name) < 256 for name in names)
+    pid = runner_pid(runner_dir)
+    assert pid is not None
+    os.kill(pid, signal.SIGUSR1)
+    final = journal.wait(keys)
+    assert {key: final[key].event for key in keys} == {"a.0@1": "killed", "a.1@1": "killed"}
+    assert not [n for n in os.listdir(runner_dir / "queue") if not n.startswith(".")]

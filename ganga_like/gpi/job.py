@@ -210,6 +210,9 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None,
             _report_progress(bar, job, status)
             if done:
                 return status.label
+            if status is Status.NEW and target is not Status.NEW:
+                # Never submitted, or its submission was rolled back: nothing will change.
+                raise JobError(f"job {job.fqid} is new: submit it first; nothing to wait for")
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
             session.poke_monitor()

@@ -109,16 +109,49 @@ class Repository:
         what the user did before the action.
         """
         tm = self.connection().transaction_manager
-        with self.action_lock, write_errors(self.gangadir):
-            tm.commit()
-            for attempt in tm.attempts(attempts):
-                with attempt:
-                    result = action()
+        try:
+            with self.action_lock, write_errors(self.gangadir):
+                tm.commit()
+                for attempt in tm.attempts(attempts):
+                    with attempt:
+                        result = action()
+        except RepositoryWriteError:
+            # Never leave the caller in a failed transaction: its objects show again
+            # what the repository holds.
+            tm.abort()
+            self.release_failed_write()
+            raise
         return result
 
     def commit(self) -> None:
-        with write_errors(self.gangadir):
-            self.connection().transaction_manager.commit()
+        try:
+            with write_errors(self.gangadir):
+                self.connection().transaction_manager.commit()
+        except RepositoryWriteError:
+            self.release_failed_write()
+            raise
+
+    def release_failed_write(self) -> None:
+        """Give back the disk space a commit that could not be written still holds.
+
+        FileStorage writes a transaction to its temporary file first and keeps that file
+        at its largest size; after a commit failed on a full disk, the temporary file
+        fills the disk so that not even a small commit (a rollback) fits.  Emptying it
+        is safe between transactions: the next one writes it from the start again.
+        Only the embedded mode has the file here (the shared server has its own).
+        """
+        storage = getattr(self.db, "storage", None)
+        tfile = getattr(storage, "_tfile", None)
+        lock = getattr(storage, "_commit_lock", None)  # held through a whole commit
+        if tfile is None or lock is None or not lock.acquire(False):
+            return  # another thread is committing: it writes the file from the start
+        try:
+            os.ftruncate(tfile.fileno(), 0)
+            tfile.seek(0)  # what was left in its buffer now fits, and is overwritten
+        except (OSError, ValueError):
+            pass
+        finally:
+            lock.release()
 
     def abort(self) -> None:
         self.connection().transaction_manager.abort()

@@ -335,6 +335,21 @@ class _OneLine(logging.Handler):
             log.warning("repository: %s", line if len(line) < 200 else line[:197] + "...")
 
 
+class _AbortAfterWriteError(_OneLine):
+    """The transaction package logs, with a traceback, an abort that failed after a
+    commit that could not be written (a full disk fails both).  That commit is reported
+    to the user as one RepositoryWriteError, so this second report is noise."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            from ganga_like.repository.connection import _write_errno
+
+            failure = record.exc_info[1]
+            if isinstance(failure, Exception) and _write_errno(failure) is not None:
+                return
+        super().emit(record)
+
+
 _quieted = False
 
 
@@ -350,4 +365,8 @@ def quiet_zodb_logging() -> None:
         if not logger.handlers:
             logger.addHandler(_OneLine())
             logger.propagate = False
+    txn = logging.getLogger("txn")  # its per-thread loggers ("txn.<id>") propagate here
+    if not txn.handlers:
+        txn.addHandler(_AbortAfterWriteError())
+        txn.propagate = False
 

@@ -19,6 +19,7 @@ from ganga_like.errors import (
     BrokenObjectError,
     GangaError,
     JobError,
+    RepositoryWriteError,
     UnknownStatusError,
 )
 from ganga_like.model.base import GangaObject
@@ -126,7 +127,10 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         job.attach_subjobs(targets)
         job.change_status(Status.SUBMITTED, "user: submit")
 
-    _record(session, job, record_outcome)
+    try:
+        _record(session, job, record_outcome)
+    except RepositoryWriteError as exc:
+        raise _undo_submission(session, job, targets, outcome, exc) from None
     session.poke_monitor()
     if outcome.failed:
         summary = _summarise(outcome)
@@ -139,6 +143,45 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             raise JobError(f"job {job.fqid}: submission stopped: {summary}")
         log.warning("job %s: %s", job.fqid, summary)
     return True
+
+
+def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
+                     outcome: SubmitOutcome, error: RepositoryWriteError) -> JobError:
+    """The outcome of a submission could not be recorded (a full disk): what the backend
+    received is cancelled and the job is new again, as crash recovery would leave it, so
+    that nothing runs unrecorded and this session shows what the repository holds.
+
+    Returns the one-line error to raise.  Should the cancellation or the rollback fail
+    too, the job stays ``submitting`` with its intent, which the next start recovers.
+    """
+    handed = [t for t in targets
+              if t.fqid not in outcome.failed and t.fqid not in outcome.not_attempted]
+    try:
+        problems = job.backend.kill_bulk(session.submit_context(), handed) if handed else {}
+    except GangaError as exc:
+        problems = {job.fqid: str(exc)}
+    reason = f"job {job.fqid} could not be submitted: {error}"
+    if problems:
+        session.repo.abort()
+        first = next(iter(problems.values()))
+        return JobError(f"{reason}; what the backend received could not be cancelled "
+                        f"({first}): the job stays submitting until ganga next starts, "
+                        "which cancels it and makes the job new again")
+
+    def roll_back() -> None:
+        session.registry().submitting.pop(job.id, None)
+        if Status.parse(job.status) is Status.SUBMITTING:
+            job.change_status(Status.NEW, "submission failed: the repository could not "
+                              "be written; cancelled and rolled back")
+
+    try:
+        _record(session, job, roll_back)
+    except RepositoryWriteError:
+        session.repo.abort()
+        return JobError(f"{reason}; the job stays submitting until ganga next starts, "
+                        "which makes it new again (what the backend received was cancelled)")
+    return JobError(f"{reason}; what the backend received was cancelled and the job is new "
+                    "again")
 
 
 def describe_job(job: Job) -> dict[str, str]:

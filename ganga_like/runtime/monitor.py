@@ -211,6 +211,7 @@ class Monitor:
         except RepositoryWriteError as exc:
             # Disk full: the cycle's updates wait in the backends for the next cycle.
             self._tm.abort()
+            self.repo.release_failed_write()
             if not self._write_failed:
                 log.warning("monitoring: %s", exc)
             self._write_failed = True

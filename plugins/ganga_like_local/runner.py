@@ -39,6 +39,7 @@ from ganga_like_local.runner_client import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
     CONFIG_NAME,
+    KILL_NAMES_SUFFIX,
     KILL_SUFFIX,
     LOCK_NAME,
     LOG_NAME,
@@ -49,6 +50,7 @@ from ganga_like_local.runner_client import (
     RUN_FILE,
     RUNNER_SIGNALS,
     event_line,
+    keys_of_kill_name,
 )
 from ganga_like_local.runner_files import (
     collect_outputs,
@@ -266,13 +268,18 @@ class Runner:
             names = os.listdir(self.queue_dir)
         except FileNotFoundError:
             return []
-        return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
+        return sorted(n for n in names if n.endswith((".json", KILL_NAMES_SUFFIX))
+                      and not n.startswith("."))
 
     def read_queue(self) -> None:
         """Take batch and kill requests in submission order."""
         for name in self.queue_names():
             path = self.queue_dir / name
             try:
+                if name.endswith(KILL_NAMES_SUFFIX):
+                    self.kill_keys(keys_of_kill_name(name))
+                    os.unlink(path)
+                    continue
                 data = json.loads(path.read_bytes())
                 if name.endswith(KILL_SUFFIX):
                     self.kill_keys(check_kill(data))

@@ -34,6 +34,7 @@ ends sooner, or never started, has none) and one final line, which carries the s
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
@@ -75,6 +76,11 @@ QUEUE_DIR = "queue"
 ACCEPTED_DIR = "accepted"
 BATCH_SUFFIX = ".batch.json"
 KILL_SUFFIX = ".kill.json"
+# A kill request that cannot be written (a full disk) is posted as empty files instead,
+# which a full file system still creates: the keys are in their names, hex-encoded,
+# separated by dashes ("<request name>.<hex>-<hex>.killkeys").
+KILL_NAMES_SUFFIX = ".killkeys"
+_MAX_NAME = 240
 RUN_FILE = "__run__"
 STDOUT_FILE = "stdout"
 STDERR_FILE = "stderr"
@@ -167,12 +173,45 @@ def kill(runner_dir: Path, keys: Sequence[str]) -> None:
         return
     queue = _queue_dir(runner_dir)
     name = _request_name(KILL_SUFFIX)
-    _write_atomic(queue, name, _dumps({"format": FORMAT_VERSION, "keys": list(keys)}))
+    try:
+        _write_atomic(queue, name, _dumps({"format": FORMAT_VERSION, "keys": list(keys)}))
+        names = [name]
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        names = _post_kill_names(queue, keys)
     if not _ensure_runner(runner_dir, always=False):
         # No runner and nothing queued or accepted: there is nothing the request could
         # apply to, and leaving it would only clutter the queue.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(queue / name)
+        for posted in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(queue / posted)
+
+
+def _post_kill_names(queue: Path, keys: Sequence[str]) -> list[str]:
+    """A kill request as empty files named after the keys (see ``KILL_NAMES_SUFFIX``)."""
+    names: list[str] = []
+    chunk: list[str] = []
+    prefix = _request_name("")
+    for key in [*keys, None]:
+        encoded = None if key is None else key.encode("utf-8", "surrogateescape").hex()
+        if chunk and (encoded is None or
+                      len(prefix) + len("-".join([*chunk, encoded])) + 20 > _MAX_NAME):
+            name = f"{prefix}.{len(names):06d}.{'-'.join(chunk)}{KILL_NAMES_SUFFIX}"
+            # Created whole under its final name: it holds no data to be seen half done.
+            os.close(os.open(queue / name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            names.append(name)
+            chunk = []
+        if encoded is not None:
+            chunk.append(encoded)
+    return names
+
+
+def keys_of_kill_name(name: str) -> list[str]:
+    """The keys a kill request posted as an empty file names."""
+    middle = name[: -len(KILL_NAMES_SUFFIX)].rsplit(".", 1)[-1]
+    return [bytes.fromhex(part).decode("utf-8", "surrogateescape")
+            for part in middle.split("-") if part]
 
 
 def configure(
@@ -390,9 +429,15 @@ def _write_atomic(directory: Path, name: str, data: bytes) -> None:
     # and counter keep writers of the same name (the pid file) out of each other's way.
     tmp = directory / f".{name}.{os.getpid()}.{next(_sequence)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-    with open(os.open(tmp, flags, PRIVATE_FILE), "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, directory / name)
+    try:
+        with open(os.open(tmp, flags, PRIVATE_FILE), "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, directory / name)
+    except BaseException:
+        # A full disk must not keep what it could not finish: the space goes back.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _has_batches(runner_dir: Path) -> bool:

@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -224,3 +225,73 @@ def _wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+SUBMIT_ON_A_FULL_DISK = """
+import os, sys, time
+from ganga_like.errors import GangaError
+
+j = Job(application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["30"] for _ in range(300)]))
+ballast = sys.argv[1]
+fd = os.open(ballast, os.O_WRONLY | os.O_CREAT, 0o600)
+try:
+    while True:
+        os.write(fd, b"\\0" * 4096)
+except OSError:
+    pass
+os.close(fd)
+os.truncate(ballast, os.path.getsize(ballast) - int(sys.argv[2]))  # room for a small commit
+try:
+    j.submit()
+finally:
+    print("STATUS", j.status, flush=True)
+    started = time.monotonic()
+    try:
+        j.wait(timeout=30)
+    except GangaError as exc:
+        print("WAITED", round(time.monotonic() - started), exc, flush=True)
+"""
+
+
+def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line(
+        tmp_path: Path) -> None:
+    from ganga_like.repository.connection import Repository as Repo
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    script = tmp_path / "submit.py"
+    script.write_text(SUBMIT_ON_A_FULL_DISK)
+    with _tmpfs(tmp_path / "small", "4m") as small:
+        gangadir = small / "gangadir"
+        env["GANGA_DIR"] = str(gangadir)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "ganga_like.cli", str(script), str(small / "ballast"),
+                 "60000"], env=env, capture_output=True, text=True, timeout=120)
+        finally:
+            from ganga_like_local import runner_client
+            from ganga_like_local.backend import runner_dir
+
+            with contextlib.suppress(FileNotFoundError):
+                (small / "ballast").unlink()
+            with contextlib.suppress(Exception):
+                runner_client.stop(runner_dir(gangadir))
+        assert result.returncode == 1, result
+        # One line for the user: no traceback of the failed commit's abort, no log noise.
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith("ERROR: job 0 could not be submitted: the repository")
+        assert "No space left on device" in result.stderr
+        assert result.stderr.rstrip().endswith("the job is new again"), result.stderr
+        # The session saw what the repository holds, and waiting said at once why not.
+        assert "STATUS new" in result.stdout, result.stdout
+        assert "WAITED 0 job 0 is new" in result.stdout, result.stdout
+        repo = Repo(gangadir, "readonly")
+        try:
+            job = repo.registry().get(0)
+            assert job is not None and job.current_status().label == "new"
+            assert job.subjob_count() == 0
+            assert 0 not in repo.registry().submitting
+        finally:
+            repo.close()
