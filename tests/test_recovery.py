@@ -137,3 +137,65 @@ def _check_fully_recorded(session: Session, job_id: int, count: int) -> None:
     active = len(list(registry.active.keys(min=(job_id, -1), max=(job_id, 2**31 - 1))))
     assert active == sum(n for label, n in counts.items() if Status.parse(label).active)
     assert registry.indexed_status(job_id) == master.current_status().label
+
+
+RECORDING_SUBMITTER = textwrap.dedent("""
+    import sys
+    from ganga_like import *
+    j = Job(application=Executable(exe=sys.argv[1]),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(int(sys.argv[2]))]))
+    print("created", flush=True)
+    j.submit()
+    print("submitted", flush=True)
+""")
+
+
+def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never_rerun(
+        gangadir: Path, env_for: dict[str, str], tmp_path: Path) -> None:
+    from ganga_like.runtime.actions import TEST_PAUSE_VARIABLE
+    from ganga_like_local.backend import Local
+
+    count = Local.early_start_batch + 36
+    ran = tmp_path / "ran"
+    program = tmp_path / "append.sh"
+    program.write_text(f'#!/bin/sh\necho "$1" >> "{ran}"\n')
+    program.chmod(0o755)
+    # The submitter stops once the runner has the first slice: it runs, nothing is recorded.
+    env = dict(env_for, **{TEST_PAUSE_VARIABLE: "120"})
+    child = subprocess.Popen([sys.executable, "-c", RECORDING_SUBMITTER, str(program),
+                              str(count)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "created"
+        deadline = time.monotonic() + 60
+        while _lines(ran) < Local.early_start_batch:  # the whole first slice has run
+            assert time.monotonic() < deadline, _lines(ran)
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    session = open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    try:
+        j = jobs[-1]
+        assert j.status != "new"  # recovered by recording what ran, not rolled back
+        assert len(j.subjobs) == count
+        statuses = [sj.status for sj in j.subjobs]
+        assert all(s != "new" for s in statuses[: Local.early_start_batch]), statuses
+        assert statuses[Local.early_start_batch:] == ["new"] * 36  # never handed over
+        assert j.wait(timeout=60) == "completed"
+        j.resubmit()  # the ones never handed over, and only those
+        assert j.wait(timeout=60) == "completed"
+        assert all(sj.status == "completed" for sj in j.subjobs)
+        assert all(sj.exit_code == 0 for sj in j.subjobs)
+        assert session.registry().submitting.get(j.id) is None
+    finally:
+        close_session()
+        runner_client.stop(runner_dir(gangadir))
+    # Each subjob ran exactly once overall.
+    assert sorted(int(line) for line in ran.read_text().split()) == list(range(count))
+
+
+def _lines(path: Path) -> int:
+    try:
+        return len(path.read_text().split())
+    except FileNotFoundError:
+        return 0

@@ -191,6 +191,15 @@ class IBackend(GangaObject):
         """What the poll needs to know about ``job`` (e.g. the scheduler's id)."""
         return {}
 
+    def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
+        """For the recovery of a submission a crash interrupted: the fqids of ``jobs`` this
+        backend had received (queued, running or ended), or None when it cannot tell.
+
+        Received jobs are then recorded as submitted and followed, so that what ran is
+        recorded and never run again; without an answer the submission is rolled back
+        and everything under its keys cancelled."""
+        return None
+
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         """One bulk status query for all ``refs``; raise BackendError(transient=True) when the

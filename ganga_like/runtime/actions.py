@@ -293,6 +293,7 @@ def _hand_to_backend(
     early = type(job.backend).early_start_batch
     if 0 < early < len(targets):
         outcome = _hand_over(session, job, targets[:early], keep_going)
+        _test_pause()
         if outcome.failed and not keep_going:
             outcome.not_attempted.extend(t.fqid for t in targets[early:])
             return outcome
@@ -302,6 +303,20 @@ def _hand_to_backend(
         outcome.real_bulk = outcome.real_bulk or rest.real_bulk
         return outcome
     return _hand_over(session, job, targets, keep_going)
+
+
+# Test hook: seconds to pause after a backend received the first slice of a submission,
+# before the rest is prepared and anything is recorded, so that a test can kill the
+# submitting process at the worst moment.  Unset (always, outside tests) it does nothing.
+TEST_PAUSE_VARIABLE = "GANGA_LIKE_TEST_PAUSE_AFTER_FIRST_SLICE"
+
+
+def _test_pause() -> None:
+    pause = os.environ.get(TEST_PAUSE_VARIABLE)
+    if pause:
+        import time
+
+        time.sleep(float(pause))
 
 
 def _hand_over(

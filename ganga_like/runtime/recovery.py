@@ -4,11 +4,16 @@ Every submission records its intent before the backend is reached and removes it
 outcome is recorded. An intent still there whose owner process is gone means the process
 died in between. The rule:
 
-* a first submission is rolled back: the job is ``new`` again with no subjobs, and the
-  backend is asked to cancel whatever it may have received under the job's task keys, so
-  nothing runs unrecorded and nothing is run twice when the user submits again;
-* a resubmission marks the subjobs still ``submitting`` as ``failed`` (cause: the
-  resubmission was interrupted), after the same cancellation; the user resubmits them.
+* what the backend had already received (it may have run, or be running) is recorded,
+  never cancelled and run again: a first submission is split again and the subjobs the
+  backend received are recorded ``submitted`` and followed, so their outcomes are
+  recorded as usual; the others stay ``new``, for the user to resubmit;
+* a first submission of which the backend received nothing (or a backend that cannot
+  tell) is rolled back: the job is ``new`` again with no subjobs, and the backend is asked
+  to cancel whatever it may have received under the job's task keys;
+* a resubmission: the subjobs the backend received are recorded ``submitted``; those
+  still ``submitting`` otherwise are marked ``failed`` (cause: the resubmission was
+  interrupted), after the same cancellation; the user resubmits them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ganga_like.errors import GangaError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.runtime.splitting import build_subjobs
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -74,25 +80,84 @@ def _cancel(session: Session, job: Job, targets: list[Job]) -> None:
         log.warning("job %s: cancelling an interrupted submission failed: %s", job.fqid, exc)
 
 
+def _received(session: Session, job: Job, targets: list[Job]) -> set[str]:
+    """The fqids of ``targets`` the backend says it received; none if it cannot tell."""
+    if not targets:
+        return set()
+    try:
+        received = job.backend.received_bulk(session.submit_context(), targets)
+    except (GangaError, OSError) as exc:
+        log.warning("job %s: cannot ask the backend what it received: %s", job.fqid, exc)
+        return set()
+    return received or set()
+
+
+def _split_again(job: Job, count: int) -> list[Job] | None:
+    """The subjobs the interrupted submission made, made again; None if impossible."""
+    try:
+        targets = build_subjobs(job, job.splitter.variations(job))
+    except Exception as exc:  # a splitter's failure only means: roll back instead
+        log.warning("job %s: cannot split it again to recover it: %s", job.fqid, exc)
+        return None
+    return targets if len(targets) == count else None
+
+
 def _roll_back(session: Session, job: Job, count: int) -> str:
-    if count:
+    rebuilt = _split_again(job, count) if count else [job]
+    received = _received(session, job, rebuilt) if rebuilt is not None else set()
+    if rebuilt is not None and received and Status.parse(job.status) is Status.SUBMITTING:
+        return _roll_forward(session, job, rebuilt, received, split=bool(count))
+    if rebuilt is not None:
+        targets = rebuilt
+    else:
         targets = []
         for index in range(count):
             skeleton = Job.new_subjob(job, index)
             skeleton.__dict__["submit_count"] = 1
             targets.append(skeleton)
-    else:
-        targets = [job]
     _cancel(session, job, targets)
     if Status.parse(job.status) is Status.SUBMITTING:
         job.change_status(Status.NEW, "recovered: the submission was interrupted; rolled back")
     return f"job {job.fqid}: an interrupted submission was rolled back; the job is new"
 
 
+def _roll_forward(session: Session, job: Job, targets: list[Job], received: set[str],
+                  split: bool) -> str:
+    """Record an interrupted first submission as far as the backend received it."""
+    registry = session.registry()
+    cause = "recovered: the submission was interrupted after the backend received it"
+    if not split:
+        job.change_status(Status.SUBMITTED, cause)
+        registry.follow(job, job.backend.monitor_data(job))
+        return f"job {job.fqid}: an interrupted submission was recorded (the backend had it)"
+    for sj in targets:
+        if sj.fqid in received:
+            sj.change_status(Status.SUBMITTED, cause)
+            registry.follow(sj, sj.backend.monitor_data(sj))
+        else:
+            sj.log_event("recovered: the submission was interrupted before the backend "
+                         "received this subjob; resubmit it")
+    job.attach_subjobs(targets)
+    job.change_status(Status.SUBMITTED, cause)
+    missing = len(targets) - len(received)
+    rest = f"; {missing} it never received are new (resubmit them)" if missing else ""
+    return (f"job {job.fqid}: an interrupted submission was recorded: the {len(received)} "
+            f"subjob(s) the backend had received are followed{rest}")
+
+
 def _fail_resubmission(session: Session, job: Job, ids: tuple[Any, ...]) -> str:
     targets = [job.subjob(i) for i in ids] if ids else [job]
     pending = [t for t in targets if Status.parse(t.status) is Status.SUBMITTING]
-    _cancel(session, job, pending)
+    received = _received(session, job, pending)
+    registry = session.registry()
     for target in pending:
+        if target.fqid in received:
+            target.change_status(Status.SUBMITTED, "recovered: the resubmission was "
+                                 "interrupted after the backend received it")
+            registry.follow(target, target.backend.monitor_data(target))
+    lost = [t for t in pending if t.fqid not in received]
+    _cancel(session, job, lost)
+    for target in lost:
         target.change_status(Status.FAILED, "recovered: the resubmission was interrupted")
-    return f"job {job.fqid}: {len(pending)} interrupted resubmission(s) marked failed"
+    kept = f", {len(received)} the backend had received are followed" if received else ""
+    return f"job {job.fqid}: {len(lost)} interrupted resubmission(s) marked failed{kept}"

@@ -183,6 +183,25 @@ class Local(IBackend):
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
         return {}
 
+    def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
+        """The jobs whose task keys are in the runner's batches or in their journals.
+
+        The queue is read before ``accepted/`` (a batch moves from one to the other) and
+        both before the journals (a batch is deleted only once its final events are
+        written there), so a batch moving or ending meanwhile is still found.
+        """
+        wanted = {task_key(job): job.fqid for job in jobs}
+        found: set[str] = set()
+        directory = runner_dir(ctx.gangadir)
+        for keys in runner_client.batch_keys(directory):
+            found.update(wanted[key] for key in keys if key in wanted)
+        journals = {os.path.join(str(ctx.workspace), str((job.master or job).id), JOURNAL)
+                    for job in jobs}
+        for journal in sorted(journals):
+            events, _ = runner_client.read_events(Path(journal), 0)
+            found.update(wanted[e.key] for e in events if e.key in wanted)
+        return found
+
 
 def _revive_runner(ctx: PollContext) -> None:
     """Restart a runner that died with work left: its jobs then end with no user action.

@@ -43,7 +43,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -53,6 +53,7 @@ __all__ = [
     "TERMINAL_EVENTS",
     "Event",
     "TaskSpec",
+    "batch_keys",
     "configure",
     "event_line",
     "kill",
@@ -279,6 +280,24 @@ def _events_from_rows(rows: list[Any]) -> list[Event]:
         except (KeyError, TypeError, AttributeError):
             continue
     return events
+
+
+def batch_keys(runner_dir: Path) -> Iterator[list[str]]:
+    """The task keys of each batch queued or accepted; the queue is read first."""
+    for sub in (QUEUE_DIR, ACCEPTED_DIR):
+        try:
+            names = sorted(os.listdir(runner_dir / sub))
+        except FileNotFoundError:
+            continue
+        for name in names:
+            if not name.endswith(BATCH_SUFFIX) or name.startswith("."):
+                continue
+            try:
+                data = json.loads((runner_dir / sub / name).read_bytes())
+                rows = data["tasks"]
+                yield [row[0] for row in rows if isinstance(row, list) and row]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # moved on (to accepted/, or deleted) or not a batch of ours
 
 
 def runner_pid(runner_dir: Path) -> int | None:
