@@ -295,3 +295,25 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
             assert 0 not in repo.registry().submitting
         finally:
             repo.close()
+
+
+def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) -> None:
+    from ganga_like_local.runner import append_whole
+
+    with _tmpfs(tmp_path / "small", "1m") as small:
+        journal = small / "journal"
+        journal.write_bytes(b'{"first": 1}\n')
+        _fill(small / "ballast")
+        lines = b"".join(b'{"line": %d}\n' % i for i in range(1000))  # more than a page
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND)
+        try:
+            # The rest of the journal's page takes part of it, then the disk is full.
+            with pytest.raises(OSError) as failure:
+                append_whole(fd, lines)
+            assert failure.value.errno == errno.ENOSPC
+            assert journal.read_bytes() == b'{"first": 1}\n'  # no half-written line left
+            (small / "ballast").unlink()
+            append_whole(fd, lines)
+        finally:
+            os.close(fd)
+        assert journal.read_bytes() == b'{"first": 1}\n' + lines
