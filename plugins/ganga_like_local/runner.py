@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
@@ -93,6 +94,10 @@ STARTED_EVENT_DELAY_SECONDS = 0.1
 # Journal lines that could not be written (a full disk) are kept and written again this
 # often: an event is never dropped.
 JOURNAL_RETRY_SECONDS = 0.5
+# A task that cannot be set up because the disk is full waits for space instead of
+# failing; starting is tried again this often.
+DISK_FULL_RETRY_SECONDS = 0.5
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 WAKE_SIGNALS = RUNNER_SIGNALS
 
@@ -127,6 +132,7 @@ class Runner:
         # so that a runner dying before that still finds them (and the events) at start-up.
         self.done_batches: list[Batch] = []
         self.journals_failing = False  # the last flush could not write everything
+        self.starts_held_until = 0.0  # monotonic; the disk was full when a task was set up
         self.log_fd = os.open(
             runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
             PRIVATE_FILE,
@@ -202,6 +208,8 @@ class Runner:
         deadline = now + SAFETY_WAKE_SECONDS
         if self.kill_deadlines:
             deadline = min(deadline, *self.kill_deadlines.values())
+        if self.starts_held_until and self.pending:
+            deadline = min(deadline, self.starts_held_until)
         if self.unannounced:
             first = self.unannounced[0].start or 0.0
             deadline = min(deadline, now + first + STARTED_EVENT_DELAY_SECONDS - time.time())
@@ -373,9 +381,20 @@ class Runner:
 
     def start_tasks(self) -> None:
         while self.pending and len(self.running) < self.max_concurrent:
+            if self.starts_held_until:
+                if self.starts_held_until > time.monotonic():
+                    return
+                self.starts_held_until = 0.0
             task = self.pending.popleft()
             if not task.finished:
                 self.start_task(task)
+
+    def hold(self, task: Task, problem: TaskSetupError) -> None:
+        """Put back a task that the full disk kept from starting; retry in a moment."""
+        self.pending.appendleft(task)
+        if not self.starts_held_until:
+            self.log(f"task {task.key} waits for disk space: {problem}")
+        self.starts_held_until = time.monotonic() + DISK_FULL_RETRY_SECONDS
 
     def prepare_next(self) -> None:
         """Create the files of the next tasks in line while the running ones run.
@@ -385,8 +404,8 @@ class Runner:
         thread (a helper thread would fight it for the interpreter lock on every system
         call) and stops as soon as a task has ended, so that its slot is refilled first.
         """
-        if len(self.running) < self.max_concurrent:
-            return  # free slots: start_tasks has nothing to start
+        if len(self.running) < self.max_concurrent or self.starts_held_until:
+            return  # free slots: start_tasks has nothing to start (or the disk is full)
         window = min(self.max_concurrent, MAX_PREPARED_AHEAD)
         for task in itertools.islice(self.pending, window):
             if task.files is None and task.setup_error is None and not task.finished:
@@ -399,15 +418,22 @@ class Runner:
         try:
             files = files_of(task)
         except TaskSetupError as exc:
-            self.finish(task, "failed", None, str(exc))
+            if disk_full(exc):
+                self.hold(task, exc)
+            else:
+                self.finish(task, "failed", None, str(exc))
             return
         task.record_fd = files.run
         failure: str | None = None
+        held: TaskSetupError | None = None
         try:
             task.record_size = write_placeholder(files.run, now, task.batch.id)
             pid = self.spawner.spawn(task, files.out, files.err)
         except TaskSetupError as exc:
-            failure = str(exc)
+            if disk_full(exc):
+                held = exc
+            else:
+                failure = str(exc)
         except OSError as exc:
             failure = spawn_failure_reason(task, exc)
         except (ValueError, TypeError) as exc:
@@ -415,6 +441,12 @@ class Runner:
         finally:
             os.close(files.out)
             os.close(files.err)
+        if held is not None:
+            os.close(files.run)
+            task.record_fd = None
+            task.record_size = 0
+            self.hold(task, held)
+            return
         if failure is not None:
             # The final record replaces the placeholder: it never started.
             self.finish(task, "failed", None, failure)
@@ -621,6 +653,12 @@ class Runner:
             raise
         self.journals[path] = fd
         return fd
+
+
+def disk_full(problem: TaskSetupError) -> bool:
+    """Whether a task could not be set up only because the disk is full."""
+    cause = problem.__cause__
+    return isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS
 
 
 def append_whole(fd: int, data: bytes) -> None:

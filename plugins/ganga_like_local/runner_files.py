@@ -4,6 +4,7 @@ record and collected outputs."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -54,6 +55,9 @@ def prepare_ahead(task: Task) -> None:
     try:
         task.files = prepare_files(task)
     except TaskSetupError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return  # a full disk: prepared again at its turn, which waits for space
         task.setup_error = str(exc)
 
 

@@ -160,16 +160,17 @@ def _fill(path: Path) -> None:
 
 def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recorded(
         tmp_path: Path) -> None:
-    """The runner's journals fill up while 64 subjobs end; nothing is lost once space
-    returns.  The repository stays on a roomy disk (only the workspace and the runner's
-    directory are on the small one), so that the runner alone meets the full disk."""
+    """The runner's journals fill up while 64 subjobs end and 16 more wait for their turn;
+    nothing is lost once space returns.  The repository stays on a roomy disk (only the
+    workspace and the runner's directory are on the small one), so that the runner alone
+    meets the full disk."""
     from ganga_like import ArgSplitter, Executable, Job
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_local import runner_client
     from ganga_like_local.backend import JOURNAL, runner_dir
 
-    count = 64
+    running, count = 64, 80
     gate = tmp_path / "gate"
     exe = tmp_path / "prog.sh"
     exe.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexit $(($1 % 3))\n')
@@ -180,22 +181,23 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
         for name in ("workspace", "local-runner"):
             (small / name).mkdir()
             (gangadir / name).symlink_to(small / name)
-        open_session(Settings(gangadir=gangadir, local_max_concurrent=count,
+        open_session(Settings(gangadir=gangadir, local_max_concurrent=running,
                               local_idle_exit=5.0))
         try:
             j = Job(application=Executable(exe=str(exe)),
                     splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
             j.submit()
-            assert _wait_until(lambda: all(sj.status == "running" for sj in j.subjobs))
+            assert _wait_until(
+                lambda: [sj.status for sj in j.subjobs].count("running") == running)
             journal = small / "workspace" / str(j.id) / JOURNAL
             ballast = small / "ballast"
             _fill(ballast)
-            gate.touch()  # every subjob ends now, on a full disk
+            gate.touch()  # the running subjobs end now, on a full disk; the others wait
             records = [small / "workspace" / str(j.id) / str(i) / "output" / "__run__"
-                       for i in range(count)]
+                       for i in range(running)]
             assert _wait_until(lambda: all(b'"state"' in r.read_bytes() for r in records))
             finals = _finals(journal)
-            assert len(finals) < count  # the full disk held events back
+            assert len(finals) < running  # the full disk held events back
             ballast.unlink()
 
             assert j.wait(timeout=60) == "failed"
