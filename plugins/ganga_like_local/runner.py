@@ -213,9 +213,8 @@ class Runner:
         if self.unannounced:
             first = self.unannounced[0].start or 0.0
             deadline = min(deadline, now + first + STARTED_EVENT_DELAY_SECONDS - time.time())
-        if not (self.pending or self.running or self.kill_deadlines or self.outbox
-                or self.done_batches):
-            # Never idle with unwritten events: leaving would lose them.
+        if not (self.pending or self.running or self.kill_deadlines or self.journals_failing):
+            # Never idle while events cannot be written: leaving would lose them.
             idle_deadline = self.last_activity + self.idle_exit
             if idle_deadline <= now:
                 return None
@@ -227,8 +226,15 @@ class Runner:
         self.remove_pid_file()
         fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
         self.holds_lock = False
+        # The last events are written only now: a client that sees them and queues more
+        # work then finds the lock free and starts a runner, instead of waking this one.
+        # Should they not fit (a full disk), stay; a runner that took the lock meanwhile
+        # finds our finished batches (deleted only once their events are written) and
+        # writes their final events itself.
+        written = self.flush_journals()
         # A client that found the lock taken just now relies on us to see its batch.
-        if not self.queue_has_batches():
+        arrived = self.queue_has_batches()
+        if written and not arrived:
             return True
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -236,7 +242,8 @@ class Runner:
             return True  # the new holder is or will be a runner, and reads the queue
         self.holds_lock = True
         self.write_pid_file()
-        self.log("work arrived while leaving, staying")
+        if arrived:
+            self.log("work arrived while leaving, staying")
         self.woken = True
         self.last_activity = time.monotonic()
         return False
