@@ -127,10 +127,17 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         job.attach_subjobs(targets)
         job.change_status(Status.SUBMITTED, "user: submit")
 
+    def roll_back() -> None:
+        session.registry().submitting.pop(job.id, None)
+        if Status.parse(job.status) is Status.SUBMITTING:
+            job.change_status(Status.NEW, "submission failed: the repository could not "
+                              "be written; cancelled and rolled back")
+
     try:
         _record(session, job, record_outcome)
     except RepositoryWriteError as exc:
-        raise _undo_submission(session, job, targets, outcome, exc) from None
+        raise _undo_submission(session, job, targets, outcome, exc, roll_back,
+                               "the job is new again") from None
     session.poke_monitor()
     if outcome.failed:
         summary = _summarise(outcome)
@@ -146,13 +153,16 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
 
 
 def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
-                     outcome: SubmitOutcome, error: RepositoryWriteError) -> JobError:
-    """The outcome of a submission could not be recorded (a full disk): what the backend
-    received is cancelled and the job is new again, as crash recovery would leave it, so
-    that nothing runs unrecorded and this session shows what the repository holds.
+                     outcome: SubmitOutcome, error: RepositoryWriteError,
+                     roll_back: Callable[[], None], result: str,
+                     action: str = "submitted") -> JobError:
+    """The outcome of a (re)submission could not be recorded (a full disk): what the
+    backend received is cancelled and ``roll_back`` records the jobs as crash recovery
+    would (``result`` says how), so that nothing runs unrecorded and this session shows
+    what the repository holds.
 
     Returns the one-line error to raise.  Should the cancellation or the rollback fail
-    too, the job stays ``submitting`` with its intent, which the next start recovers.
+    too, the jobs stay ``submitting`` with their intent, which the next start recovers.
     """
     handed = [t for t in targets
               if t.fqid not in outcome.failed and t.fqid not in outcome.not_attempted]
@@ -160,28 +170,20 @@ def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
         problems = job.backend.kill_bulk(session.submit_context(), handed) if handed else {}
     except GangaError as exc:
         problems = {job.fqid: str(exc)}
-    reason = f"job {job.fqid} could not be submitted: {error}"
+    reason = f"job {job.fqid} could not be {action}: {error}"
     if problems:
         session.repo.abort()
         first = next(iter(problems.values()))
         return JobError(f"{reason}; what the backend received could not be cancelled "
-                        f"({first}): the job stays submitting until ganga next starts, "
-                        "which cancels it and makes the job new again")
-
-    def roll_back() -> None:
-        session.registry().submitting.pop(job.id, None)
-        if Status.parse(job.status) is Status.SUBMITTING:
-            job.change_status(Status.NEW, "submission failed: the repository could not "
-                              "be written; cancelled and rolled back")
-
+                        f"({first}): it stays submitting until ganga next starts, which "
+                        "recovers it")
     try:
         _record(session, job, roll_back)
     except RepositoryWriteError:
         session.repo.abort()
-        return JobError(f"{reason}; the job stays submitting until ganga next starts, "
-                        "which makes it new again (what the backend received was cancelled)")
-    return JobError(f"{reason}; what the backend received was cancelled and the job is new "
-                    "again")
+        return JobError(f"{reason}; what the backend received was cancelled, and it stays "
+                        "submitting until ganga next starts, which recovers it")
+    return JobError(f"{reason}; what the backend received was cancelled and {result}")
 
 
 def describe_job(job: Job) -> dict[str, str]:
@@ -407,7 +409,18 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
                 target.change_status(Status.SUBMITTED, "user: resubmit")
                 registry.follow(target, target.backend.monitor_data(target))
 
-    _record(session, master, record_outcome)
+    def roll_back() -> None:
+        session.registry().submitting.pop(master.id, None)
+        for target in targets:
+            if Status.parse(target.status) is Status.SUBMITTING:
+                target.change_status(Status.FAILED, "resubmission failed: the repository "
+                                     "could not be written; cancelled")
+
+    try:
+        _record(session, master, record_outcome)
+    except RepositoryWriteError as exc:
+        raise _undo_submission(session, master, targets, outcome, exc, roll_back,
+                               "the resubmitted jobs are failed again", "resubmitted") from None
     session.poke_monitor()
     if outcome.failed and not keep_going:
         raise JobError(f"job {job.fqid}: resubmission failed: {_summarise(outcome)}")

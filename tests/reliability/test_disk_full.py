@@ -319,3 +319,74 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) 
         finally:
             os.close(fd)
         assert journal.read_bytes() == b'{"first": 1}\n' + lines
+
+
+RESUBMIT_ON_A_FULL_DISK = """
+import sys
+from ganga_like import *
+
+j = Job(application=Executable(exe="/bin/false"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(80)]))
+j.submit()
+assert j.wait(timeout=60) == "failed"
+print("resubmitting", flush=True)
+try:
+    j.resubmit()  # the disk fills up while it pauses after the first slice
+finally:
+    print("STATUSES", sorted({sj.status for sj in j.subjobs}), flush=True)
+"""
+
+
+def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_the_repository(
+        tmp_path: Path) -> None:
+    from ganga_like.repository.connection import Repository as Repo
+    from ganga_like.runtime.actions import TEST_PAUSE_VARIABLE
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env[TEST_PAUSE_VARIABLE] = "3"
+    script = tmp_path / "resubmit.py"
+    script.write_text(RESUBMIT_ON_A_FULL_DISK)
+    with _tmpfs(tmp_path / "small", "4m") as small:
+        gangadir = small / "gangadir"
+        env["GANGA_DIR"] = str(gangadir)
+        runners = gangadir / "local-runner"
+        child = subprocess.Popen([sys.executable, "-m", "ganga_like.cli", str(script)],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "resubmitting"
+
+            def first_slice_handed_over() -> bool:
+                return any(name.endswith(".batch.json") and not name.startswith(".")
+                           for sub in ("queue", "accepted") if (runners / sub).is_dir()
+                           for name in os.listdir(runners / sub))
+
+            assert _wait_until(first_slice_handed_over)
+            _fill(small / "ballast")  # while the submitter pauses: its outcome cannot fit
+            out, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+            with contextlib.suppress(FileNotFoundError):
+                (small / "ballast").unlink()
+            from ganga_like_local import runner_client
+            from ganga_like_local.backend import runner_dir
+
+            with contextlib.suppress(Exception):
+                runner_client.stop(runner_dir(gangadir))
+        assert child.returncode == 1, (out, err)
+        assert err.count("\n") == 1, err
+        assert err.startswith("ERROR: job 0 could not be resubmitted: the repository"), err
+        assert "what the backend received was cancelled" in err, err
+        seen = out.split("STATUSES", 1)[1].strip()
+        repo = Repo(gangadir, "readonly")
+        try:
+            job = repo.registry().get(0)
+            assert job is not None
+            assert seen == str(sorted({sj.status for sj in job.iter_subjobs()}))
+            assert "submitting" not in seen or 0 in repo.registry().submitting
+        finally:
+            repo.close()
