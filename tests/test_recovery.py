@@ -199,3 +199,64 @@ def _lines(path: Path) -> int:
         return len(path.read_text().split())
     except FileNotFoundError:
         return 0
+
+
+RESUBMITTER = textwrap.dedent("""
+    from ganga_like import *
+    j = jobs[-1]
+    print("resubmitting", flush=True)
+    j.resubmit()
+    print("resubmitted", flush=True)
+""")
+
+
+def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_never_rerun(
+        gangadir: Path, env_for: dict[str, str], tmp_path: Path) -> None:
+    from ganga_like.runtime.actions import TEST_PAUSE_VARIABLE
+    from ganga_like_local.backend import Local
+
+    early = Local.early_start_batch
+    count = early + 16
+    ran, second = tmp_path / "ran", tmp_path / "second-run"
+    program = tmp_path / "append.sh"
+    # Fails on its first run, succeeds on its second.
+    program.write_text(f'#!/bin/sh\necho "$1" >> "{ran}"\n[ -e "{second}" ]\n')
+    program.chmod(0o755)
+    open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    try:
+        from ganga_like import ArgSplitter, Executable, Job
+
+        j = Job(application=Executable(exe=str(program)),
+                splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
+        j.submit()
+        assert j.wait(timeout=60) == "failed"
+    finally:
+        close_session()
+    second.touch()
+    env = dict(env_for, **{TEST_PAUSE_VARIABLE: "120"})
+    child = subprocess.Popen([sys.executable, "-c", RESUBMITTER], env=env,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "resubmitting"
+        deadline = time.monotonic() + 60
+        while _lines(ran) < count + early:  # the whole first slice has run again
+            assert time.monotonic() < deadline, _lines(ran)
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    try:
+        j = jobs[-1]
+        assert j.wait(timeout=60) in ("completed", "failed")
+        statuses = [sj.status for sj in j.subjobs]
+        assert statuses[:early] == ["completed"] * early  # recorded, not run again
+        assert statuses[early:] == ["failed"] * 16  # never handed over: resubmit them
+        assert "the resubmission was interrupted" in j.subjobs[early].history[-1].cause
+        j.resubmit()
+        assert j.wait(timeout=60) == "completed"
+    finally:
+        close_session()
+        runner_client.stop(runner_dir(gangadir))
+    runs = sorted(int(line) for line in ran.read_text().split())
+    assert runs == sorted([*range(count), *range(count)])  # twice each: failed, then done
