@@ -173,7 +173,7 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
     running, count = 64, 80
     gate = tmp_path / "gate"
     exe = tmp_path / "prog.sh"
-    exe.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexit $(($1 % 3))\n')
+    exe.write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.5; done\nexit $(($1 % 3))\n')
     exe.chmod(0o755)
     with _tmpfs(tmp_path / "small", "4m") as small:
         gangadir = tmp_path / "gangadir"
