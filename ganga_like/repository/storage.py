@@ -326,13 +326,30 @@ class _OneLine(logging.Handler):
     # Reported by GuardedConnection in its own one line: not said twice.
     BENIGN = ("Ignoring index for", "Couldn't load state for", "Unpickling error:")
 
+    # Benign on a full disk, which the user has been told about: the index file is only
+    # a cache that the next opening brings up to date from the data file.
+    BENIGN_WHEN_FULL = ("Error saving index on close()",)
+
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno >= logging.WARNING:
             if record.getMessage().startswith(self.BENIGN):
                 return
+            if record.getMessage().startswith(self.BENIGN_WHEN_FULL) and \
+                    _write_failure(record):
+                return
             text = record.getMessage().strip().splitlines()
             line = text[0] if text else record.levelname
             log.warning("repository: %s", line if len(line) < 200 else line[:197] + "...")
+
+
+def _write_failure(record: logging.LogRecord) -> bool:
+    """Whether a log record reports a failed write (a full disk) with its exception."""
+    failure = record.exc_info[1] if record.exc_info else None
+    if not isinstance(failure, Exception):
+        return False
+    from ganga_like.repository.connection import _write_errno
+
+    return _write_errno(failure) is not None
 
 
 class _AbortAfterWriteError(_OneLine):
@@ -341,13 +358,8 @@ class _AbortAfterWriteError(_OneLine):
     to the user as one RepositoryWriteError, so this second report is noise."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.exc_info and record.exc_info[1] is not None:
-            from ganga_like.repository.connection import _write_errno
-
-            failure = record.exc_info[1]
-            if isinstance(failure, Exception) and _write_errno(failure) is not None:
-                return
-        super().emit(record)
+        if not _write_failure(record):
+            super().emit(record)
 
 
 _quieted = False
