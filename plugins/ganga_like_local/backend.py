@@ -209,6 +209,8 @@ def _revive_runner(ctx: PollContext) -> None:
     The new runner reports the tasks that were running as failed ("the runner died while
     it ran") and runs the queued ones; the events reach the jobs through the journals.
     """
+    # Kept in ``memory`` itself, not staged: a restart has happened whether or not the
+    # cycle's commit succeeds.
     now = time.monotonic()
     if now - ctx.memory.get("revived_at", -REVIVE_INTERVAL) < REVIVE_INTERVAL:
         return  # a runner that dies at start-up must not be restarted every cycle
