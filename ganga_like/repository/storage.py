@@ -38,6 +38,7 @@ from ganga_like.errors import (
     RepositoryError,
 )
 from ganga_like.private import touch_private
+from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.integrity import check_file, corrupt
 from ganga_like.repository.packing import finish_interrupted_pack
 
@@ -134,7 +135,10 @@ def open_database(uri: str, mode: str = "embedded",
         # The database reads the root record at once: damage there is reported like any.
         db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
     except BaseException:
-        storage.close()  # the file's lock is released: recovery can take it
+        # The file's lock is released, so recovery can take it; and creating the root
+        # conflicts when sessions open a new repository at once: the caller tries again,
+        # with the storage (and its client cache slot) released.
+        storage.close()
         raise
     db.ganga_mode = effective
     return db
@@ -157,7 +161,7 @@ def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
         touch_private(path)
         touch_private(f"{path}.tmp")
     try:
-        storage = PrivateFileStorage(str(path), read_only=read_only, pack_keep_old=False)
+        storage = RepositoryFileStorage(str(path), read_only=read_only, pack_keep_old=False)
     except zc.lockfile.LockError:
         raise _busy(path) from None
     except OSError as exc:
@@ -201,15 +205,6 @@ def _check_root_header(storage: FileStorage) -> None:
     if header.tid != tid:
         raise corrupt(Path(storage.getName()), "the root record names another transaction "
                       "than the one it is in")
-
-
-class PrivateFileStorage(FileStorage):  # type: ignore[misc]
-    """A FileStorage whose index file (rewritten at each close and pack) is 0600."""
-
-    def _save_index(self) -> None:
-        if not self._is_read_only:
-            touch_private(self.__name__ + ".index.index_tmp")
-        super()._save_index()
 
 
 def _probe_lock(path: Path) -> zc.lockfile.LockFile:
