@@ -30,6 +30,9 @@ from ganga_like.errors import (
     RepositoryBusyError as RepositoryBusyError,
 )
 from ganga_like.errors import (
+    RepositoryConflictError as RepositoryConflictError,
+)
+from ganga_like.errors import (
     RepositoryError as RepositoryError,
 )
 from ganga_like.errors import (
@@ -57,6 +60,7 @@ _CORE = [
     "JobSlice",
     "PluginError",
     "RepositoryBusyError",
+    "RepositoryConflictError",
     "RepositoryError",
     "SchemaError",
     "config",

@@ -15,6 +15,7 @@ __all__ = [
     "JobError",
     "PluginError",
     "RepositoryBusyError",
+    "RepositoryConflictError",
     "RepositoryCorruptError",
     "RepositoryError",
     "RepositoryWriteError",
@@ -82,6 +83,12 @@ class RepositoryBusyError(RepositoryError):
     def __init__(self, message: str, *, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class RepositoryConflictError(RepositoryError):
+    """A change kept colliding with other sessions' changes to the same records (or the
+    shared server stayed unreachable) after every retry: it was rolled back, nothing of it
+    was saved, and the session goes on working; doing it again usually succeeds."""
 
 
 class RepositoryCorruptError(RepositoryError):

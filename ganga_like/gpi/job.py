@@ -37,7 +37,8 @@ class Job(GPIObject):
         super().__init__(*args, **kwargs)
         impl = self._job
         session = _session()
-        session.repo.in_transaction(lambda: session.registry().add(impl))
+        session.repo.in_transaction(lambda: session.registry().add(impl),
+                                    what="creating a job")
 
     @property
     def _job(self) -> JobImpl:

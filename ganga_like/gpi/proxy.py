@@ -127,12 +127,20 @@ class GPIObject:
         _check_writable(cls, name)
         check_depth(cls, name, value)
         self._check_editable(name)
-        old = getattr(impl, name)
-        impl._assign(name, unwrap(_adopt(self, value)))
-        if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
-            _session().registry().rename(impl, old)
-        if impl._p_jar is not None or self._root_job() is not None:
-            _commit_if_stored(self)
+        new = unwrap(_adopt(self, value))
+
+        def assign() -> None:
+            old = getattr(impl, name)
+            impl._assign(name, new)
+            if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
+                _session().registry().rename(impl, old)
+
+        job = self._root_job()
+        if job is not None and job._p_jar is not None:
+            # Stored: saved at once in a retried transaction (or by the shell cell's commit).
+            _session().change(assign, f"setting {type(impl).__name__}.{name} of job {job.fqid}")
+        else:
+            assign()
 
     def __delattr__(self, name: str) -> None:
         raise SchemaError(f"{type(self).__name__}.{name} cannot be deleted")
@@ -267,12 +275,6 @@ def _check_writable(cls: type[GangaObject], name: str) -> None:
         raise SchemaError(unknown_attribute_message(cls, name))
     if trait.metadata.get("protected"):
         raise SchemaError(f"{cls.__name__}.{name} is read-only")
-
-
-def _commit_if_stored(proxy: GPIObject) -> None:
-    job = proxy._root_job()
-    if job is not None and job._p_jar is not None:
-        _session().changed()
 
 
 def _exported(method: Callable[..., Any]) -> Callable[..., Any]:

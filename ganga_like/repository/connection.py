@@ -1,4 +1,10 @@
-"""One open repository: the database, one connection per thread, retried transactions."""
+"""One open repository: the database, one connection per thread, retried transactions.
+
+Every change the GPI makes goes through :meth:`Repository.in_transaction` (actions, job
+creation, attribute changes outside a shell cell) and is retried on conflicts with
+jittered back-off (:mod:`ganga_like.repository.retry`); opening the repository (connecting
+to or starting the shared server, creating the root) is retried the same way.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +22,12 @@ import transaction
 import ZODB
 from ZODB.Connection import Connection
 
-from ganga_like.errors import RepositoryError, RepositoryWriteError
+from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
+from ganga_like.repository.ids import IdBlocks
 from ganga_like.repository.orphans import check_after_open, check_before_open
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
+from ganga_like.repository.retry import RetryPolicy, is_transient, repeat, retried, safe_commit
 from ganga_like.repository.storage import (
     StorageOptions,
     database_mode,
@@ -50,9 +58,16 @@ class Repository:
         path = Path(unquote(urlparse(self.uri).path))
         if mode != "readonly":
             check_before_open(path, self.workspace)
-        self.db: ZODB.DB = open_database(self.uri, mode, self.options)
+        self.retry_policy = RetryPolicy()
+        self.db: ZODB.DB = repeat(lambda: self._open(path),
+                                  what=f"opening the repository in {self.gangadir}",
+                                  policy=self.retry_policy)
         # "auto" resolves to the mode actually used ("shared" or "embedded").
         self.effective_mode = database_mode(self.db)
+        # Shared mode: ids are reserved a block at a time, so that sessions creating jobs
+        # at once do not all conflict on the one counter.
+        self._ids = (IdBlocks(self.db, self.retry_policy)
+                     if self.effective_mode == "shared" else None)
         self._local = threading.local()
         self._closed = False
         # Held while a GPI action commits: this process's monitor skips a cycle rather
@@ -71,19 +86,32 @@ class Repository:
             keeper = ServerKeeper(self.db.storage, self.gangadir / "repository", self.options)
             keeper.start()
             self._background.append(keeper)
+
+    def _open(self, path: Path) -> ZODB.DB:
+        """One attempt at opening the database, checking it still holds its jobs and
+        creating its layout; sessions that start at the same moment on a new repository
+        conflict here, and try again. A failure closes the database, so the file is
+        released (for recovery, when its root is damaged)."""
+        db = open_database(self.uri, self.mode, self.options)
+        if self.mode == "readonly":
+            return db
+        tm = transaction.TransactionManager()
         try:
-            if mode != "readonly":
-                tm = transaction.TransactionManager()
-                conn = self.db.open(transaction_manager=tm)
-                try:
-                    with tm:
-                        check_after_open(conn.root(), path, self.workspace)
-                        Registry.initialise(conn.root())
-                finally:
-                    conn.close()
+            conn = db.open(transaction_manager=tm)
+            try:
+                tm.begin()
+                check_after_open(conn.root(), path, self.workspace)
+                Registry.initialise(conn.root())
+                tm.commit()
+            except BaseException:
+                tm.abort()
+                raise
+            finally:
+                conn.close()
         except BaseException:
-            self.close()  # a damaged root: the file is released for recovery
+            db.close()
             raise
+        return db
 
     @property
     def read_only(self) -> bool:
@@ -100,33 +128,50 @@ class Repository:
         return conn
 
     def registry(self) -> Registry:
-        return Registry(self.connection().root(), self.workspace)
+        ids = self._ids
+        return Registry(self.connection().root(), self.workspace,
+                        ids.take if ids is not None else None)
 
-    def in_transaction(self, action: Callable[[], T], *, attempts: int = 5) -> T:
+    def in_transaction(self, action: Callable[[], T], *, what: str = "the change",
+                       attempts: int | None = None) -> T:
         """Run ``action`` in its own transaction, retried on conflicts; commit on success.
 
-        Pending changes of the caller are committed first, so a retry never throws away
-        what the user did before the action.
+        ``action`` is run again after a conflict, so it must have no effect outside the
+        repository. Pending changes of the caller (a shell cell's) are committed first, so
+        a retry never throws away what the user did before the action; if they conflict,
+        they are rolled back and the action is not done. Whatever happens, no failed
+        transaction is left behind: the error is one line (``what`` names the action).
         """
         tm = self.connection().transaction_manager
+        policy = self.retry_policy
+        if attempts is not None:
+            policy = RetryPolicy(attempts, policy.first_delay, policy.max_delay)
         try:
             with self.action_lock, write_errors(self.gangadir):
-                tm.commit()
-                for attempt in tm.attempts(attempts):
-                    with attempt:
-                        result = action()
+                try:
+                    tm.commit()
+                except BaseException as exc:
+                    tm.abort()
+                    if not is_transient(exc):
+                        raise
+                    raise RepositoryConflictError(
+                        f"{what}: not done, because the changes made before it conflicted "
+                        "with another session's changes to the same jobs; they were rolled "
+                        "back, make them again") from exc
+                return retried(tm, action, what=what, policy=policy)
         except RepositoryWriteError:
             # Never leave the caller in a failed transaction: its objects show again
             # what the repository holds.
             tm.abort()
             self.release_failed_write()
             raise
-        return result
 
-    def commit(self) -> None:
+    def commit(self, what: str = "the change") -> None:
+        """Commit what is pending; a conflict rolls it back (one RepositoryConflictError)
+        instead of leaving a failed transaction behind."""
         try:
             with write_errors(self.gangadir):
-                self.connection().transaction_manager.commit()
+                safe_commit(self.connection().transaction_manager, what)
         except RepositoryWriteError:
             self.release_failed_write()
             raise
@@ -160,6 +205,8 @@ class Repository:
         if self._closed:
             return
         self._closed = True
+        if self._ids is not None:
+            self._ids.close()
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             try:

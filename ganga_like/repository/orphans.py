@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,11 @@ def job_dirs(workspace: Path) -> list[int]:
                   if e.name.isdigit() and e.is_dir(follow_symlinks=False))
 
 
-def first_free_id(allocator: Any, workspace: Path | None) -> int:
-    """The next id from ``allocator`` whose workspace directory does not exist yet."""
-    job_id: int = allocator.allocate()
+def first_free_id(take: Callable[[], int], workspace: Path | None) -> int:
+    """The next id from ``take`` whose workspace directory does not exist yet."""
+    job_id = take()
     while workspace is not None and os.path.lexists(os.path.join(workspace, str(job_id))):
-        job_id = allocator.allocate()
+        job_id = take()
     return job_id
 
 

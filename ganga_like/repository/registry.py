@@ -4,18 +4,32 @@
 ``active``  OOBTree: (job id, subjob id or -1) -> (backend name, run, backend data): the jobs
             the monitor follows, with all it needs to poll them, so a cycle never scans the
             registry nor loads a job that has nothing new
-``ids``     the next free job id (ids are never reused)
+``ids``     the next free job id (ids are never reused; shared-mode sessions reserve blocks
+            of them, see ganga_like.repository.ids)
 ``submitting`` IOBTree: job id -> the intent of a submission in progress (kind, subjob ids,
             owner process), removed when its outcome is recorded; what is left after a crash
-            is recovered at startup (see ganga_like.runtime.recovery)
-``by_status`` OOBTree: status -> IITreeSet of top-level job ids, and ``status_of`` IOBTree:
-            id -> the status it is indexed under; ``by_name`` OOBTree: name -> IITreeSet.
+            is recovered at startup (see ganga_like.runtime.recovery). It always holds
+            ``KEEP`` -> None as its first entry (see below); ``intents()`` leaves it out.
+``by_status`` OOBTree: status -> IdSet (an IITreeSet) of top-level job ids, and
+            ``status_of`` IOBTree: id -> the status it is indexed under; ``by_name``
+            OOBTree: name -> IdSet.
             Queries by status or name answer from these without loading a job.
+            A status keeps its (possibly empty) set once it appeared.
+
+Concurrent writers (shared mode): BTrees merge two sessions' changes to different keys of
+the same bucket, but not when one of them empties the bucket or deletes its first key.
+``submitting`` is empty most of the time and every submission adds and removes a key, so a
+permanent first entry keeps those merges possible. The id sets of the indexes are
+``IdSet``s, which merge any concurrent additions and removals while they are small (the
+sets of transient statuses, ``submitting`` and ``submitted``, are small and change with
+every submission); a status set that empties stays in ``by_status`` instead of being deleted
+and created again at the next submission.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +41,13 @@ from persistent import Persistent
 from ganga_like.model.history import make_entry
 from ganga_like.model.job import Job
 from ganga_like.repository.orphans import first_free_id
+from ganga_like.repository.trees import IdMap, IdSet, KeyMap
 
-__all__ = ["FORMAT", "TOP", "IdAllocator", "Registry", "active_key"]
+__all__ = ["FORMAT", "KEEP", "TOP", "IdAllocator", "IdSet", "Registry", "active_key"]
 
 FORMAT = 1
 TOP = -1  # subjob id used in the active index for a job without subjobs
+KEEP = -1  # the permanent first key of ``submitting`` (job ids are >= 0)
 
 
 class IdAllocator(Persistent):  # type: ignore[misc]
@@ -44,6 +60,24 @@ class IdAllocator(Persistent):  # type: ignore[misc]
         self.next_id = value + 1
         return value
 
+    def reserve(self, count: int) -> int:
+        """Reserve ``count`` consecutive ids; the first one."""
+        start: int = self.next_id
+        self.next_id = start + count
+        return start
+
+    def release(self, start: int, end: int) -> bool:
+        """Give back the reserved ids ``start..end-1`` if nothing was reserved after them."""
+        if self.next_id != end:
+            return False
+        self.next_id = start
+        return True
+
+
+# The class of each tree of the root (ganga_like.repository.trees says why not plain BTrees).
+_TREES: dict[str, type] = {"jobs": IdMap, "active": KeyMap, "submitting": IdMap,
+                           "by_status": KeyMap, "status_of": IdMap, "by_name": KeyMap}
+
 
 def active_key(job: Job) -> tuple[int, int]:
     master = job.master
@@ -54,29 +88,48 @@ class Registry:
     """Typed access to the root mapping of one connection.
 
     ``workspace``, when given, is where job workspaces live: a new job never takes an id
-    whose workspace directory exists.
+    whose workspace directory exists. ``ids`` hands out job ids (the shared-mode blocks of
+    ``ganga_like.repository.ids``); without it a new job takes the next id from the counter
+    in its own transaction.
     """
 
-    def __init__(self, root: Any, workspace: Path | None = None) -> None:
+    def __init__(self, root: Any, workspace: Path | None = None,
+                 ids: Callable[[Any], int] | None = None) -> None:
         self.root = root
         self.workspace = workspace
+        self._ids = ids
 
     @staticmethod
     def initialise(root: Any) -> bool:
         """Create the layout if missing; True when something was created."""
         created = False
-        for key, factory in (("jobs", IOBTree), ("active", OOBTree), ("ids", IdAllocator),
-                             ("submitting", IOBTree)):
+        for key, factory in (("jobs", IdMap), ("active", KeyMap), ("ids", IdAllocator),
+                             ("submitting", IdMap)):
             if key not in root:
                 root[key] = factory()
                 created = True
         if "by_status" not in root:
             # Also the migration of a repository made before the indexes existed.
             root["by_status"], root["status_of"], root["by_name"] = (
-                OOBTree(), IOBTree(), OOBTree())
+                KeyMap(), IdMap(), KeyMap())
             registry = Registry(root)
             for job in root["jobs"].values():
                 registry.reindex(job)
+            created = True
+        for key, kind in _TREES.items():
+            if type(root[key]) is not kind:
+                # Made before the trees merged concurrent changes: copied once (the
+                # references only; no job is loaded).
+                root[key] = kind(root[key])
+                created = True
+        for key in ("by_status", "by_name"):
+            index = root[key]
+            for label, ids in list(index.items()):
+                if type(ids) is not IdSet:
+                    index[label] = IdSet(ids)
+                    created = True
+        if KEEP not in root["submitting"]:
+            root["submitting"][KEEP] = None
             created = True
         if root.get("format") != FORMAT:
             root["format"] = FORMAT
@@ -95,8 +148,15 @@ class Registry:
     def submitting(self) -> IOBTree:
         return self.root["submitting"]
 
+    def intents(self) -> list[tuple[int, Any]]:
+        """The submissions in progress: (job id, intent)."""
+        return [(k, v) for k, v in self.submitting.items() if k != KEEP]
+
     def add(self, job: Job) -> int:
-        job_id = first_free_id(self.root["ids"], self.workspace)
+        take = self._ids
+        job_id = first_free_id(
+            (lambda: take(self.root)) if take is not None else self.root["ids"].allocate,
+            self.workspace)
         job.__dict__["id"] = job_id
         job._p_changed = True
         self.jobs[job_id] = job
@@ -111,7 +171,7 @@ class Registry:
         job = self.jobs.get(job_id)
         old = self.root["status_of"].pop(job_id, None)
         if old is not None:
-            _discard(self.root["by_status"], old, job_id)
+            _discard(self.root["by_status"], old, job_id, keep_empty=True)
         if job is not None:
             _discard(self.root["by_name"], getattr(job, "name", ""), job_id)
             del self.jobs[job_id]
@@ -128,7 +188,7 @@ class Registry:
         if old == label:
             return
         if old is not None:
-            _discard(self.root["by_status"], old, job.id)
+            _discard(self.root["by_status"], old, job.id, keep_empty=True)
         _insert(self.root["by_status"], label, job.id)
         status_of[job.id] = label
         history = job.history
@@ -185,13 +245,13 @@ class Registry:
 def _insert(index: OOBTree, key: str, job_id: int) -> None:
     ids = index.get(key)
     if ids is None:
-        ids = index[key] = IITreeSet()
+        ids = index[key] = IdSet()
     ids.insert(job_id)
 
 
-def _discard(index: OOBTree, key: str, job_id: int) -> None:
+def _discard(index: OOBTree, key: str, job_id: int, keep_empty: bool = False) -> None:
     ids = index.get(key)
     if ids is not None and job_id in ids:
         ids.remove(job_id)
-        if not ids:
+        if not ids and not keep_empty:
             del index[key]

@@ -3,7 +3,11 @@
 Every action that reaches a backend runs in three steps so that a conflict retry never
 repeats a side effect: (1) a retried transaction records the intent (split, status
 submitting); (2) the backend is called once; (3) a retried transaction records the outcome.
-Failures before the backend is reached roll back completely.
+Failures before the backend is reached roll back completely. The retried parts only change
+persistent objects, which an abort restores; the subjobs of a first submission are not
+stored yet, so their state is put back by hand before each attempt (``_record``'s
+``fresh``). A transaction that still conflicts after the last attempt is aborted and
+reported in one line (RepositoryConflictError); the session goes on working.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         count = len(targets) if is_split else 0
         session.registry().submitting[job.id] = intent("submit", count)
 
-    _record(session, job, record_intent)
+    _record(session, job, record_intent, f"submitting job {job.fqid}")
     outcome = _hand_to_backend(session, job, targets, keep_going)
 
     def record_outcome() -> None:
@@ -134,7 +138,10 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
                               "be written; cancelled and rolled back")
 
     try:
-        _record(session, job, record_outcome)
+        # The subjobs are stored by this transaction: a retry starts them from where they
+        # were.
+        _record(session, job, record_outcome, f"recording the submission of job {job.fqid}",
+                fresh=targets if is_split else ())
     except RepositoryWriteError as exc:
         raise _undo_submission(session, job, targets, outcome, exc, roll_back,
                                "the job is new again") from None
@@ -178,7 +185,7 @@ def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
                         f"({first}): it stays submitting until ganga next starts, which "
                         "recovers it")
     try:
-        _record(session, job, roll_back)
+        _record(session, job, roll_back, f"rolling back the submission of job {job.fqid}")
     except RepositoryWriteError:
         session.repo.abort()
         return JobError(f"{reason}; what the backend received was cancelled, and it stays "
@@ -209,14 +216,25 @@ def describe_changes(before: dict[str, str], after: dict[str, str]) -> str:
     return "; ".join(changed)
 
 
-def _record(session: Session, top: Job, action: Callable[[], None]) -> None:
+def _record(session: Session, top: Job, action: Callable[[], None], what: str,
+            fresh: Sequence[Job] = ()) -> None:
     """Run ``action`` in a retried transaction, then update the top-level job's index entry
-    in the same transaction."""
+    in the same transaction.
+
+    ``fresh`` are objects not stored yet that ``action`` changes: an abort does not restore
+    them (they are not in the database), so their state is saved here and put back before
+    each attempt.
+    """
+    saved = [dict(obj.__dict__) for obj in fresh]
+
     def recorded() -> None:
+        for obj, state in zip(fresh, saved, strict=True):
+            obj.__dict__.clear()
+            obj.__dict__.update(state)
         action()
         session.repo.registry().reindex(top)
 
-    session.repo.in_transaction(recorded)
+    session.repo.in_transaction(recorded, what=what)
 
 
 def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, float]:
@@ -395,7 +413,7 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
         ids = tuple(t.id for t in targets) if targets[0] is not master else ()
         session.registry().submitting[master.id] = intent("resubmit", ids)
 
-    _record(session, master, record_intent)
+    _record(session, master, record_intent, f"resubmitting job {job.fqid}")
     outcome = _hand_to_backend(session, master, targets, keep_going)
 
     def record_outcome() -> None:
@@ -417,7 +435,8 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
                                      "could not be written; cancelled")
 
     try:
-        _record(session, master, record_outcome)
+        _record(session, master, record_outcome,
+                f"recording the resubmission of job {job.fqid}")
     except RepositoryWriteError as exc:
         raise _undo_submission(session, master, targets, outcome, exc, roll_back,
                                "the resubmitted jobs are failed again", "resubmitted") from None
@@ -452,7 +471,7 @@ def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
                 target.change_status(Status.KILLED, "user: kill")
             registry.unfollow(target)
 
-    _record(session, job.master or job, record)
+    _record(session, job.master or job, record, f"recording the kill of job {job.fqid}")
     if errors:
         fqid, message = next(iter(errors.items()))
         text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
@@ -480,7 +499,8 @@ def remove(session: Session, job: Job) -> bool:
         except GangaError as exc:
             log.warning("job %s: kill before removal failed: %s", job_id, exc)
 
-    session.repo.in_transaction(lambda: session.repo.registry().remove(job_id))
+    session.repo.in_transaction(lambda: session.repo.registry().remove(job_id),
+                                what=f"removing job {job_id}")
     shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
     return True
 
@@ -492,7 +512,8 @@ def copy_job(session: Session, job: Job) -> Job:
     assert isinstance(clone, Job)
     if job.master is not None:
         clone.__dict__.pop("splitter", None)
-    session.repo.in_transaction(lambda: session.repo.registry().add(clone))
+    session.repo.in_transaction(lambda: session.repo.registry().add(clone),
+                                what=f"copying job {job.fqid}")
     return clone
 
 
@@ -523,5 +544,5 @@ def force_status(session: Session, job: Job, status: str) -> bool:
                 j.change_status(target, "forced by user")
                 registry.unfollow(j)
 
-    _record(session, job.master or job, record)
+    _record(session, job.master or job, record, f"forcing the status of job {job.fqid}")
     return True

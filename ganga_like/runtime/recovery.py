@@ -47,7 +47,7 @@ def owner_alive(pid: int, started: float) -> bool:
 def recover_interrupted_submissions(session: Session) -> list[str]:
     """Recover every interrupted submission; return one line per job recovered."""
     registry = session.registry()
-    stale = [(job_id, value) for job_id, value in registry.submitting.items()
+    stale = [(job_id, value) for job_id, value in registry.intents()
              if not owner_alive(value[2], value[3])]
     if not stale:
         return []
@@ -67,7 +67,8 @@ def recover_interrupted_submissions(session: Session) -> list[str]:
                 lines.append(_fail_resubmission(session, job, tuple(detail)))
             registry.reindex(job)
 
-    session.repo.in_transaction(recover)
+    # Cancelling is idempotent, so a conflict retry may ask the backend again.
+    session.repo.in_transaction(recover, what="recovering interrupted submissions")
     for line in lines:
         log.warning("%s", line)
     return lines

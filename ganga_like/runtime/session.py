@@ -49,10 +49,16 @@ class Session:
         self.recovered: list[str] = []
         self._seen_commits = -1
         self._refreshed_at = 0.0
-        if not self.repo.read_only:
-            from ganga_like.runtime.recovery import recover_interrupted_submissions
+        try:
+            if not self.repo.read_only:
+                from ganga_like.runtime.recovery import recover_interrupted_submissions
 
-            self.recovered = recover_interrupted_submissions(self)
+                self.recovered = recover_interrupted_submissions(self)
+        except BaseException:
+            # Not opened after all (the next GPI use tries again): release the repository
+            # (its server connection, its cache slot) rather than keep it half open.
+            self.repo.close()
+            raise
         if settings.monitoring:
             self.monitor.start()
 
@@ -63,10 +69,14 @@ class Session:
         return SubmitContext(self.repo.gangadir, self.repo.workspace,
                              self.settings.backend_settings())
 
-    def changed(self) -> None:
-        """A user changed an attribute: commit now unless a cell will commit it."""
+    def change(self, apply: Callable[[], None], what: str = "the change") -> None:
+        """Make a user's change to stored objects: inside a shell cell it waits for the
+        cell's commit; otherwise it is committed at once, in a retried transaction (so
+        ``apply`` must only change persistent objects)."""
         if self.autocommit and not self.repo.read_only:
-            self.repo.commit()
+            self.repo.in_transaction(apply, what=what)
+        else:
+            apply()
 
     def refresh(self) -> None:
         """See the latest commits (nothing of ours is pending in autocommit).

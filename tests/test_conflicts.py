@@ -1,0 +1,227 @@
+"""Conflicting writers: changes are retried, a change that keeps conflicting is rolled back
+with one line, and the session goes on working. The registry's trees merge the concurrent
+changes BTrees refuse, only where that is safe.
+
+Conflicts here are real: a second connection to the same database changes the same job
+between the start of a transaction and its commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import transaction
+from BTrees.IOBTree import IOBTree
+import ZODB
+from ZODB.FileStorage import FileStorage
+from ZODB.POSException import ConflictError
+
+from ganga_like import ArgSplitter, Executable, Job, Local
+from ganga_like.errors import RepositoryConflictError
+from ganga_like.repository.registry import Registry
+from ganga_like.repository.retry import RetryPolicy
+from ganga_like.repository.trees import IdMap, IdSet, KeyMap
+from ganga_like.runtime.session import Session
+
+FAST = RetryPolicy(attempts=4, first_delay=0.001, max_delay=0.01)
+
+
+# -- the trees ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[ZODB.DB]:
+    database = ZODB.DB(FileStorage(str(tmp_path / "Data.fs")))
+    yield database
+    database.close()
+
+
+def two_sides(db: ZODB.DB, tree: Any) -> tuple[list[Any], list[transaction.TransactionManager]]:
+    """Store ``tree`` and open it in two connections of their own."""
+    with db.transaction() as conn:
+        conn.root()["tree"] = tree
+    tms = [transaction.TransactionManager() for _ in range(2)]
+    conns = [db.open(transaction_manager=tm) for tm in tms]
+    return [c.root()["tree"] for c in conns], tms
+
+
+def stored(db: ZODB.DB) -> Any:
+    with db.transaction() as conn:
+        tree = conn.root()["tree"]
+        tree._check()  # the tree's structure is sound
+        return dict(tree) if not isinstance(tree, IdSet) else set(tree)
+
+
+def test_a_small_tree_merges_removing_its_first_key_with_an_addition(db: ZODB.DB) -> None:
+    (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, IdMap({0: "a", 1: "b"}))
+    del theirs[0]
+    tm_theirs.commit()
+    mine[5] = "x"
+    tm_mine.commit()  # plain BTrees refuse this (the first key was removed)
+    assert stored(db) == {1: "b", 5: "x"}
+
+
+def test_a_small_id_set_merges_emptying_it_with_an_addition(db: ZODB.DB) -> None:
+    (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, IdSet([3]))
+    theirs.remove(3)
+    tm_theirs.commit()
+    mine.insert(4)
+    tm_mine.commit()
+    assert stored(db) == {4}
+
+
+def test_the_same_key_changed_two_ways_still_conflicts(db: ZODB.DB) -> None:
+    (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, KeyMap({"k": 1, "j": 2}))
+    theirs["k"] = 2
+    del theirs["j"]
+    tm_theirs.commit()
+    mine["k"] = 3
+    with pytest.raises(ConflictError):
+        tm_mine.commit()
+    tm_mine.abort()
+
+
+def test_the_first_bucket_of_a_large_tree_merges_removing_the_oldest_key(
+        db: ZODB.DB) -> None:
+    # Removing the oldest job while another session adds one to the same bucket.
+    tree = IdMap({i: str(i) for i in range(0, 400, 2)})  # even keys: room for odd ones
+    (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, tree)
+    del theirs[0]
+    tm_theirs.commit()
+    mine[7] = "new"
+    tm_mine.commit()
+    expected = {i: str(i) for i in range(2, 400, 2)}
+    expected[7] = "new"
+    assert stored(db) == expected
+
+
+def test_a_merge_never_hides_a_key_below_a_raised_separator(db: ZODB.DB) -> None:
+    tree = IdMap({i: str(i) for i in range(0, 400, 2)})
+    second = list(tree._firstbucket._next.keys())
+    (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, tree)
+    del theirs[second[0]]  # the node above now separates at second[1]
+    tm_theirs.commit()
+    mine[second[0] + 1] = "new"  # below second[1]: merged, it could not be found
+    with pytest.raises(ConflictError):
+        tm_mine.commit()
+    tm_mine.abort()
+    assert second[0] + 1 not in stored(db)
+
+
+# -- retried transactions -------------------------------------------------------------
+
+
+class ConflictMaker:
+    """Makes the next ``times`` transactions of a session's thread conflict for real: just
+    before each commits (and only if ``when()`` says so), another connection changes
+    ``attribute`` of the same job."""
+
+    def __init__(self, session: Session, job_id: int, attribute: str,
+                 value: Callable[[int], Any], times: int,
+                 when: Callable[[], bool] = lambda: True) -> None:
+        self.db = session.repo.db
+        self.job_id = job_id
+        self.attribute = attribute
+        self.value = value
+        self.when = when
+        self.left = times
+        self.made = 0
+        self.tm = session.repo.connection().transaction_manager
+        self.tm.registerSynch(self)
+
+    def stop(self) -> None:
+        self.tm.unregisterSynch(self)
+
+    def newTransaction(self, txn: Any) -> None:  # noqa: N802 - the synchronizer interface
+        if self.left > 0:
+            txn.addBeforeCommitHook(self._change_elsewhere)
+
+    def _change_elsewhere(self) -> None:
+        if self.left <= 0 or not self.when():
+            return
+        self.left -= 1
+        self.made += 1
+        tm = transaction.TransactionManager()
+        conn = self.db.open(transaction_manager=tm)
+        job = Registry(conn.root()).jobs[self.job_id]
+        setattr(job, self.attribute, self.value(self.made))
+        tm.commit()
+        conn.close()
+
+    def beforeCompletion(self, txn: Any) -> None:  # noqa: N802
+        pass
+
+    def afterCompletion(self, txn: Any) -> None:  # noqa: N802
+        pass
+
+
+def test_a_change_that_conflicts_at_every_attempt_is_one_error_and_the_session_goes_on(
+        session: Session) -> None:
+    session.repo.retry_policy = FAST
+    j = Job(name="before")
+    maker = ConflictMaker(session, j.id, "comment", lambda n: f"theirs {n}", times=100)
+    with pytest.raises(RepositoryConflictError) as raised:
+        j.comment = "mine"
+    maker.stop()
+    message = str(raised.value)
+    assert "\n" not in message and f"setting Job.comment of job {j.id}" in message
+    assert "rolled back" in message
+    assert maker.made == FAST.attempts
+    # Nothing of it was kept, and every later change works.
+    assert j.comment == f"theirs {FAST.attempts}"
+    j.name = "after"
+    assert j.name == "after"
+    other = Job(name="next")
+    assert other.id == j.id + 1
+    assert session.registry().get(other.id) is not None
+
+
+def test_a_change_that_conflicts_twice_is_retried_and_saved(session: Session) -> None:
+    session.repo.retry_policy = FAST
+    j = Job()
+    maker = ConflictMaker(session, j.id, "comment", lambda n: f"theirs {n}", times=2)
+    j.comment = "mine"
+    maker.stop()
+    assert maker.made == 2
+    session.repo.abort()
+    assert j.comment == "mine"
+
+
+def test_a_submission_that_conflicts_calls_the_backend_once(session: Session) -> None:
+    j = Job(application=Executable(exe="true"), backend=Local())
+    impl = j._job
+    # The transaction recording the intent (it stores the job's description) conflicts
+    # once and is retried; the backend is called once, after it.
+    maker = ConflictMaker(session, j.id, "_described", lambda n: {"other": str(n)}, times=1,
+                          when=lambda: impl.status == "submitting")
+    j.submit()
+    maker.stop()
+    assert maker.made == 1
+    assert j.wait(timeout=60) == "completed"
+    changes = [(old, new) for _t, old, new, _c in j.history if old != new]
+    assert changes == [("new", "submitting"), ("submitting", "submitted"),
+                       ("submitted", "running"), ("running", "completed")]
+
+
+def test_recording_a_split_submission_again_does_not_repeat_subjob_events(
+        session: Session) -> None:
+    clean = Job(application=Executable(exe="true"),
+                splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    clean.submit()
+    j = Job(application=Executable(exe="true"),
+            splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    impl = j._job
+    # The transaction recording the outcome (the one storing the subjobs, whose state is
+    # changed in memory before they are stored) conflicts once and is retried.
+    maker = ConflictMaker(session, j.id, "_subjobs", lambda n: IOBTree(), times=1,
+                          when=lambda: impl.status == "submitted")
+    j.submit()
+    maker.stop()
+    assert maker.made == 1
+    assert j.wait(timeout=60) == "completed" and clean.wait(timeout=60) == "completed"
+    for mine, reference in zip(j.subjobs, clean.subjobs, strict=True):
+        assert [(o, n) for _t, o, n, _c in mine.history] == \
+            [(o, n) for _t, o, n, _c in reference.history]
