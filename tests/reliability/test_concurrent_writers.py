@@ -1,0 +1,124 @@
+"""Several writer processes create, submit and remove jobs at once in shared mode: no
+traceback, no job lost or counted twice, and every writer goes on working after a change
+of it was rolled back.
+
+Each writer runs a few seconds of random actions on its own jobs (Local backend, a trivial
+executable) and reports the ids it created and did not remove. The writers run with only
+three attempts per transaction, so that some changes are given up and each writer has to
+go on after one; the repository must then hold exactly the reported jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from ganga_like.runtime.session import close_session, open_session
+
+from .conftest import child_env, python, shared_settings
+
+WRITER = """
+    import json, random, sys, time, traceback
+    from ganga_like import Executable, Job, Local, jobs
+    from ganga_like.errors import GangaError, RepositoryConflictError
+    from ganga_like.repository import retry
+    from ganga_like.runtime.session import current_session
+
+    name, seconds, attempts = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    session = current_session()
+    session.repo.retry_policy = retry.RetryPolicy(attempts=attempts)
+    print("ready", flush=True)
+    sys.stdin.readline()  # all writers start together
+    rng = random.Random(name)
+    mine, new = set(), set()
+    report = {"actions": 0, "rolled_back": 0, "worked_after": 0, "other_errors": {},
+              "unexpected": 0}
+    pending_recovery = False
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        report["actions"] += 1
+        choice = rng.random()
+        try:
+            if choice < 0.45 or not mine:
+                j = Job(application=Executable(exe="true"), backend=Local())
+                mine.add(j.id)
+                new.add(j.id)
+            elif choice < 0.75 and new:
+                job_id = rng.choice(sorted(new))
+                new.discard(job_id)
+                jobs(job_id).submit()
+            else:
+                job_id = rng.choice(sorted(mine))
+                jobs(job_id).remove()
+                mine.discard(job_id)
+                new.discard(job_id)
+        except RepositoryConflictError:
+            report["rolled_back"] += 1
+            pending_recovery = True
+            continue
+        except GangaError as exc:
+            kind = type(exc).__name__
+            report["other_errors"][kind] = report["other_errors"].get(kind, 0) + 1
+            continue
+        except Exception:
+            traceback.print_exc()
+            report["unexpected"] += 1
+            continue
+        if pending_recovery:
+            report["worked_after"] += 1
+            pending_recovery = False
+    # With the usual patience, the session still works.
+    session.repo.retry_policy = retry.RetryPolicy()
+    last = Job(application=Executable(exe="true"), backend=Local())
+    mine.add(last.id)
+    last.name = f"last of {name}"
+    report["mine"] = sorted(mine)
+    report["retried"] = retry.counts["retried"]
+    print(json.dumps(report), flush=True)
+"""
+
+WRITERS = ("w1", "w2", "w3")
+
+
+def test_concurrent_writers_lose_nothing_and_every_session_goes_on(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    env = child_env(gangadir)
+    writers = {}
+    for name in WRITERS:
+        child = python(WRITER, env, argv=(name, "4", "3"), stdin=True)
+        cleanup.append(child)
+        writers[name] = child
+    for child in writers.values():
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    for child in writers.values():
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    reports = {}
+    for name, child in writers.items():
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        assert "Traceback" not in out + err, out + err
+        reports[name] = json.loads(out.strip().splitlines()[-1])
+    for name, report in reports.items():
+        assert report["unexpected"] == 0, (name, report)
+        assert report["actions"] > 10, (name, report)
+        # Every change given up was followed by one that worked (at the latest, the last).
+        assert report["worked_after"] + 1 >= report["rolled_back"], (name, report)
+        assert "TransactionFailedError" not in report["other_errors"], (name, report)
+    claimed = [job_id for report in reports.values() for job_id in report["mine"]]
+    assert len(claimed) == len(set(claimed)), "an id was handed to two writers"
+
+    session = open_session(shared_settings(gangadir, monitoring=False))
+    try:
+        held = set(session.registry().jobs.keys())
+        assert held == set(claimed)  # nothing lost, nothing left over
+        names = {session.registry().get(r["mine"][-1]).name  # type: ignore[union-attr]
+                 for r in reports.values()}
+        assert names == {f"last of {name}" for name in WRITERS}
+    finally:
+        close_session()
+    total = {k: sum(r[k] for r in reports.values())
+             for k in ("actions", "retried", "rolled_back")}
+    print(f"3 writers: {total}")
