@@ -266,9 +266,9 @@ def _reap() -> None:
 def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
     """A ZEO ClientStorage for the repository holding ``path``; None when ``spawn`` is
     false and no server runs (``auto`` mode then opens the file itself)."""
-    from ZEO.ClientStorage import ClientStorage
     from ZEO.Exceptions import ClientDisconnected
 
+    ClientStorage = _client_storage_class()
     repo_dir = path.parent
     address = server_address(repo_dir, options.address)
     for _attempt in range(3):
@@ -293,6 +293,30 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
         return storage
     raise RepositoryError(f"cannot connect to the repository server of {repo_dir}; see "
                           f"{repo_dir / LOG_NAME}: {_last_log_line(repo_dir)}")
+
+
+_client_class: Any = None
+
+
+def _client_storage_class() -> Any:
+    """ZEO's ClientStorage, forgetting its spare object ids when the server goes away.
+
+    A client takes new object ids from the server a hundred at a time. A server that was
+    killed forgets which ids it gave out beyond the last commit, and its successor gives
+    them out again: two sessions would create different objects under one id (a new
+    object then clashes with one already loaded). Spare ids are dropped on disconnection.
+    """
+    global _client_class
+    if _client_class is None:
+        from ZEO.ClientStorage import ClientStorage
+
+        class SparelessClientStorage(ClientStorage):  # type: ignore[misc]
+            def notify_disconnected(self) -> None:
+                del self._oids[:]
+                super().notify_disconnected()
+
+        _client_class = SparelessClientStorage
+    return _client_class
 
 
 # Caches of this process by path: a slot whose cache is open here is taken, even though
