@@ -89,6 +89,8 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         # The only record before the backend is reached: a crash from here on leaves the
         # job "submitting" with no subjobs, which startup recovery rolls back (cancelling
         # whatever the backend may have received under this job's keys).
+        if _ours(session.registry().submitting.get(job.id)):
+            return  # an attempt whose answer was lost (the server died) did commit
         job.change_status(Status.SUBMITTING, "user: submit")
         job.submit_count = job.submit_count + 1
         job._described = describe_job(job)
@@ -100,7 +102,8 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
 
     def record_outcome() -> None:
         registry = session.repo.registry()
-        registry.submitting.pop(job.id, None)
+        if registry.submitting.pop(job.id, None) is None:
+            return  # an attempt whose answer was lost (the server died) did commit
         if not is_split:
             message = outcome.failed.get(job.fqid)
             if message is not None:
@@ -241,6 +244,12 @@ def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, flo
     """What a crash recovery needs to know about a submission in progress, and whose it is
     (pid and process start time, so a live session's submission is never "recovered")."""
     return (kind, detail, os.getpid(), _process_started())
+
+
+def _ours(recorded: Any) -> bool:
+    """Whether a recorded intent is this process's (see ``intent``)."""
+    return bool(recorded and recorded[2] == os.getpid()
+                and abs(recorded[3] - _process_started()) < 1.0)
 
 
 def _process_started() -> float:
@@ -397,6 +406,8 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
     master = job.master or job
 
     def record_intent() -> None:
+        if _ours(session.registry().submitting.get(master.id)):
+            return  # an attempt whose answer was lost did commit
         if job.is_master:
             job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
         for target in targets:
@@ -418,7 +429,8 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
 
     def record_outcome() -> None:
         registry = session.repo.registry()
-        registry.submitting.pop(master.id, None)
+        if registry.submitting.pop(master.id, None) is None:
+            return  # an attempt whose answer was lost did commit
         for target in targets:
             message = outcome.failed.get(target.fqid)
             if message is not None or target.fqid in outcome.not_attempted:
