@@ -8,6 +8,8 @@ between the start of a transaction and its commit.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -225,3 +227,66 @@ def test_recording_a_split_submission_again_does_not_repeat_subjob_events(
     for mine, reference in zip(j.subjobs, clean.subjobs, strict=True):
         assert [(o, n) for _t, o, n, _c in mine.history] == \
             [(o, n) for _t, o, n, _c in reference.history]
+
+
+# -- scripts --------------------------------------------------------------------------
+
+SCRIPT = '''
+import transaction
+from ganga_like.repository.registry import Registry
+from ganga_like.repository.retry import RetryPolicy
+from ganga_like.runtime.session import current_session
+
+session = current_session()
+session.repo.retry_policy = RetryPolicy(attempts=3, first_delay=0.001, max_delay=0.01)
+j = Job(name="scripted")
+
+class Elsewhere:
+    """Before every commit of this thread, another connection renames the job."""
+    made = 0
+    def newTransaction(self, txn):
+        txn.addBeforeCommitHook(self.rename)
+    def rename(self):
+        Elsewhere.made += 1
+        tm = transaction.TransactionManager()
+        conn = session.repo.db.open(transaction_manager=tm)
+        Registry(conn.root()).jobs[j.id].name = f"theirs {Elsewhere.made}"
+        tm.commit()
+        conn.close()
+    def beforeCompletion(self, txn): pass
+    def afterCompletion(self, txn): pass
+
+elsewhere = Elsewhere()
+session.repo.connection().transaction_manager.registerSynch(elsewhere)
+try:
+    j.name = "mine"
+except RepositoryConflictError as exc:
+    print("caught:", exc)
+session.repo.connection().transaction_manager.unregisterSynch(elsewhere)
+k = Job(name="after")
+print("after:", j.name, k.name, len(jobs))
+if "again" in sys.argv[1:]:
+    session.repo.connection().transaction_manager.registerSynch(elsewhere)
+    j.name = "not caught"
+'''
+
+
+def test_a_script_goes_on_after_a_rolled_back_change_and_an_uncaught_one_is_one_line(
+        tmp_path: Path, env_for: dict[str, str]) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text("import sys\n" + SCRIPT)
+    ganga = [sys.executable, "-m", "ganga_like.cli"]
+    run = subprocess.run([*ganga, str(script)], env=env_for, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    caught = [line for line in run.stdout.splitlines() if line.startswith("caught:")]
+    assert len(caught) == 1 and "setting Job.name of job 0" in caught[0]
+    assert "after: theirs 3 after 2" in run.stdout
+
+    again = subprocess.run([*ganga, str(script), "again"], env=env_for,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1
+    assert "Traceback" not in again.stdout + again.stderr
+    errors = [line for line in again.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: setting Job.name of job 2")
