@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import transaction
-from BTrees.IOBTree import IOBTree
 import ZODB
+from BTrees.IOBTree import IOBTree
 from ZODB.FileStorage import FileStorage
 from ZODB.POSException import ConflictError
 
@@ -137,7 +137,7 @@ class ConflictMaker:
     def stop(self) -> None:
         self.tm.unregisterSynch(self)
 
-    def newTransaction(self, txn: Any) -> None:  # noqa: N802 - the synchronizer interface
+    def newTransaction(self, txn: Any) -> None:  # the synchronizer interface
         if self.left > 0:
             txn.addBeforeCommitHook(self._change_elsewhere)
 
@@ -153,10 +153,10 @@ class ConflictMaker:
         tm.commit()
         conn.close()
 
-    def beforeCompletion(self, txn: Any) -> None:  # noqa: N802
+    def beforeCompletion(self, txn: Any) -> None:
         pass
 
-    def afterCompletion(self, txn: Any) -> None:  # noqa: N802
+    def afterCompletion(self, txn: Any) -> None:
         pass
 
 
