@@ -66,7 +66,7 @@ class Repository:
         self.effective_mode = database_mode(self.db)
         # Shared mode: ids are reserved a block at a time, so that sessions creating jobs
         # at once do not all conflict on the one counter.
-        self._ids = (IdBlocks(self.db, self.retry_policy)
+        self._ids = (IdBlocks(self.db, self.retry_policy, self.catch_up)
                      if self.effective_mode == "shared" else None)
         self._local = threading.local()
         self._closed = False
@@ -113,6 +113,13 @@ class Repository:
             raise
         return db
 
+    def catch_up(self) -> None:
+        """Before a retry: in shared mode, a round trip to the server, after which every
+        commit made before it is visible (its invalidations arrived first)."""
+        ping = getattr(self.db.storage, "ping", None)  # ZEO's, once connected
+        if ping is not None:
+            ping()
+
     @property
     def read_only(self) -> bool:
         return self.mode == "readonly"
@@ -158,7 +165,8 @@ class Repository:
                         f"{what}: not done, because the changes made before it conflicted "
                         "with another session's changes to the same jobs; they were rolled "
                         "back, make them again") from exc
-                return retried(tm, action, what=what, policy=policy)
+                return retried(tm, action, what=what, policy=policy,
+                               catch_up=self.catch_up)
         except RepositoryWriteError:
             # Never leave the caller in a failed transaction: its objects show again
             # what the repository holds.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import transaction
@@ -34,9 +35,11 @@ class IdBlocks:
     FIRST = 8
     LARGEST = 64
 
-    def __init__(self, db: Any, policy: RetryPolicy) -> None:
+    def __init__(self, db: Any, policy: RetryPolicy,
+                 catch_up: Callable[[], object] | None = None) -> None:
         self._db = db
         self._policy = policy
+        self._catch_up = catch_up
         self._free: list[int] = []  # reserved and unused, ascending
         self._end = 0  # end of the last block reserved (exclusive)
         self._size = self.FIRST
@@ -66,7 +69,8 @@ class IdBlocks:
         conn = self._db.open(transaction_manager=tm)
         try:
             start: int = retried(tm, lambda: conn.root()["ids"].reserve(size),
-                                 what="reserving job ids", policy=self._policy)
+                                 what="reserving job ids", policy=self._policy,
+                                 catch_up=self._catch_up)
         finally:
             conn.close()
         self._free.extend(range(start, start + size))

@@ -96,15 +96,27 @@ def repeat(action: Callable[[], T], *, what: str = "the change",
 
 
 def retried(tm: Any, action: Callable[[], T], *, what: str = "the change",
-            policy: RetryPolicy = DEFAULT_POLICY) -> T:
+            policy: RetryPolicy = DEFAULT_POLICY,
+            catch_up: Callable[[], object] | None = None) -> T:
     """Run ``action`` in a transaction of ``tm`` and commit it, retrying transient failures.
 
     Each attempt begins a new transaction (it sees the latest commits), so nothing may be
     pending in ``tm`` when this is called. ``action`` must be safe to run again after an
     abort: it may change persistent objects (the abort undoes that), but must not have
     effects outside the repository. Whatever fails, the transaction is aborted.
+
+    ``catch_up`` is called before each retry: a shared-mode client learns of other
+    sessions' commits by messages from the server, which may still be on their way after
+    a conflict; a round trip to the server makes sure the retry sees the commit it
+    conflicted with, instead of meeting the same conflict again.
     """
+    tries = 0
+
     def attempt() -> T:
+        nonlocal tries
+        tries += 1
+        if tries > 1 and catch_up is not None:
+            catch_up()
         tm.begin()
         try:
             result = action()

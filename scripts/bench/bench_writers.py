@@ -12,6 +12,9 @@ changes, and finally creates one more job to show that its session still works.
 Prints: jobs in the repository against jobs reported, lost, duplicated (an id reported
 by two writers, or reported and held twice), tracebacks, unusable sessions (a writer
 that failed, whose last action failed, or that met a failed transaction). All must be 0.
+
+The writers run whatever ``ganga_like`` is first on ``sys.path``: with ``PYTHONPATH``
+pointing at an older checkout the same run measures that version.
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ from pathlib import Path
 WRITER = """
     import json, random, sys, time, traceback
     from ganga_like import Executable, Job, Local, jobs
-    from ganga_like.errors import GangaError, RepositoryConflictError
-    from ganga_like.repository import retry
+    from ganga_like.errors import GangaError
     from ganga_like.runtime.session import current_session
+    try:
+        from ganga_like.errors import RepositoryConflictError
+        from ganga_like.repository.retry import counts
+    except ImportError:  # a version from before retries, for comparison
+        class RepositoryConflictError(GangaError):
+            pass
+        counts = {"retried": 0}
 
     name, seconds = sys.argv[1], float(sys.argv[2])
     session = current_session()
@@ -40,7 +49,7 @@ WRITER = """
     rng = random.Random(name)
     mine, new = set(), set()
     report = {"actions": 0, "created": 0, "submitted": 0, "removed": 0, "rolled_back": 0,
-              "other_errors": {}, "unexpected": 0, "slowest": 0.0}
+              "other_errors": {}, "unexpected": 0, "unexpected_kinds": {}, "slowest": 0.0}
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         report["actions"] += 1
@@ -70,9 +79,12 @@ WRITER = """
             kind = type(exc).__name__
             report["other_errors"][kind] = report["other_errors"].get(kind, 0) + 1
             print(f"{kind}: {exc}", file=sys.stderr, flush=True)
-        except Exception:
-            traceback.print_exc()
+        except Exception as exc:  # what the user would see as a traceback
+            if report["unexpected"] < 3:
+                traceback.print_exc()
             report["unexpected"] += 1
+            kind = type(exc).__name__
+            report["unexpected_kinds"][kind] = report["unexpected_kinds"].get(kind, 0) + 1
         report["slowest"] = max(report["slowest"], time.monotonic() - started)
     try:
         last = Job(application=Executable(exe="true"), backend=Local())
@@ -82,7 +94,7 @@ WRITER = """
     except Exception as exc:
         report["last_action"] = f"{type(exc).__name__}: {exc}"
     report["mine"] = sorted(mine)
-    report["retried"] = retry.counts["retried"]
+    report["retried"] = counts["retried"]
     print(json.dumps(report), flush=True)
 """
 
@@ -122,14 +134,17 @@ def main() -> None:
     reports, tracebacks, failed, messages = [], 0, 0, []
     for w in writers:
         out, err = w.communicate(timeout=seconds + 300)
-        tracebacks += (out + err).count("Traceback")
+        printed = (out + err).count("Traceback")
         messages += [line for line in err.splitlines() if "rolled back" in line]
         (base / f"writer-{len(reports) + failed}.err").write_text(err)
         if w.returncode != 0:
             failed += 1
             print(err[-2000:], file=sys.stderr)
             continue
-        reports.append(json.loads(out.strip().splitlines()[-1]))
+        report = json.loads(out.strip().splitlines()[-1])
+        # Tracebacks: every unexpected exception, plus any printed by something else.
+        tracebacks += report["unexpected"] + max(0, printed - min(3, report["unexpected"]))
+        reports.append(report)
     held_list = json.loads(subprocess.run([sys.executable, "-c", textwrap.dedent(COUNT)],
                                           env=env, capture_output=True, text=True,
                                           check=True).stdout)
@@ -138,7 +153,7 @@ def main() -> None:
     held, reported = set(held_list), set(claimed)
     duplicated = (len(claimed) - len(reported)) + (len(held_list) - len(held))
     unusable = failed + sum(1 for r in reports if r["last_action"] != "ok"
-                            or "TransactionFailedError" in r["other_errors"])
+                            or "TransactionFailedError" in r["unexpected_kinds"])
     totals = {k: sum(r[k] for r in reports)
               for k in ("actions", "created", "submitted", "removed", "retried",
                         "rolled_back", "unexpected")}
@@ -154,11 +169,17 @@ def main() -> None:
         for kind, n in r["other_errors"].items():
             other[kind] = other.get(kind, 0) + n
     print(f"other one-line errors: {other or 'none'}")
+    kinds: dict[str, int] = {}
+    for r in reports:
+        for kind, n in r["unexpected_kinds"].items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    if kinds:
+        print(f"raw exceptions (tracebacks): {kinds}")
     for line in messages[:5]:
         print(f"  {line[:160]}")
     print(f"jobs in the repository: {len(held)}; reported by the writers: {len(reported)}")
     print(f"lost: {len(reported - held)}  not reported: {len(held - reported)}  "
-          f"duplicated: {duplicated}  tracebacks: {tracebacks + totals['unexpected']}  "
+          f"duplicated: {duplicated}  tracebacks: {tracebacks}  "
           f"unusable sessions: {unusable}")
 
 
