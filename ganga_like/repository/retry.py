@@ -36,9 +36,9 @@ class RetryPolicy:
     """How often and how patiently a transaction is tried.
 
     Pauses are drawn uniformly from ``[0, min(max_delay, first_delay * 2**n)]`` ("full
-    jitter"). The defaults give up after about 3 s of collisions at most (1.5 s on average):
-    long enough to ride over a burst of writers or a restarting server, short enough that a
-    user at the prompt gets an answer.
+    jitter"). The defaults wait 2.3 s at most in all (1.1 s on average) before giving up:
+    long enough to ride over a burst of writers or a restarting server (whose successor
+    each call also waits for), short enough that a user at the prompt gets an answer.
     """
 
     attempts: int = 10
