@@ -122,3 +122,43 @@ def test_concurrent_writers_lose_nothing_and_every_session_goes_on(
     total = {k: sum(r[k] for r in reports.values())
              for k in ("actions", "retried", "rolled_back")}
     print(f"3 writers: {total}")
+
+
+OPENER = """
+import os, sys, time
+go = sys.argv[1]
+while not os.path.exists(go):
+    time.sleep(0.001)
+from ganga_like import Job
+print(Job().id, flush=True)
+"""
+
+
+def test_sessions_opening_a_new_repository_at_once_all_work(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    # Creating the repository's root and layout conflicts when sessions start together.
+    env = child_env(gangadir)
+    go = gangadir.parent / "go"
+    openers = [python("import ganga_like, ganga_like_local\n" + OPENER, env, argv=(str(go),))
+               for _ in range(4)]
+    cleanup.extend(openers)
+    go.touch()
+    ids = []
+    for child in openers:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert "Traceback" not in out + err, err
+        ids.append(int(out.split()[-1]))
+    assert len(set(ids)) == 4
+
+
+def test_shared_sessions_one_after_another_number_jobs_without_gaps(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    from ganga_like import Job
+
+    ids = []
+    for _ in range(3):
+        open_session(shared_settings(gangadir, monitoring=False))
+        ids += [Job().id, Job().id]
+        close_session()  # gives back the rest of its block of ids
+    assert ids == list(range(6))
