@@ -170,3 +170,18 @@ class KeyMap(_MergingTree, OOBTree):  # type: ignore[misc]
     """Any key -> value (``active``, ``by_status``, ``by_name``)."""
 
     _bucket_type = _KeyBucket
+
+
+def _known_to_btrees_check() -> None:
+    """``BTrees.check`` (the structural check ``ganga repository check`` relies on) finds
+    the kind of a tree or bucket by its exact class: ours are listed as their bases."""
+    from BTrees import check
+
+    for ours, base in ((IdSet, IITreeSet), (IdMap, IOBTree), (KeyMap, OOBTree),
+                       (_IdSetBucket, IISet), (_IdBucket, IOBucket), (_KeyBucket, OOBucket)):
+        check._type2kind.setdefault(ours, check._type2kind[base])
+    for tree in (IdSet, IdMap, KeyMap):  # a one-bucket tree is checked as its bucket
+        check._btree2bucket.setdefault(tree, tree._bucket_type)
+
+
+_known_to_btrees_check()

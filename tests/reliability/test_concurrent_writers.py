@@ -14,6 +14,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from BTrees.check import check as check_tree
+
 from ganga_like.runtime.session import close_session, open_session
 
 from .conftest import child_env, python, shared_settings
@@ -114,6 +116,14 @@ def test_concurrent_writers_lose_nothing_and_every_session_goes_on(
     try:
         held = set(session.registry().jobs.keys())
         assert held == set(claimed)  # nothing lost, nothing left over
+        root = session.registry().root
+        for key in ("jobs", "active", "submitting", "by_status", "status_of", "by_name"):
+            check_tree(root[key])  # the merged trees are sound
+        for index in ("by_status", "by_name"):
+            for ids in root[index].values():
+                check_tree(ids)
+        for label, ids in root["by_status"].items():
+            assert all(root["status_of"][i] == label for i in ids), label
         names = {session.registry().get(r["mine"][-1]).name  # type: ignore[union-attr]
                  for r in reports.values()}
         assert names == {f"last of {name}" for name in WRITERS}
