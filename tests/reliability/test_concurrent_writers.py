@@ -172,3 +172,39 @@ def test_shared_sessions_one_after_another_number_jobs_without_gaps(
         ids += [Job().id, Job().id]
         close_session()  # gives back the rest of its block of ids
     assert ids == list(range(6))
+
+
+def test_objects_created_after_the_server_was_killed_get_new_ids(
+        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    import os
+    import signal
+
+    from ganga_like.model.job import Job as JobImpl
+    from ganga_like.repository import shared
+    from ganga_like.repository.connection import Repository
+
+    # Each session takes object ids from the server a hundred at a time; the server that
+    # replaces a killed one gives out again the ids beyond the last commit, which the
+    # session that took them last still holds.
+    options = shared_settings(gangadir).storage_options()
+    first, second = (Repository(gangadir, "shared", options=options) for _ in range(2))
+    try:
+        def create(repo: Repository, count: int) -> None:
+            for _ in range(count):
+                repo.in_transaction(lambda: repo.registry().add(JobImpl()))
+
+        create(first, 1)
+        create(second, 1)  # holds the higher block of object ids
+        pid = shared.server_pid(gangadir / "repository")
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(4):
+            create(first, 25)  # past its old block, into what the new server gives out
+            create(second, 25)
+            first.abort()
+            assert all(isinstance(j, JobImpl) for j in first.registry().jobs.values())
+        first.abort()
+        assert len(first.registry().jobs) == 202
+    finally:
+        first.close()
+        second.close()
