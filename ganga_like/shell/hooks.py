@@ -13,6 +13,7 @@ import contextlib
 import sys
 from typing import Any
 
+from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError, ReadOnlyError
 
 from ganga_like.errors import GangaError
@@ -59,6 +60,11 @@ class CellTransactions:
             self.rolled_back += 1
             _warn("this cell's changes conflicted with another change to the same jobs and "
                   f"were rolled back ({_reason(exc)}); run it again")
+        except TransientError:  # the shared server went away in the middle of the commit
+            tm.abort()
+            self.rolled_back += 1
+            _warn("this cell's changes could not be saved (the repository server could not "
+                  "be reached) and were rolled back; run it again")
         except ReadOnlyError:
             tm.abort()
             self.rolled_back += 1
