@@ -30,16 +30,17 @@ def revert_unreadable(path: Path) -> list[str]:
     from ZODB.Connection import TransactionMetaData
     from ZODB.FileStorage import FileStorage
 
-    _current, report = scan_records(path)
+    current, report = scan_records(path)
     if not report.damaged_oids:
         return []
+    existing = {oid for oid, record in current.items() if record.has_data}
     notes: list[str] = []
     storage = FileStorage(str(path))
     try:
         reverts: dict[bytes, tuple[bytes, bytes]] = {}
         for oid in sorted(report.damaged_oids):
             raw = oid.to_bytes(8, "big")
-            found = _newest_readable(storage, raw)
+            found = _newest_readable(storage, raw, existing)
             if found is None and oid == 0:
                 with contextlib.suppress(Exception):
                     found = (_empty_root(), storage.load(raw)[1], 1)
@@ -62,8 +63,11 @@ def revert_unreadable(path: Path) -> list[str]:
     return notes
 
 
-def _newest_readable(storage: Any, raw: bytes) -> tuple[bytes, bytes, int] | None:
-    """(data, current serial, how many revisions back) of the newest readable revision."""
+def _newest_readable(storage: Any, raw: bytes,
+                     existing: set[int]) -> tuple[bytes, bytes, int] | None:
+    """(data, current serial, how many revisions back) of the newest revision that reads
+    and refers only to records that exist (a flipped byte can leave a record that reads
+    but points nowhere)."""
     try:
         revisions = storage.history(raw, size=1 << 20)
         _data, serial = storage.load(raw)
@@ -72,9 +76,15 @@ def _newest_readable(storage: Any, raw: bytes) -> tuple[bytes, bytes, int] | Non
     for back, revision in enumerate(revisions):
         with contextlib.suppress(Exception):
             data = storage.loadSerial(raw, revision["tid"])
-            if record_is_readable(data):
+            if record_is_readable(data) and _refers_to_existing(data, existing):
                 return data, serial, back
     return None
+
+
+def _refers_to_existing(data: bytes, existing: set[int]) -> bool:
+    from ZODB.serialize import referencesf
+
+    return all(int.from_bytes(ref, "big") in existing for ref in referencesf(data))
 
 
 def drop_history(path: Path) -> list[str]:
@@ -115,6 +125,13 @@ def _empty_root() -> bytes:
     return stream.getvalue()
 
 
+# The registry's tables by class name: BTrees' own (repositories made before the tables
+# merged concurrent changes) and their merging subclasses (``ganga_like.repository.trees``).
+ID_MAPS = frozenset({"IOBTree", "IdMap"})
+KEY_MAPS = frozenset({"OOBTree", "KeyMap"})
+ID_SETS = frozenset({"IITreeSet", "IdSet"})
+
+
 def find_tables(path: Path) -> dict[str, int]:
     """Object ids of the registry's tables, found by what the records are and hold."""
     current, _report = scan_records(path)
@@ -140,19 +157,20 @@ def find_tables(path: Path) -> dict[str, int]:
     loose = [oid for oid, r in current.items()
              if oid != 0 and r.has_data and oid not in referenced]
     found: dict[str, int] = {}
-    jobs = sorted((holds(oid, "Job"), oid) for oid in loose if current[oid].klass == "IOBTree")
+    jobs = sorted((holds(oid, "Job"), oid) for oid in loose if current[oid].klass in ID_MAPS)
     if jobs and jobs[-1][0] > 0:
         found["jobs"] = jobs[-1][1]
     allocators = [oid for oid in loose if current[oid].klass == "IdAllocator"]
     if len(allocators) == 1:
         found["ids"] = allocators[0]
     # The active index holds tuples; the other loose OOBTrees (status, name) hold sets.
-    active = [oid for oid in loose if current[oid].klass == "OOBTree"
-              and holds(oid, "IITreeSet") == 0 and not _has_set_buckets(current, oid)]
+    active = [oid for oid in loose if current[oid].klass in KEY_MAPS
+              and not any(holds(oid, kind) for kind in ID_SETS)
+              and not _has_set_buckets(current, oid)]
     if len(active) == 1:
         found["active"] = active[0]
     return found
 
 
 def _has_set_buckets(current: dict[int, Any], oid: int) -> bool:
-    return any(current[r].klass == "IITreeSet" for r in current[oid].refs if r in current)
+    return any(current[r].klass in ID_SETS for r in current[oid].refs if r in current)
