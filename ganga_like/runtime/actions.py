@@ -341,11 +341,18 @@ TEST_PAUSE_VARIABLE = "GANGA_LIKE_TEST_PAUSE_AFTER_FIRST_SLICE"
 
 
 def _test_pause() -> None:
+    """Seconds to sleep, or a file to wait for (at most 300 s): tests use a file so that
+    what they do in the pause does not race a clock on a loaded machine."""
     pause = os.environ.get(TEST_PAUSE_VARIABLE)
     if pause:
         import time
 
-        time.sleep(float(pause))
+        try:
+            time.sleep(float(pause))
+        except ValueError:
+            deadline = time.monotonic() + 300
+            while not os.path.exists(pause) and time.monotonic() < deadline:
+                time.sleep(0.05)
 
 
 def _hand_over(

@@ -322,6 +322,7 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) 
 
 
 RESUBMIT_ON_A_FULL_DISK = """
+import os
 import sys
 from ganga_like import *
 
@@ -330,6 +331,7 @@ j = Job(application=Executable(exe="/bin/false"),
 j.submit()
 assert j.wait(timeout=60) == "failed"
 print("resubmitting", flush=True)
+os.environ["GANGA_LIKE_TEST_PAUSE_AFTER_FIRST_SLICE"] = os.environ["TEST_GATE"]
 try:
     j.resubmit()  # the disk fills up while it pauses after the first slice
 finally:
@@ -340,12 +342,12 @@ finally:
 def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_the_repository(
         tmp_path: Path) -> None:
     from ganga_like.repository.connection import Repository as Repo
-    from ganga_like.runtime.actions import TEST_PAUSE_VARIABLE
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env[TEST_PAUSE_VARIABLE] = "3"
+    gate = tmp_path / "gate"  # the submitter goes on once the disk is full
+    env["TEST_GATE"] = str(gate)  # the script pauses its resubmit on it
     script = tmp_path / "resubmit.py"
     script.write_text(RESUBMIT_ON_A_FULL_DISK)
     with _tmpfs(tmp_path / "small", "4m") as small:
@@ -366,6 +368,7 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
 
             assert _wait_until(first_slice_handed_over)
             _fill(small / "ballast")  # while the submitter pauses: its outcome cannot fit
+            gate.touch()
             out, err = child.communicate(timeout=120)
         finally:
             if child.poll() is None:
