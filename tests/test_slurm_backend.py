@@ -844,8 +844,18 @@ def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
     # received, passing subjob skeletons that know nothing but their ids.
     skeletons = [JobImpl.new_subjob(master, i) for i in range(2)]
     assert master.backend.kill_bulk(ctx, skeletons) == {}
-    _until(lambda: all(r.state == "CANCELLED" for r in commands.squeue([array]).values()),
-           30, "the array to be cancelled")
+    seen: dict[str, str] = {}
+
+    def cancelled() -> bool:
+        seen.clear()
+        seen.update((key, r.state) for key, r in commands.squeue([array]).items())
+        return all(state == "CANCELLED" for state in seen.values())
+
+    # A loaded machine's slurmd can take a while to end running elements.
+    try:
+        _until(cancelled, 90, "the array to be cancelled")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last seen: {seen}") from None
     log = (log_dir / "submissions.log").read_text()
     assert f"{batches[0].name} interrupted submission: cancelled {array}" in log
     assert submission.unconfirmed_submissions(str(log_dir)) == []
