@@ -21,37 +21,14 @@ def main() -> None:
     cycles = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     base = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(tempfile.mkdtemp(prefix="bench-"))
     gangadir = base / "gangadir"
-    from ganga_like.model.job import Job
+    from busy_repo import build, churn, data_fs, never_pack
+
     from ganga_like.repository.connection import Repository
     from ganga_like.repository.integrity import check_file, full_check
-    from ganga_like.repository.registry import Registry
-    from ganga_like.runtime.settings import Settings
 
-    never = Settings(pack_threshold_mb=0).storage_options()
-    repo = Repository(gangadir, options=never)
-    path = gangadir / "repository" / "Data.fs"
-
-    def build() -> int:
-        registry = Registry(repo.connection().root())
-        for i in range(1000):
-            job = Job()
-            job.name = f"job{i}"
-            registry.add(job)
-        master = Job()
-        subjobs = [Job.new_subjob(master, k) for k in range(10_000)]
-        for sj in subjobs:
-            sj.__dict__["status"] = "submitted"
-        master.attach_subjobs(subjobs)
-        return registry.add(master)
-
-    master_id = repo.in_transaction(build)
-    master = repo.registry().get(master_id)
-    assert master is not None
-    subjobs = list(master.iter_subjobs())
-    for c in range(cycles):
-        for sj in subjobs[(c * 500) % 10_000:(c * 500) % 10_000 + 500]:
-            sj.log_event(f"cycle {c}")
-        repo.commit()
+    repo = Repository(gangadir, options=never_pack())
+    path = data_fs(gangadir)
+    churn(repo, build(repo), cycles)
     repo.close()
     size = path.stat().st_size
     t0 = time.perf_counter()

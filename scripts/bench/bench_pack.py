@@ -26,38 +26,20 @@ def main() -> None:
     cycles = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     base = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(tempfile.mkdtemp(prefix="bench-"))
     gangadir = base / "gangadir"
-    from ganga_like.model.job import Job
+    from busy_repo import build, churn, data_fs, never_pack
+
     from ganga_like.repository.connection import Repository
     from ganga_like.repository.packing import pack_now
     from ganga_like.repository.registry import Registry
     from ganga_like.runtime.settings import Settings
 
-    never = Settings(pack_threshold_mb=0).storage_options()
+    never = never_pack()
     repo = Repository(gangadir, options=never)
-    path = gangadir / "repository" / "Data.fs"
-
-    def build() -> int:
-        registry = Registry(repo.connection().root())
-        for i in range(1000):
-            job = Job()
-            job.name = f"job{i}"
-            registry.add(job)
-        master = Job()
-        subjobs = [Job.new_subjob(master, k) for k in range(10_000)]
-        for sj in subjobs:
-            sj.__dict__["status"] = "submitted"
-        master.attach_subjobs(subjobs)
-        return registry.add(master)
+    path = data_fs(gangadir)
 
     t0 = time.perf_counter()
-    master_id = repo.in_transaction(build)
-    master = repo.registry().get(master_id)
-    assert master is not None
-    subjobs = list(master.iter_subjobs())
-    for c in range(cycles):
-        for sj in subjobs[(c * 500) % 10_000:(c * 500) % 10_000 + 500]:
-            sj.log_event(f"cycle {c}")
-        repo.commit()
+    master_id = build(repo)
+    churn(repo, master_id, cycles)
     size = path.stat().st_size
     print(f"built: {cycles} cycles of 500 updates in {time.perf_counter() - t0:.1f} s; "
           f"Data.fs {size / 2**20:.1f} MB")
@@ -103,13 +85,7 @@ def main() -> None:
 
     # Grow it again and reopen with packing due: the open does not wait for the pack.
     repo = Repository(gangadir, options=never)
-    master = repo.registry().get(master_id)
-    assert master is not None
-    subjobs = list(master.iter_subjobs())
-    for c in range(cycles):
-        for sj in subjobs[(c * 500) % 10_000:(c * 500) % 10_000 + 500]:
-            sj.log_event(f"again {c}")
-        repo.commit()
+    churn(repo, master_id, cycles, label="again")
     repo.close()
     due = Settings(pack_threshold_mb=1, pack_keep_days=0).storage_options()
     t0 = time.perf_counter()
