@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,8 @@ from ganga_like import (
     jobs,
 )
 from ganga_like.runtime.session import Session
+
+from .waiting import wait_until
 
 
 def script(tmp_path: Path, name: str, body: str, executable: bool = True) -> str:
@@ -237,12 +238,12 @@ def test_a_runner_killed_with_sigkill_is_restarted_and_the_job_ends_by_itself(
     j = Job(application=Executable(exe=exe),
             splitter=ArgSplitter(args=[["hang", 0], ["hang", 1], ["quick", 2], ["quick", 3]]))
     j.submit()
-    assert _wait_until(lambda: [s.status for s in j.subjobs][:2] == ["running", "running"])
+    assert wait_until(lambda: [s.status for s in j.subjobs][:2] == ["running", "running"])
     runners = runner_dir(session.repo.gangadir)
     dead = runner_client.runner_pid(runners)
     assert dead is not None
     os.kill(dead, 9)
-    assert _wait_until(lambda: not _alive(dead))
+    assert wait_until(lambda: not _alive(dead))
     gate.touch()
 
     assert j.wait(timeout=60) == "failed"  # no user action: the monitor restarted the runner
@@ -251,19 +252,10 @@ def test_a_runner_killed_with_sigkill_is_restarted_and_the_job_ends_by_itself(
         cause = j.subjobs[index].history[-1].cause
         assert "the runner died while it ran" in cause, cause
         orphan = int((tmp_path / f"pid.{index}").read_text())
-        assert _wait_until(lambda orphan=orphan: not _alive(orphan))  # killed, not left behind
+        assert wait_until(lambda orphan=orphan: not _alive(orphan))  # killed, not left behind
     assert (j.subjobs[3].outputdir / "stdout").read_text() == "done 3\n"
     revived = runner_client.runner_pid(runners)
     assert revived is not None and revived != dead
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _alive(pid: int) -> bool:

@@ -13,3 +13,13 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` s, for ``assert wait_until(...)``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -13,8 +13,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.integrity import check_repository
 from ganga_like.repository.registry import Registry
 
+from ..waiting import wait_until
 from .conftest import shared_settings
 
 
@@ -187,7 +187,7 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
             j = Job(application=Executable(exe=str(exe)),
                     splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
             j.submit()
-            assert _wait_until(
+            assert wait_until(
                 lambda: [sj.status for sj in j.subjobs].count("running") == running)
             journal = small / "workspace" / str(j.id) / JOURNAL
             ballast = small / "ballast"
@@ -195,7 +195,7 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
             gate.touch()  # the running subjobs end now, on a full disk; the others wait
             records = [small / "workspace" / str(j.id) / str(i) / "output" / "__run__"
                        for i in range(running)]
-            assert _wait_until(lambda: all(b'"state"' in r.read_bytes() for r in records))
+            assert wait_until(lambda: all(b'"state"' in r.read_bytes() for r in records))
             finals = _finals(journal)
             assert len(finals) < running  # the full disk held events back
             ballast.unlink()
@@ -218,15 +218,6 @@ def _finals(journal: Path) -> list[str]:
 
     events, _ = runner_client.read_events(journal, 0)
     return [e.key for e in events if e.event in runner_client.TERMINAL_EVENTS]
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 SUBMIT_ON_A_FULL_DISK = """
@@ -366,7 +357,7 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
                            for sub in ("queue", "accepted") if (runners / sub).is_dir()
                            for name in os.listdir(runners / sub))
 
-            assert _wait_until(first_slice_handed_over)
+            assert wait_until(first_slice_handed_over)
             _fill(small / "ballast")  # while the submitter pauses: its outcome cannot fit
             gate.touch()
             out, err = child.communicate(timeout=120)
