@@ -28,25 +28,17 @@ from ganga_like.model.base import MAX_NESTING
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session
 
+from .split_jobs import two_subjobs_running_one_waiting
 from .waiting import wait_for
 
 
 def test_a_split_job_is_running_as_soon_as_one_subjob_runs_while_others_wait(
         session: Session) -> None:
-    # Two subjobs run at once (the session's Local.max_concurrent): the third waits.
-    j = Job(application=Executable(exe="sleep"),
-            splitter=ArgSplitter(args=[["30"], ["30"], ["30"]]))
-    j.submit()
-    try:
-        wait_for(lambda: sum(s.status == "running" for s in j.subjobs) == 2, 60,
-                 "two subjobs running")
-        assert j.subjobs[2].status == "submitted"
+    with two_subjobs_running_one_waiting() as j:
         assert j.status == "running"
         # The status index (queries, the toolbar, `ganga list`) says the same.
         wait_for(lambda: j.id in jobs.query("status=running").ids(), 30,
                  "the index to say running")
-    finally:
-        j.kill()
 
 
 def _stored_job(session: Session, job_id: int) -> Any:

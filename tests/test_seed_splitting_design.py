@@ -21,7 +21,7 @@ from ganga_like import (
 from ganga_like.runtime.session import Session
 from ganga_like_local.backend import Local as LocalBackend
 
-from .waiting import wait_for
+from .split_jobs import two_subjobs_running_one_waiting
 
 SESSION_SETTINGS = {"master_status_order": "submitted_first"}
 
@@ -102,17 +102,8 @@ def test_master_status_follows_subjobs_to_completed(session: Session) -> None:
 
 def test_a_master_with_a_waiting_subjob_is_submitted_even_while_others_run(
         session: Session) -> None:
-    # Two subjobs run at once (the session's Local.max_concurrent): the third waits.
-    j = Job(application=Executable(exe="sleep"),
-            splitter=ArgSplitter(args=[["30"], ["30"], ["30"]]))
-    j.submit()
-    try:
-        wait_for(lambda: sum(s.status == "running" for s in j.subjobs) == 2, 60,
-                 "two subjobs running")
-        assert j.subjobs[2].status == "submitted"
+    with two_subjobs_running_one_waiting() as j:
         assert j.status == "submitted"
-    finally:
-        j.kill()
 
 
 def test_master_fails_when_a_subjob_fails_and_resubmit_moves_it_back(session: Session) -> None:
