@@ -25,6 +25,20 @@ CPR_REQUEST = "\x1b[6n"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x08|\r")
 
 
+# A script for ``%ganga``: rename_elsewhere(name) renames job 0 from another connection and
+# commits, so that the cell's own change to that job conflicts.
+RENAME_ELSEWHERE = (
+    "import transaction\n"
+    "from ganga_like.runtime.session import current_session\n"
+    "def rename_elsewhere(name):\n"
+    "    tm = transaction.TransactionManager()\n"
+    "    conn = current_session().repo.db.open(transaction_manager=tm)\n"
+    "    conn.root()['jobs'][0].name = name\n"
+    "    tm.commit()\n"
+    "    conn.close()\n"
+)
+
+
 def strip(text: str) -> str:
     return ANSI.sub("", text)
 
@@ -167,15 +181,7 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
 
         # A cell whose commit conflicts is rolled back with a one-line warning.
         helper = tmp_path / "helper.py"
-        helper.write_text(
-            "import transaction\n"
-            "from ganga_like.runtime.session import current_session\n"
-            "def rename_elsewhere(name):\n"
-            "    tm = transaction.TransactionManager()\n"
-            "    conn = current_session().repo.db.open(transaction_manager=tm)\n"
-            "    conn.root()['jobs'][0].name = name\n"
-            "    tm.commit()\n"
-            "    conn.close()\n")
+        helper.write_text(RENAME_ELSEWHERE)
         assert "Error" not in shell.run(f"%ganga {helper}")
         warned = shell.run("j.name = 'mine'; rename_elsewhere('theirs')")
         assert "WARNING: this cell's changes conflicted" in warned

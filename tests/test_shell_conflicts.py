@@ -11,7 +11,7 @@ import pytest
 from ganga_like_local import runner_client
 from ganga_like_local.backend import runner_dir
 
-from .test_shell import Shell
+from .test_shell import RENAME_ELSEWHERE, Shell
 
 
 @pytest.fixture
@@ -23,22 +23,11 @@ def shell_env(env_for: dict[str, str], tmp_path: Path,
     yield env
     runner_client.stop(runner_dir(gangadir))
 
-HELPER = (
-    "import transaction\n"
-    "from ganga_like.runtime.session import current_session\n"
-    "def rename_elsewhere(name):\n"
-    "    tm = transaction.TransactionManager()\n"
-    "    conn = current_session().repo.db.open(transaction_manager=tm)\n"
-    "    conn.root()['jobs'][0].name = name\n"
-    "    tm.commit()\n"
-    "    conn.close()\n"
-)
-
 
 def test_conflicts_in_cells_are_one_line_and_the_next_cells_work(
         shell_env: dict[str, str], tmp_path: Path) -> None:
     helper = tmp_path / "helper.py"
-    helper.write_text(HELPER)
+    helper.write_text(RENAME_ELSEWHERE)
     shell = Shell(shell_env)
     try:
         shell.run("j = Job(name='first')")
