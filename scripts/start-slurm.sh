@@ -105,17 +105,8 @@ dump_logs() {
 die() { log "ERROR: $*"; dump_logs; exit 1; }
 
 # --- helpers --------------------------------------------------------------
-# pid_of PIDFILE COMM: print the pid if that process is alive, named COMM and
-# started from this DIR (its command line or environment mentions DIR).
-pid_of() {
-    local f=$1 comm=$2 pid
-    [ -s "$f" ] || return 1
-    pid=$(tr -dc '0-9' < "$f")
-    [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || return 1
-    grep -qaF -- "$DIR/" "/proc/$pid/cmdline" "/proc/$pid/environ" 2>/dev/null || return 1
-    echo "$pid"
-}
+# pid_of PIDFILE COMM (from slurm-common.sh)
+. "$HERE/slurm-common.sh"
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 wait_for() {   # wait_for DESCRIPTION COMMAND...
     local desc=$1 end=$((SECONDS + TIMEOUT)); shift

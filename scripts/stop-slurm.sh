@@ -38,15 +38,8 @@ if [ ! -d "$DIR" ]; then
     exit 0
 fi
 
-pid_of() {   # pid_of PIDFILE COMM: pid if alive, named COMM, started from DIR
-    local f=$1 comm=$2 pid
-    [ -s "$f" ] || return 1
-    pid=$(tr -dc '0-9' < "$f")
-    [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || return 1
-    grep -qaF -- "$DIR/" "/proc/$pid/cmdline" "/proc/$pid/environ" 2>/dev/null || return 1
-    echo "$pid"
-}
+# pid_of PIDFILE COMM: pid if alive, named COMM, started from DIR
+. "$(cd "$(dirname "$0")" && pwd)/slurm-common.sh"
 stop_pids() {   # stop_pids PID...: SIGTERM all, wait up to 30 s, SIGKILL what is left
     local pid _ left
     for pid; do kill -TERM "$pid" 2>/dev/null || true; done
