@@ -108,10 +108,19 @@ def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
                 action(session, job)
             except GangaError as exc:
                 failures += 1
-                error(f"job {job.fqid}: {exc}")
+                error(_about(job.fqid, str(exc)))
         print(f"{verb}: {len(found) - failures} of {len(found)} job(s) done")
         session.monitor.run_once()
         return ERROR if failures else OK
+
+
+def _about(fqid: str, message: str) -> str:
+    """``message`` naming the job once: the job actions' own errors already start with
+    "job 3 ..." (or "subjob 3.1 ..."), others (a backend's) get the prefix."""
+    if message.startswith((f"job {fqid} ", f"job {fqid}:", f"subjob {fqid} ",
+                           f"subjob {fqid}:")):
+        return message
+    return f"job {fqid}: {message}"
 
 
 def _confirm(prompt: str) -> bool:
