@@ -31,7 +31,7 @@ from ganga_like.model.status import Status
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["GPIList", "GPIObject", "proxy_class", "schema_doc", "unwrap", "wrap"]
+__all__ = ["GPIDict", "GPIList", "GPIObject", "proxy_class", "schema_doc", "unwrap", "wrap"]
 
 _proxies: weakref.WeakValueDictionary[int, GPIObject] = weakref.WeakValueDictionary()
 _classes: dict[type[GangaObject], type[GPIObject]] = {}
@@ -64,6 +64,8 @@ def unwrap(value: Any) -> Any:
         return object.__getattribute__(value, "_impl")
     if isinstance(value, GPIList):
         return [unwrap(v) for v in value]
+    if isinstance(value, GPIDict):
+        return {k: unwrap(value[k]) for k in value}
     if isinstance(value, list | tuple):
         return type(value)(unwrap(v) for v in value)
     if isinstance(value, dict):
@@ -115,6 +117,8 @@ class GPIObject:
             value = getattr(impl, name)
             if isinstance(value, tuple):
                 return GPIList(self, name)
+            if isinstance(value, dict):
+                return GPIDict(self, name)
             return wrap(value, owner=self)
         if name in cls._exported_methods:
             method: Callable[..., Any] = getattr(impl, name)
@@ -246,6 +250,8 @@ def _adopt(owner: GPIObject, value: Any) -> Any:
         return wrap(object.__getattribute__(value, "_impl")._copy(), owner=owner)
     if isinstance(value, GPIList | list | tuple):
         return [_adopt(owner, v) for v in value]
+    if isinstance(value, GPIDict):
+        return {k: _adopt(owner, value[k]) for k in value}
     if isinstance(value, dict):
         return {k: _adopt(owner, v) for k, v in value.items()}
     return value
@@ -287,13 +293,16 @@ def _exported(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-class GPIList:
-    """A list attribute, or a list inside one (``splitter.args[0]``): reads like a list, and
-    every change is validated and stored through the attribute that holds it."""
+class _Held:
+    """A list or dict attribute, or a list or dict inside one (``splitter.args[0]``,
+    ``splitter.multi_attrs["args"]``), seen through the object that holds it: reads come
+    from the stored value, and every change rebuilds the whole attribute and assigns it, so
+    it is validated, refused on a submitted job and stored in one retried transaction
+    exactly as an assignment is."""
 
     __slots__ = ("_name", "_owner", "_path")
 
-    def __init__(self, owner: GPIObject, name: str, path: tuple[int, ...] = ()) -> None:
+    def __init__(self, owner: GPIObject, name: str, path: tuple[Any, ...] = ()) -> None:
         self._owner = owner
         self._name = name
         self._path = path
@@ -301,28 +310,41 @@ class GPIList:
     def _raw(self) -> Any:
         impl = object.__getattribute__(self._owner, "_impl")
         value = getattr(impl, self._name)
-        for index in self._path:
-            value = value[index]
+        for key in self._path:
+            value = value[key]
         return value
 
-    def _items(self) -> list[Any]:
+    def _child(self, key: Any, value: Any) -> Any:
+        """The GPI face of the value at ``key``: a nested list or dict changes in place
+        through this same attribute."""
         # (Lists inside lists are stored as tuples; older records may hold lists.)
-        return [GPIList(self._owner, self._name, (*self._path, i))
-                if isinstance(v, tuple | list) else wrap(v, owner=self._owner)
-                for i, v in enumerate(self._raw())]
+        if isinstance(value, tuple | list):
+            return GPIList(self._owner, self._name, (*self._path, key))
+        if isinstance(value, dict):
+            return GPIDict(self._owner, self._name, (*self._path, key))
+        return wrap(value, owner=self._owner)
 
-    def _store(self, items: list[Any]) -> None:
+    def _store(self, value: Any) -> None:
         if not self._path:
-            setattr(self._owner, self._name, items)
+            setattr(self._owner, self._name, value)
             return
-        # A nested list changes through the whole attribute: validated and stored at once.
-        whole = GPIList(self._owner, self._name)
-        top = _plain(whole)
+        # A nested value changes through the whole attribute: validated and stored at once.
+        top = _plain(getattr(object.__getattribute__(self._owner, "_impl"), self._name))
         inner = top
-        for index in self._path[:-1]:
-            inner = inner[index]
-        inner[self._path[-1]] = items
+        for key in self._path[:-1]:
+            inner = inner[key]
+        inner[self._path[-1]] = value
         setattr(self._owner, self._name, top)
+
+
+class GPIList(_Held):
+    """A list attribute, or a list inside one (``splitter.args[0]``): reads like a list, and
+    every change is validated and stored through the attribute that holds it."""
+
+    __slots__ = ()
+
+    def _items(self) -> list[Any]:
+        return [self._child(i, v) for i, v in enumerate(self._raw())]
 
     def __len__(self) -> int:
         return len(self._raw())
@@ -377,19 +399,135 @@ class GPIList:
         items = self._items()
         value = items.pop(index)
         self._store(items)
-        return value
+        return _plain(value)
 
     def clear(self) -> None:
         self._store([])
+
+    def sort(self, *, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> None:
+        items = _plain(self)
+        items.sort(key=key, reverse=reverse)
+        self._store(items)
+
+    def reverse(self) -> None:
+        self._store(_plain(self)[::-1])
+
+    def index(self, value: Any, *bounds: int) -> int:
+        return self._items().index(value, *bounds)
+
+    def count(self, value: Any) -> int:
+        return self._items().count(value)
 
     def __repr__(self) -> str:
         return repr(self._items())
 
 
+class GPIDict(_Held):
+    """A dict attribute, or a dict inside one (``splitter.multi_attrs``): reads like a dict,
+    and every change (``d[k] = v``, ``update``, ``pop``, ``del``, ``|=``, ...) is validated
+    and stored through the attribute that holds it, in one step per call."""
+
+    __slots__ = ()
+
+    def _mapping(self) -> dict[Any, Any]:
+        return {k: self._child(k, v) for k, v in self._raw().items()}
+
+    def _changed(self, change: Callable[[dict[Any, Any]], Any]) -> Any:
+        """Apply ``change`` to a plain copy and store the result; ``change``'s result."""
+        plain: dict[Any, Any] = _plain(self)
+        result = change(plain)
+        self._store(plain)
+        return _plain(result)
+
+    def __len__(self) -> int:
+        return len(self._raw())
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._raw()))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._child(key, self._raw()[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw()
+
+    def keys(self) -> Any:
+        return self._mapping().keys()
+
+    def values(self) -> Any:
+        return self._mapping().values()
+
+    def items(self) -> Any:
+        return self._mapping().items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        raw = self._raw()
+        return self._child(key, raw[key]) if key in raw else default
+
+    def copy(self) -> dict[Any, Any]:
+        """A plain dict copy (changing it changes nothing stored)."""
+        return _plain(self)  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GPIDict | dict):
+            return bool(_plain(self) == _plain(other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __or__(self, other: Any) -> dict[Any, Any]:
+        return {**_plain(self), **_plain(dict(other))}
+
+    def __ror__(self, other: Any) -> dict[Any, Any]:
+        return {**_plain(dict(other)), **_plain(self)}
+
+    def __ior__(self, other: Any) -> GPIDict:
+        self.update(other)
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._changed(lambda d: d.__setitem__(key, value))
+
+    def __delitem__(self, key: Any) -> None:
+        self._changed(lambda d: d.__delitem__(key))
+
+    def update(self, *others: Any, **values: Any) -> None:
+        self._changed(lambda d: d.update(*[_plain(dict(o)) if isinstance(o, GPIDict) else o
+                                           for o in others], **values))
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key not in self._raw():
+            if default:
+                return default[0]
+            raise KeyError(key)
+        return self._changed(lambda d: d.pop(key))
+
+    def popitem(self) -> tuple[Any, Any]:
+        return self._changed(lambda d: d.popitem())  # type: ignore[no-any-return]
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        raw = self._raw()
+        if key in raw:
+            return self._child(key, raw[key])
+        self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        self._store({})
+
+    def __repr__(self) -> str:
+        return repr(self._mapping())
+
+
 def _plain(value: Any) -> Any:
-    """Lists at every depth (GPI lists and stored tuples alike), components as they are."""
+    """Plain, mutable lists and dicts at every depth (GPI lists and dicts and stored
+    tuples alike), components as they are."""
     if isinstance(value, GPIList | list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, GPIDict):
+        return {k: _plain(value[k]) for k in value}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
