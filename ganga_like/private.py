@@ -12,9 +12,11 @@ it must start without importing this package.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "make_private_dirs", "touch_private", "write_private"]
+__all__ = ["DIR_MODE", "FILE_MODE", "copy_private", "make_private_dirs", "touch_private",
+           "write_private"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -56,3 +58,28 @@ def write_private(path: str | os.PathLike[str], data: bytes) -> None:
             view = view[written:]
     finally:
         os.close(fd)
+
+
+def copy_private(source: str, target: str) -> None:
+    """Copy the file ``source`` to ``target`` (replaced if present): a new file, never a
+    link, so a job writing to its copy cannot change the user's original. Mode 0600 plus the
+    owner's execute bit of the source (an input may be a script to run).
+
+    ``os.copy_file_range`` copies inside the kernel (a reflink where the file system can
+    share blocks, e.g. btrfs, XFS, NFS 4.2); a plain read/write copy is the fallback.
+    The Local runner has a twin of this (``ganga_like_local.runner_files``): it must start
+    without importing this package."""
+    if os.path.lexists(target):
+        os.unlink(target)  # a new inode: never write through an earlier link or copy
+    with open(source, "rb") as src:
+        mode = FILE_MODE | (os.fstat(src.fileno()).st_mode & 0o100)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        with open(fd, "wb") as dst:
+            try:
+                while os.copy_file_range(src.fileno(), fd, 1 << 30):
+                    pass
+            except OSError:  # not supported here (old kernel, across file systems, ...)
+                src.seek(0)
+                dst.seek(0)
+                dst.truncate()
+                shutil.copyfileobj(src, dst, 1 << 20)

@@ -265,3 +265,21 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+
+
+def test_a_job_writing_to_its_input_leaves_the_users_file_alone(
+        session: Session, tmp_path: Path) -> None:
+    source = tmp_path / "src.txt"
+    source.write_text("original\n")
+    j = Job(application=Executable(exe="sh", args=["-c", "echo APPENDED >> src.txt; cat src.txt"]),
+            inputfiles=[LocalFile(str(source))])
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    assert (j.outputdir / "stdout").read_text() == "original\nAPPENDED\n"
+    assert source.read_text() == "original\n"
+    assert source.stat().st_nlink == 1
+    # The copy kept with the job is the input as submitted: a resubmission sees it again.
+    j.resubmit()
+    assert j.wait(timeout=60) == "completed"
+    assert (j.outputdir / "stdout").read_text() == "original\nAPPENDED\n"
+    assert source.read_text() == "original\n" and source.stat().st_nlink == 1

@@ -305,7 +305,7 @@ def test_output_patterns_are_collected_or_fail_the_task(
     assert final["nomatch"].reason == "output pattern '*.dat' matched no file"
 
 
-def test_inputs_are_placed_in_the_workdir(
+def test_inputs_are_copied_into_the_workdir(
     tmp_path: Path, runner_dir: Path, journal: Journal
 ) -> None:
     first, second = tmp_path / "in" / "a.txt", tmp_path / "in" / "b.txt"
@@ -320,7 +320,9 @@ def test_inputs_are_placed_in_the_workdir(
     final = journal.wait(["in", "in-missing"])
     assert final["in"].event == "completed"
     assert (out(tmp_path, "in") / "stdout").read_text() == "alpha\nbeta\n"
-    assert (tmp_path / "work" / "in" / "a.txt").stat().st_ino == first.stat().st_ino
+    # a copy, never a link: the program may write to it
+    assert (tmp_path / "work" / "in" / "a.txt").stat().st_ino != first.stat().st_ino
+    assert first.stat().st_nlink == 1
     assert final["in-missing"].event == "failed"
     assert final["in-missing"].reason == f"input file not found: {tmp_path / 'no'}"
 

@@ -238,6 +238,26 @@ def test_keep_going_decides_whether_the_other_arrays_are_submitted(
     assert len(sbatch.scripts) == 3 and stopping.status == "new"
 
 
+def test_input_files_are_copied_into_the_workspace_never_linked(
+        session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.setattr(commands, "sbatch", ScriptedSbatch())
+    source = tmp_path / "src.txt"
+    source.write_text("original\n")
+    j = Job(application=Executable(exe="/bin/true"), inputfiles=[LocalFile(str(source))],
+            backend=Slurm(partition="debug"))
+    j.submit()
+    root = session.repo.workspace / str(j.id)
+    placed = [root / "input" / "src.txt", root / "work" / "src.txt"]
+    inodes = {source.stat().st_ino, *(p.stat().st_ino for p in placed)}
+    assert len(inodes) == 3 and source.stat().st_nlink == 1
+    # what the program would do: write to its input in the work directory
+    with (root / "work" / "src.txt").open("a") as work_copy:
+        work_copy.write("APPENDED\n")
+    assert source.read_text() == "original\n"
+    assert (root / "input" / "src.txt").read_text() == "original\n"
+
+
 def test_a_dead_controller_is_retried_then_the_rest_is_not_tried(
         session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
         no_sleep: list[float]) -> None:

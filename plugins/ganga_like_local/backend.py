@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,7 +29,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
-from ganga_like.private import make_private_dirs
+from ganga_like.private import copy_private, make_private_dirs
 from ganga_like_local import runner_client
 from ganga_like_local.runner_client import TaskSpec
 
@@ -113,7 +112,9 @@ class Local(IBackend):
             make_private_dirs(input_dir)
             for source in spec.inputs:
                 target = os.path.join(input_dir, os.path.basename(source))
-                _link_or_copy(Path(source), Path(target))
+                # A copy, never a link: a program writing to its input must not change
+                # the user's file.
+                copy_private(source, target)
                 inputs.append(target)
         env = dict(spec.env)
         env.update(
@@ -253,12 +254,3 @@ def _may_become_active(event: runner_client.Event, runs: Mapping[str, int]) -> b
     fqid, run = _split_key(event.key)
     current = runs.get(fqid)
     return current is None or run > current
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    if target.exists():
-        target.unlink()
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
+from ganga_like.private import copy_private
 
 from . import commands
 from .commands import SlurmCommandError
@@ -378,22 +379,17 @@ def prepare_workspace(member: Member) -> None:
         for source in member.inputs:
             name = os.path.basename(source.rstrip("/"))
             kept = os.path.join(input_dir, name)
-            _link_or_copy(source, kept)
-            _link_or_copy(kept, os.path.join(work, name))
+            # Copies, never links: a program writing to its input must change neither
+            # the user's file nor the copy kept in input/.
+            _copy(source, kept)
+            _copy(kept, os.path.join(work, name))
 
 
-def _link_or_copy(source: str, target: str) -> None:
+def _copy(source: str, target: str) -> None:
     if os.path.isdir(source):
         shutil.copytree(source, target, dirs_exist_ok=True)
         return
-    if os.path.lexists(target):
-        if os.path.samefile(source, target):
-            return
-        os.unlink(target)
-    try:
-        os.link(source, target)  # the workspace and the inputs usually share a disk
-    except OSError:
-        shutil.copy2(source, target)
+    copy_private(source, target)
 
 
 # Failures after which sbatch cannot have reached the controller: retrying is safe.
