@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like import jobs
+from ganga_like import JobError, jobs
 from ganga_like.model.status import Status
 from ganga_like.repository import shared
 from ganga_like.runtime.session import Session, close_session, open_session
@@ -181,8 +181,15 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never
         statuses = [sj.status for sj in j.subjobs]
         assert all(s != "new" for s in statuses[: Local.early_start_batch]), statuses
         assert statuses[Local.early_start_batch:] == ["new"] * 36  # never handed over
-        assert j.wait(timeout=60) == "completed"
-        j.resubmit()  # the ones never handed over, and only those
+        # Once the first slice finished, the master says part of it never ran: new, not
+        # completed; its description stays frozen (its subjobs were made from it).
+        with pytest.raises(JobError, match="is new: 36 of its subjobs were never submitted"):
+            j.wait(timeout=60)
+        assert j.status == "new"
+        assert j.subjobs[0].status == "completed"
+        with pytest.raises(JobError, match=r"has subjobs: application\.args can no longer"):
+            j.application.args = ["x"]
+        j.submit()  # the ones never handed over, and only those
         assert j.wait(timeout=60) == "completed"
         assert all(sj.status == "completed" for sj in j.subjobs)
         assert all(sj.exit_code == 0 for sj in j.subjobs)

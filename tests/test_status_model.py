@@ -64,6 +64,11 @@ def test_wait_order_running_is_reached_by_completed_not_by_failed_for_completed(
     ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
     ({Status.KILLED: 4}, Status.KILLED),
     ({}, Status.NEW),
+    # never-submitted subjobs: waiting or running ones still decide, else the master is new
+    ({Status.NEW: 2936, Status.SUBMITTED: 64}, Status.SUBMITTED),
+    ({Status.NEW: 2936, Status.RUNNING: 1, Status.COMPLETED: 63}, Status.RUNNING),
+    ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
+    ({Status.NEW: 1, Status.FAILED: 1, Status.KILLED: 1}, Status.NEW),
 ])
 def test_master_status_rules_of_the_splitting_design(
         counts: dict[Status, int], expected: Status) -> None:
@@ -79,6 +84,8 @@ def test_master_status_rules_of_the_splitting_design(
     ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
     ({Status.KILLED: 4}, Status.KILLED),
     ({}, Status.NEW),
+    ({Status.NEW: 2936, Status.SUBMITTED: 63, Status.RUNNING: 1}, Status.RUNNING),
+    ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
 ])
 def test_a_master_is_running_by_default_as_soon_as_any_subjob_runs(
         counts: dict[Status, int], expected: Status) -> None:

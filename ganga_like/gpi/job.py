@@ -212,7 +212,14 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None,
             if done:
                 return status.label
             if status is Status.NEW and target is not Status.NEW:
-                # Never submitted, or its submission was rolled back: nothing will change.
+                # Never submitted, or its submission was rolled back, or (a master) the
+                # subjobs it did submit have finished and the others never were: nothing
+                # will change until submit().
+                if job.is_master:
+                    never = job.counts().get(Status.NEW, 0)
+                    raise JobError(f"job {job.fqid} is new: {never} of its subjobs were never "
+                                   "submitted (the others have finished); submit() runs "
+                                   "them; nothing to wait for")
                 raise JobError(f"job {job.fqid} is new: submit it first; nothing to wait for")
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")

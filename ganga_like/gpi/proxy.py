@@ -161,7 +161,7 @@ class GPIObject:
     def _check_editable(self, name: str) -> None:
         """Refuse to change what a submitted job ran with, at any depth below the job.
 
-        A job that is not new keeps its description: only attributes declared
+        A job that is not new, or that has subjobs, keeps its description: only attributes declared
         ``changeable_at_resubmit`` change, and only once the job reached a final state (a
         resubmission will use them); a job's own name and comment change at any time."""
         job = self._root_job()
@@ -173,8 +173,12 @@ class GPIObject:
         if impl is job and name in ("name", "comment"):
             return
         if job.master is None:
-            if status is Status.NEW:
+            if status is Status.NEW and not job.is_master:
                 return
+            if job.is_master and status is Status.NEW:
+                # Part of it never ran, but its subjobs were made from this description.
+                raise JobError(f"job {job.fqid} has subjobs: {self._path_to(name)} can no "
+                               "longer be changed; copy() the job to change it")
             if status.final and trait.metadata.get("changeable_at_resubmit"):
                 return
             raise JobError(f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "

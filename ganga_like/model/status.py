@@ -165,9 +165,15 @@ def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None
 
     With the default order ("running_first"), any running or completing subjob makes the
     master running; else any submitting/submitted makes it submitted. With the design's own
-    order ("submitted_first") those two rules come the other way round. Then: any failed ->
-    failed; else any completed -> completed; else killed. A master with no subjob counted
-    is new.
+    order ("submitted_first") those two rules come the other way round. Then: any new ->
+    new; else any failed -> failed; else any completed -> completed; else killed. A master
+    with no subjob counted is new.
+
+    The "new" rule is this project's addition: the design leaves subjobs whose submission
+    failed (or never happened: a submitting process killed part way) ``new``, and says
+    nothing of the master once the others have finished. Calling it completed or failed
+    would hide work that never ran; ``new`` says what is true (part of it was never
+    submitted) and what to do (``submit()`` runs exactly those subjobs).
     """
     present = {status for status, n in counts if n > 0}
     if not present:
@@ -178,6 +184,8 @@ def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None
     for group, derived in (first, second):
         if present & group:
             return derived
+    if Status.NEW in present:
+        return Status.NEW
     if Status.FAILED in present:
         return Status.FAILED
     if Status.COMPLETED in present:

@@ -71,6 +71,11 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         return False
     _check_components(job, "submit")
     status = job.current_status()
+    if status is Status.NEW and job.is_master:
+        # Some subjobs were never submitted (a submission killed part way, or keep_going):
+        # submit exactly those, never split again.
+        never = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
+        return _run_again(session, job, never, keep_going, "submit")
     if status is not Status.NEW:
         raise JobError(f"job {job.fqid} is {status}: only a new job can be submitted; use "
                        "resubmit(), or copy() it")
@@ -410,15 +415,23 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             raise JobError(f"job {job.fqid} is {status}: only failed, killed or completed "
                            "jobs can be resubmitted")
         targets = [job]
+    return _run_again(session, job, targets, keep_going, "resubmit")
+
+
+def _run_again(session: Session, job: Job, targets: Sequence[Job], keep_going: bool,
+               verb: str) -> bool:
+    """Submit ``targets`` (a job, or subjobs of ``job``) that exist already: a resubmission,
+    or the submission of the subjobs a master never submitted (``verb`` says which, for
+    the history). Recorded as a resubmission, so an interrupted one is recovered alike."""
     master = job.master or job
 
     def record_intent() -> None:
         if _ours(session.registry().submitting.get(master.id)):
             return  # an attempt whose answer was lost did commit
         if job.is_master:
-            job.log_event(f"user: resubmit of {len(targets)} subjob(s)")
+            job.log_event(f"user: {verb} of {len(targets)} subjob(s)")
         for target in targets:
-            cause = "user: resubmit"
+            cause = f"user: {verb}"
             if target.master is None:
                 # Only top-level jobs can be edited between runs: say what changed.
                 now = describe_job(target)
@@ -443,7 +456,7 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             if message is not None or target.fqid in outcome.not_attempted:
                 target.change_status(Status.FAILED, f"resubmission failed: {message}")
             elif Status.parse(target.status) is Status.SUBMITTING:
-                target.change_status(Status.SUBMITTED, "user: resubmit")
+                target.change_status(Status.SUBMITTED, f"user: {verb}")
                 registry.follow(target, target.backend.monitor_data(target))
 
     def roll_back() -> None:
@@ -461,7 +474,8 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
                                "the resubmitted jobs are failed again", "resubmitted") from None
     session.poke_monitor()
     if outcome.failed and not keep_going:
-        raise JobError(f"job {job.fqid}: resubmission failed: {_summarise(outcome)}")
+        what = "resubmission" if verb == "resubmit" else "submission"
+        raise JobError(f"job {job.fqid}: {what} failed: {_summarise(outcome)}")
     return True
 
 

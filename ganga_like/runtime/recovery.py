@@ -141,7 +141,7 @@ def _roll_forward(session: Session, job: Job, targets: list[Job], received: set[
     job.attach_subjobs(targets)
     job.change_status(Status.SUBMITTED, cause)
     missing = len(targets) - len(received)
-    rest = f"; {missing} it never received are new (resubmit them)" if missing else ""
+    rest = f"; {missing} it never received are new (submit() runs them)" if missing else ""
     return (f"job {job.fqid}: an interrupted submission was recorded: the {len(received)} "
             f"subjob(s) the backend had received are followed{rest}")
 
