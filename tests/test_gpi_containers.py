@@ -5,6 +5,7 @@ line on a job that was submitted, storing nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 
 import pytest
 import transaction
@@ -54,6 +55,7 @@ def test_every_dict_change_on_a_new_job_is_kept_and_stored(session: Session) -> 
     assert dict(env.items()) == {"C": "d", "D": "e", "E": "f"} and env.get("X", 1) == 1
     assert json.loads(json.dumps(dict(env))) == {"C": "d", "D": "e", "E": "f"}
     assert repr(env) == "{'C': 'd', 'D': 'e', 'E': 'f'}"
+    assert isinstance(env, MutableMapping) and {**env} == {"C": "d", "D": "e", "E": "f"}
     with pytest.raises(KeyError):
         env.pop("missing")
     with pytest.raises(SchemaError, match=r"Executable\.env"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ZODB.broken import Broken
@@ -521,6 +521,11 @@ class GPIDict(_Held):
 
     def __repr__(self) -> str:
         return repr(self._mapping())
+
+
+# Code that asks "is it a mapping / a sequence?" gets the answer a user would expect.
+MutableMapping.register(GPIDict)
+MutableSequence.register(GPIList)
 
 
 def _plain(value: Any) -> Any:
