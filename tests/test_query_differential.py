@@ -244,7 +244,8 @@ def test_the_repository_has_what_the_queries_need(repository: Session) -> None:
     ("id<-99999999999999999999", []),
     ("id=2.5", []),
     ("name=scan-b,7", [1, 3, 15, 29, 31]),
-    ("status<>new; id=0..3", [1, 2, 3]),
+    # job 3 is a master with a subjob never submitted beside finished ones: it is new
+    ("status<>new; id=0..3", [1, 2]),
 ])
 def test_an_id_or_name_list_query_matches_only_those_jobs(
         repository: Session, text: str, expected: list[int]) -> None:
