@@ -474,6 +474,29 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session,
     assert "--array" not in single and "exec /bin/true >" in single
 
 
+def test_the_preview_of_a_master_new_again_shows_only_its_subjobs_never_submitted(
+        session: Session, fake_slurm: FakeSlurm) -> None:
+    j = Job(application=Executable(exe="/bin/echo"), backend=Slurm(partition="debug"))
+    impl = unwrap(j)
+
+    def partly_run() -> None:  # as a submission killed after its first subjobs leaves it
+        impl.change_status(Status.SUBMITTED, "test")
+        impl.attach_subjobs(build_subjobs(impl, [{"application.args": [str(k)]}
+                                                 for k in range(3)]))
+        for k in (0, 2):
+            for step in (Status.SUBMITTED, Status.RUNNING, Status.COMPLETED):
+                impl.subjob(k).change_status(step, "test")
+
+    session.repo.in_transaction(partly_run)
+    assert j.status == "new"
+    text = j.backend.preview(j)
+    assert "export GANGA_FQID=0.1" in text
+    assert "GANGA_FQID=0.0" not in text and "GANGA_FQID=0.2" not in text
+    dry = str(j.submit(dry_run=True))
+    assert "export GANGA_FQID=0.1" in dry and "GANGA_FQID=0.2" not in dry
+    assert len(j.subjobs) == 3 and j.status == "new"
+
+
 def test_more_than_one_process_is_started_by_srun(session: Session,
                                                  fake_slurm: FakeSlurm) -> None:
     one = Job(application=Executable(exe="/bin/hostname"), backend=Slurm(partition="debug"))

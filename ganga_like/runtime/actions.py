@@ -158,7 +158,7 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         summary = _summarise(outcome)
         if not is_split:
             raise JobError(f"job {job.fqid} could not be submitted: {summary}")
-        if job.current_status() is Status.NEW:
+        if Status.parse(job.status) is Status.NEW:  # rolled back (stored, not derived)
             raise JobError(f"job {job.fqid}: no subjob could be submitted, the job is new "
                            f"again: {summary}")
         if not keep_going:
@@ -386,7 +386,10 @@ def preview(session: Session, job: Job) -> str:
     if job.current_status() is not Status.NEW:
         raise JobError(f"job {job.fqid} is {job.current_status()}: only a new job can be "
                        "submitted (see backend.preview() for a resubmission)")
-    targets = _split(job) if job.splitter is not None else [job]
+    if job.is_master:  # what submit() would send: the subjobs never submitted
+        targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
+    else:
+        targets = _split(job) if job.splitter is not None else [job]
     pairs, outcome = _prepare(session, targets, keep_going=True)
     if outcome.failed:
         raise JobError(f"job {job.fqid} could not be prepared: {_summarise(outcome)}")

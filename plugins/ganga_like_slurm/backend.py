@@ -418,7 +418,10 @@ def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
 
     status = job.current_status()
     targets: Iterable[Job]
-    if status is Status.NEW and job.master is None:
+    if status is Status.NEW and job.is_master:
+        # Subjobs never submitted beside finished ones: submit() sends exactly those.
+        targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
+    elif status is Status.NEW and job.master is None:
         if job.splitter is not None:
             variations = job.splitter.variations(job)
             if not variations:
