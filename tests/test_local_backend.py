@@ -278,6 +278,8 @@ def test_a_job_writing_to_its_input_leaves_the_users_file_alone(
     assert (j.outputdir / "stdout").read_text() == "original\nAPPENDED\n"
     assert source.read_text() == "original\n"
     assert source.stat().st_nlink == 1
+    kept = j.outputdir.parent / "input" / "src.txt"
+    assert kept.read_text() == "original\n" and kept.stat().st_mode & 0o777 == 0o600
     # The copy kept with the job is the input as submitted: a resubmission sees it again.
     j.resubmit()
     assert j.wait(timeout=60) == "completed"

@@ -312,6 +312,8 @@ def test_inputs_are_copied_into_the_workdir(
     first.parent.mkdir()
     first.write_text("alpha\n")
     second.write_text("beta\n")
+    first.chmod(0o755)  # a script: the copy stays executable, and private
+    second.chmod(0o644)
     task = make_task(
         tmp_path, "in", ["cat", "a.txt", "b.txt"], journal, inputs=[str(first), str(second)]
     )
@@ -323,6 +325,8 @@ def test_inputs_are_copied_into_the_workdir(
     # a copy, never a link: the program may write to it
     assert (tmp_path / "work" / "in" / "a.txt").stat().st_ino != first.stat().st_ino
     assert first.stat().st_nlink == 1
+    assert (tmp_path / "work" / "in" / "a.txt").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "work" / "in" / "b.txt").stat().st_mode & 0o777 == 0o600
     assert final["in-missing"].event == "failed"
     assert final["in-missing"].reason == f"input file not found: {tmp_path / 'no'}"
 
