@@ -21,14 +21,18 @@ from urllib.parse import unquote, urlparse
 import transaction
 import ZODB
 from ZODB.Connection import Connection
+from ZODB.POSException import POSKeyError
 
 from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
 from ganga_like.repository.ids import IdBlocks
+from ganga_like.repository.integrity import corrupt
+from ganga_like.repository.layout import layout_problem
 from ganga_like.repository.orphans import check_after_open, check_before_open
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.retry import RetryPolicy, is_transient, repeat, retried, safe_commit
 from ganga_like.repository.storage import (
+    NOT_DAMAGE,
     StorageOptions,
     database_mode,
     default_uri,
@@ -93,16 +97,18 @@ class Repository:
         conflict here, and try again. A failure closes the database, so the file is
         released (for recovery, when its root is damaged)."""
         db = open_database(self.uri, self.mode, self.options)
-        if self.mode == "readonly":
-            return db
         tm = transaction.TransactionManager()
         try:
             conn = db.open(transaction_manager=tm)
             try:
                 tm.begin()
-                check_after_open(conn.root(), path, self.workspace)
-                Registry.initialise(conn.root())
-                tm.commit()
+                with layout_damage(path):
+                    check_layout(conn, path)
+                    if self.mode != "readonly":
+                        check_after_open(conn.root(), path, self.workspace)
+                        Registry.initialise(conn.root())
+                if self.mode != "readonly":
+                    tm.commit()
             except BaseException:
                 tm.abort()
                 raise
@@ -236,6 +242,37 @@ class Repository:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def check_layout(conn: Connection, path: Path) -> None:
+    """Refuse a root of the wrong shape (:mod:`ganga_like.repository.layout`)."""
+    problem = layout_problem(conn)
+    if problem is not None:
+        raise corrupt(path, problem)
+
+
+@contextlib.contextmanager
+def layout_damage(path: Path) -> Iterator[None]:
+    """Reading the root and the registry's layout at opening: whatever fails there that is
+    not a conflict, the server being away, the disk, or already one of our errors, is
+    damage of the root record (an AttributeError of a table whose class was lost, a
+    TypeError or KeyError of a table loaded from the wrong record): one line that names
+    the recovery command."""
+    try:
+        yield
+    except (*NOT_DAMAGE, POSKeyError) as exc:
+        if isinstance(exc, POSKeyError):  # a table's record is missing
+            raise corrupt(path, f"the root refers to a record that is not in the file "
+                          f"({exc})") from None
+        raise
+    except Exception as exc:
+        raise corrupt(path, f"the registry's layout in the root cannot be read "
+                      f"({type(exc).__name__}: {_short(exc)})") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # Errors of the filesystem under the repository: the commit did not happen.

@@ -319,6 +319,10 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
 
     from ganga_like.repository.registry import Registry
 
+    if not _root_usable(path):
+        _write_empty_root(path)
+        report.notes.append("the root record could not be read as a mapping; it was "
+                            "written anew")
     storage = FileStorage(str(path))
     db = ZODB.DB(storage)
     tm = transaction.TransactionManager()
@@ -326,6 +330,12 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
     try:
         with tm:
             root = conn.root()
+            problem = _layout_problem(conn)
+            if problem is not None:
+                # A root that reads but has the wrong shape: its entries cannot be
+                # trusted, the tables found in the file can.
+                report.notes.append(f"the root record had the wrong shape ({problem})")
+                root.clear()
             if "jobs" not in root:
                 _rebuild_root(conn, root, path, report)
             try:
@@ -360,6 +370,60 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
     finally:
         conn.close()
         db.close()
+
+
+def _layout_problem(conn: Any) -> str | None:
+    from ganga_like.repository.layout import layout_problem
+
+    try:
+        return layout_problem(conn)
+    except Exception as exc:  # a table's record is missing, or cannot be read
+        return f"a table it refers to cannot be read ({_describe(exc)})"
+
+
+def _root_usable(path: Path) -> bool:
+    """Whether the root record loads as a mapping (a damaged class name loads as a broken
+    object, a damaged state may not load at all: neither can be emptied in place)."""
+    import transaction
+    import ZODB
+    from persistent.mapping import PersistentMapping
+    from ZODB.FileStorage import FileStorage
+
+    db = ZODB.DB(FileStorage(str(path)))
+    tm = transaction.TransactionManager()
+    conn = db.open(transaction_manager=tm)
+    try:
+        root = conn.root()
+        root._p_activate()
+        return isinstance(root, PersistentMapping) and isinstance(root.data, dict)
+    except Exception:
+        return False
+    finally:
+        tm.abort()
+        conn.close()
+        db.close()
+
+
+def _write_empty_root(path: Path) -> None:
+    """Write an empty mapping as the root record; the tables are then found again in the
+    file by :func:`_rebuild_root`."""
+    from persistent.mapping import PersistentMapping
+    from ZODB.Connection import TransactionMetaData
+    from ZODB.FileStorage import FileStorage
+    from ZODB.utils import z64
+
+    empty = (pickle.dumps(PersistentMapping, protocol=3)
+             + pickle.dumps({"data": {}}, protocol=3))
+    storage = FileStorage(str(path))
+    try:
+        _data, serial = storage.load(z64)
+        txn = TransactionMetaData(description="recovery: a new root record")
+        storage.tpc_begin(txn)
+        storage.store(z64, serial, empty, "", txn)
+        storage.tpc_vote(txn)
+        storage.tpc_finish(txn)
+    finally:
+        storage.close()
 
 
 def _rebuild_root(conn: Any, root: Any, path: Path, report: RecoveryReport) -> None:

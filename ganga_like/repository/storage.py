@@ -44,6 +44,7 @@ from ganga_like.repository.packing import finish_interrupted_pack
 
 __all__ = [
     "MODES",
+    "NOT_DAMAGE",
     "StorageOptions",
     "database_mode",
     "default_uri",
@@ -250,7 +251,7 @@ def _lock_holder(path: Path) -> int | None:
 
 # What reading a record may raise that is not damage: a conflict to retry, a server that
 # is away, a closed connection, our own errors, the disk itself failing.
-_NOT_DAMAGE = (ConflictError, ClientStorageError, ConnectionStateError, GangaError, OSError)
+NOT_DAMAGE = (ConflictError, ClientStorageError, ConnectionStateError, GangaError, OSError)
 
 
 class GuardedConnection(Connection):  # type: ignore[misc]
@@ -265,7 +266,7 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def setstate(self, obj: Any) -> None:
         try:
             super().setstate(obj)
-        except _NOT_DAMAGE as exc:
+        except NOT_DAMAGE as exc:
             if not _server_read_damage(exc):
                 raise
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
@@ -277,7 +278,7 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def get(self, oid: bytes) -> Any:
         try:
             return super().get(oid)
-        except (*_NOT_DAMAGE, KeyError) as exc:  # KeyError: how a new database is detected
+        except (*NOT_DAMAGE, KeyError) as exc:  # KeyError: how a new database is detected
             if not _server_read_damage(exc):
                 raise
             raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None

@@ -347,19 +347,96 @@ def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(
     assert len(missed) < len(positions) // 20
 
 
-def test_a_flipped_byte_in_the_root_record_is_one_line_wherever_it_is(gangadir: Path) -> None:
+# Each byte of the root record's data is flipped in these ways: all bits (text stops being
+# text), the lowest bit (a reference's object id moves to a neighbouring record, a memo
+# index changes, a letter of a key or class name changes into another letter), and bit 6
+# (a letter becomes a punctuation or control character: ``M`` becomes a line break).
+ROOT_FLIPS = (0xFF, 0x01, 0x40)
+
+
+def _jobs_in_process(monkeypatch: pytest.MonkeyPatch, gangadir: Path,
+                     capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``ganga jobs`` run in this process: the real opening path of a command."""
+    from ganga_like.commands.dispatch import dispatch
+
+    monkeypatch.setenv("GANGA_DIR", str(gangadir))
+    monkeypatch.setenv("GANGA_REPOSITORY_MODE", "embedded")
+    code = dispatch(["jobs"])
+    out, err = capsys.readouterr()
+    return code if code is not None else -1, out, err
+
+
+def _flipped(pristine: bytes, pos: int, mask: int) -> bytes:
+    data = bytearray(pristine)
+    data[pos] ^= mask
+    return bytes(data)
+
+
+def _write_repository(path: Path, data: bytes) -> None:
+    for stale in path.parent.glob(f"{path.name}*"):
+        stale.unlink()
+    path.write_bytes(data)
+
+
+def test_a_flipped_byte_in_the_root_record_is_one_line_wherever_it_is(
+        gangadir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every byte of the root record's data, flipped in each way, through the opening a
+    command does: either the repository opens with every job, or the command says in one
+    line that it is damaged and how to recover. The root may unpickle into something
+    well-formed but of the wrong shape (a table of a lost class, a table read from another
+    record, a key that changed): that is damage too, never a traceback (nor an abort in
+    the BTrees C code)."""
     path = _make_repository(gangadir)
     pristine = path.read_bytes()
     start, end = _record_span(path, 0)
-    for pos in range(start, end):
-        data = bytearray(pristine)
-        data[pos] ^= 0xFF
-        path.write_bytes(bytes(data))
-        try:
-            Repository(gangadir).close()  # opens: the damage is where nothing reads yet
-        except RepositoryCorruptError as exc:
-            assert "\n" not in str(exc) and "ganga repository recover" in str(exc)
-    path.write_bytes(pristine)
+    refused = 0
+    for mask in ROOT_FLIPS:
+        for pos in range(start + 42, end):
+            _write_repository(path, _flipped(pristine, pos, mask))
+            code, out, err = _jobs_in_process(monkeypatch, gangadir, capsys)
+            where = (mask, pos - start - 42)
+            if code == 0:
+                assert f"jobs: {JOBS}" in out, where  # nothing was lost
+                continue
+            refused += 1
+            lines = err.strip().splitlines()
+            assert code == 1 and len(lines) == 1, (where, err)
+            assert "is damaged" in lines[0] and "ganga repository recover" in lines[0], \
+                (where, err)
+    _write_repository(path, pristine)
+    assert refused > len(ROOT_FLIPS) * (end - start - 42) // 2
+
+
+# Where the first flips of these kinds escaped as tracebacks: the root's class name, the
+# "data" key of its state, a table's class name, a table's object id, a key.
+_ROOT_SHAPE_FLIPS = [(0x01, 10), (0x01, 25), (0x01, 54), (0x01, 255), (0x01, 292),
+                     (0x08, 292), (0x01, 341), (0x40, 32)]
+
+
+def test_a_root_of_the_wrong_shape_is_one_line_from_the_command_then_recovered(
+        gangadir: Path) -> None:
+    """The real ``ganga jobs`` for a few flips whose root still unpickles, then
+    ``ganga repository recover`` puts back a root that holds every job."""
+    path = _make_repository(gangadir)
+    pristine = path.read_bytes()
+    start, _end = _record_span(path, 0)
+    env = child_env(gangadir, mode="embedded")
+    for mask, offset in _ROOT_SHAPE_FLIPS:
+        _write_repository(path, _flipped(pristine, start + 42 + offset, mask))
+        result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "jobs"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1, ((mask, offset), result.stderr)
+        assert len(lines) == 1 and "ganga repository recover" in lines[0], \
+            ((mask, offset), result.stderr)
+        recover = subprocess.run([sys.executable, "-m", "ganga_like.cli", "repository",
+                                  "recover"], env=env, capture_output=True, text=True,
+                                 timeout=60)
+        assert recover.returncode == 0, ((mask, offset), recover.stdout, recover.stderr)
+        assert check_repository(gangadir) == [], (mask, offset)
+        assert len(_names(gangadir)) == JOBS, (mask, offset)
+    _write_repository(path, pristine)
 
 
 def _root_flip_that_broke_text(path: Path) -> None:
