@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ganga_like import excepthook as _excepthook
 from ganga_like.errors import (
     BackendError as BackendError,
 )
@@ -73,6 +74,9 @@ __all__ = [*_CORE, *_plugin_registry.known_names()]
 # A session opened on first use (scripts, notebooks) gets the same settings as the ganga
 # command: config file, environment, runtime ``config`` changes.
 _config.install()
+
+# A GPI error a plain ``python script.py`` does not catch is one line, not a traceback.
+_excepthook.install()
 
 
 def __getattr__(name: str) -> Any:
