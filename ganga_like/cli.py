@@ -26,13 +26,24 @@ def main(argv: list[str] | None = None) -> int:
     from ganga_like.commands.dispatch import dispatch, quiet_closed_pipe
 
     try:
-        code = dispatch(args)
+        # A subcommand with options of ganga (``ganga --gangadir=X jobs``, ``ganga jobs
+        # --readonly``) goes through the application, which reads them first.
+        code = dispatch(args) if not _has_ganga_options(args) else None
         if code is None:
             code = shell_main(args)
         sys.stdout.flush()  # here, where a closed pipe can still be caught
     except BrokenPipeError:
         return quiet_closed_pipe()
     return code
+
+
+def _has_ganga_options(args: list[str]) -> bool:
+    from ganga_like.commands.dispatch import SUBCOMMANDS
+    from ganga_like.shell.app import GangaApp
+
+    if not args or args[0] not in SUBCOMMANDS:
+        return bool(args) and args[0].startswith("-")
+    return bool(GangaApp().options_among(args[1:])[0])
 
 
 if __name__ == "__main__":

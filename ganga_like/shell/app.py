@@ -36,13 +36,15 @@ from ganga_like.shell.script import core_namespace, run_script
 __all__ = ["GangaApp", "UsageFailure", "main"]
 
 USAGE = """usage: ganga [options] [-i] [script.py [args ...]]
-       ganga SUBCOMMAND [args ...]    (jobs, show, kill, ...: listed below)
+       ganga [options] SUBCOMMAND [args ...]   (jobs, show, kill, ...: listed below)
        ganga --generate-config | --help | --help-all | --version
 
 Runs script.py with the GPI names (Job, jobs, config, Executable, ArgSplitter, Local, ...)
 loaded and sys.argv set to [script.py, args...], and exits with the script's status.
 Without a script, starts the interactive ganga shell (IPython) with the same names; -i runs
 the script first. Options come before the script; everything after it is the script's.
+A subcommand takes the options that are settings (--gangadir, --readonly, --mode,
+--config, --no-monitor, --Section.option=value) before or after its name.
 
 The repository is in $GANGA_DIR (default ~/gangadir). Settings: defaults < config file
 ($XDG_CONFIG_HOME/ganga_like/ganga_config.py) < environment < --Section.option=value.
@@ -55,6 +57,7 @@ ganga -i scan.py                           run it, then stay in the shell
 ganga --gangadir=/data/gangadir            another repository
 ganga --Repository.mode=readonly           look at jobs while another ganga runs
 ganga --Monitor.max_interval=10 --no-monitor
+ganga --gangadir=/data/gangadir jobs       a subcommand on another repository
 ganga --generate-config                    write a commented config file to edit
 """
 
@@ -102,9 +105,14 @@ class GangaApp(Application):
                      "Open the repository read-only (beside another ganga)."),
     }
 
+    # Options that choose what ganga does rather than how: not for a subcommand.
+    NOT_WITH_SUBCOMMAND = ("i", "generate-config", "show-config", "show-config-json")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.script_argv: list[str] = []
+        # ``ganga [options] SUBCOMMAND [args]``: the subcommand and its arguments.
+        self.subcommand: list[str] = []
         self.exit_status = 0
 
     # -- command line ----------------------------------------------------------------
@@ -112,6 +120,20 @@ class GangaApp(Application):
     def initialize(self, argv: list[str] | None = None) -> None:
         args = list(sys.argv[1:] if argv is None else argv)
         own, self.script_argv = self._split(args)
+        from ganga_like.commands.dispatch import SUBCOMMANDS
+
+        explicit_script = len(own) < len(args) and args[len(own)] == "--"
+        if self.script_argv and self.script_argv[0] in SUBCOMMANDS and not explicit_script:
+            # The options of ganga apply to the subcommand too, before or after it.
+            later, rest = self.options_among(self.script_argv[1:])
+            self.subcommand = [self.script_argv[0], *rest]
+            self.script_argv = []
+            own = [*own, *later]
+            for token in own:
+                name = token.lstrip("-").split("=", 1)[0]
+                if token.startswith("-") and name in self.NOT_WITH_SUBCOMMAND:
+                    raise UsageFailure(f"{token} cannot be used with the subcommand "
+                                       f"{self.subcommand[0]!r}")
         self._check(own)
         self.parse_command_line(own)
         config_file = Path(self.config_file).expanduser() if self.config_file else None
@@ -139,6 +161,32 @@ class GangaApp(Application):
                 i += 1
             i += 1
         return own, []
+
+    def options_among(self, args: list[str]) -> tuple[list[str], list[str]]:
+        """(ganga's options, the rest) among a subcommand's arguments: ``--gangadir``,
+        ``--mode``, ``--config``, ``--log-level``, ``--readonly``, ``--no-monitor``,
+        ``--debug`` and ``--Section.option``, each with its value. No subcommand has an
+        option of these names; everything after ``--`` is the subcommand's."""
+        own: list[str] = []
+        rest: list[str] = []
+        i = 0
+        while i < len(args):
+            token = args[i]
+            if token == "--":
+                rest.extend(args[i:])
+                break
+            name = token[2:].split("=", 1)[0] if token.startswith("--") else ""
+            takes_value = name in self.aliases or ("." in name and name[:1].isupper())
+            if name and (takes_value or (name in self.flags
+                                         and name not in self.NOT_WITH_SUBCOMMAND)):
+                own.append(token)
+                if takes_value and "=" not in token and i + 1 < len(args):
+                    own.append(args[i + 1])
+                    i += 1
+            else:
+                rest.append(token)
+            i += 1
+        return own, rest
 
     def _check(self, own: list[str]) -> None:
         builtin = {"h", "help", "help-all", "V", "version"}
@@ -195,6 +243,10 @@ class GangaApp(Application):
 
     def run(self) -> int:
         """Do what the command line asked; the exit status."""
+        if self.subcommand:
+            from ganga_like.commands.dispatch import dispatch
+
+            return dispatch(self.subcommand) or 0
         if self.show_config or self.show_config_json:
             self.start_show_config()  # what the file, environment and command line set
             return 0
