@@ -101,7 +101,10 @@ class Registry:
 
     @staticmethod
     def initialise(root: Any) -> bool:
-        """Create the layout if missing; True when something was created."""
+        """Create the layout if missing; True when something was created.
+
+        Every opening checks the root's shape against ``ganga_like.repository.layout``
+        first: a new key of the root goes there too."""
         created = False
         for key, factory in (("jobs", IdMap), ("active", KeyMap), ("ids", IdAllocator),
                              ("submitting", IdMap)):
