@@ -45,7 +45,7 @@ def layout_problem(conn: Any) -> str | None:
     """
     root = conn.root()
     if not isinstance(root, PersistentMapping):
-        return f"the root is a {printable(type(root).__name__)}, not a mapping"
+        return f"the root is of class {_full_name(type(root))}, not a persistent mapping"
     keys = list(root.keys())
     unknown = [k for k in keys if k not in EXPECTED and k not in _OTHER_KEYS]
     if unknown:
@@ -65,7 +65,7 @@ def layout_problem(conn: Any) -> str | None:
             continue
         value = root[key]  # a ghost: its class comes from the reference, nothing loaded
         if not isinstance(value, kind):
-            return (f"the root's {key!r} is a {printable(type(value).__name__)}, not a "
+            return (f"the root's {key!r} is of class {_full_name(type(value))}, not "
                     f"{kind.__name__}")
         oid: bytes | None = getattr(value, "_p_oid", None)
         if oid is None:
@@ -78,8 +78,15 @@ def layout_problem(conn: Any) -> str | None:
         klass = type(value)
         if (module, name) != (klass.__module__, klass.__name__):
             return (f"the root's {key!r} refers to record {int.from_bytes(oid, 'big'):#x}, "
-                    f"which holds a {printable(name)}, not a {klass.__name__}")
+                    f"which holds an object of class {printable(name)}, not "
+                    f"{klass.__name__}")
     return None
+
+
+def _full_name(klass: type) -> str:
+    """``module.Class``: a damaged name may be in either part (the class of a module
+    that does not exist loads as a broken object of the same class name)."""
+    return printable(f"{klass.__module__}.{klass.__qualname__}")
 
 
 def printable(name: str) -> str:
