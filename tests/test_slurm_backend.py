@@ -689,6 +689,27 @@ def test_an_output_pattern_matching_nothing_fails_the_subjob(
 
 
 @pytest.mark.slurm
+def test_output_files_keep_their_path_and_never_overwrite(
+        slurm_session: Session, tmp: Path) -> None:
+    exe = script(tmp, "make.sh", "mkdir -p sub; echo own > out.txt; echo sub > sub/out.txt\n"
+                                 "echo mine > stdout\n")
+    kept = Job(application=Executable(exe=exe), backend=Slurm(partition="debug"),
+               outputfiles=[LocalFile("out.txt"), LocalFile("sub/out.txt")])
+    # `stdout` in the output directory is the program's standard output, already there.
+    clash = Job(application=Executable(exe=exe), backend=Slurm(partition="debug"),
+                outputfiles=[LocalFile("sub/out.txt"), LocalFile("stdout")])
+    kept.submit()
+    clash.submit()
+    assert kept.wait(timeout=90) == "completed"
+    assert (kept.outputdir / "out.txt").read_text() == "own\n"
+    assert (kept.outputdir / "sub" / "out.txt").read_text() == "sub\n"
+    assert clash.wait(timeout=90) == "failed" and clash.exit_code == 0
+    assert "output stdout not collected: stdout already exists" in clash.history[-1].cause
+    assert (clash.outputdir / "sub" / "out.txt").read_text() == "sub\n"
+    assert (clash.outputdir / "stdout").read_text() == ""  # never overwritten by the file
+
+
+@pytest.mark.slurm
 def test_a_job_of_4_processes_runs_its_program_4_times(slurm_session: Session,
                                                       tmp: Path) -> None:
     exe = script(tmp, "rank.sh", 'echo "rank $SLURM_PROCID of $SLURM_NTASKS"\n'

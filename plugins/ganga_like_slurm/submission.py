@@ -61,22 +61,41 @@ MISSING_OUTPUT_FILE = "__ganga_output_missing__"
 # Output files must be moved out of the work directory after the program ends, so a job
 # with output patterns runs its program under this function instead of through `exec`.
 # It is exported so the `exec /bin/bash -c` of each array element sees it: the script
-# defines it once, not once per element.
+# defines it once, not once per element. As with Local, a file keeps its path relative to
+# the work directory (`sub/out.txt` -> `output/sub/out.txt`; a file outside it, by an
+# absolute or `../` pattern, goes by its name), and nothing in the output directory is ever
+# overwritten: a file whose place is taken stays in the work directory and the element
+# fails, saying why. A match inside a directory already moved went with it.
 COLLECT_FUNCTION = (
     "__ganga_collect() {  # usage: OUTDIR N PATTERN... PROGRAM ARG...",
     '    local out=$1 n=$2; shift 2',
     '    local patterns=("${@:1:n}"); shift "$n"',
     '    "$@"; local rc=$?',
     '    [ "$rc" -eq 0 ] || return "$rc"',
-    "    local p missing= IFS=",
+    "    local p f place problem= IFS=",
     "    shopt -s nullglob dotglob",
     '    for p in "${patterns[@]}"; do',
-    "        local files=($p)",
-    '        if [ "${#files[@]}" -eq 0 ]; then missing=${missing:-$p}; continue; fi',
-    '        mv -f -- "${files[@]}" "$out/" || missing=${missing:-$p}',
+    "        local files=($p) present=",
+    "        for f in \"${files[@]}\"; do  # a literal name stays even when it is absent",
+    '            { [ -e "$f" ] || [ -L "$f" ]; } && present=1',
+    "        done",
+    '        if [ -z "$present" ]; then',
+    "            problem=${problem:-\"output pattern '$p' matched no file\"}; continue",
+    "        fi",
+    '        for f in "${files[@]}"; do',
+    '            [ -e "$f" ] || [ -L "$f" ] || continue',
+    '            case $f in /*|../*|..) place=${f##*/} ;; *) place=${f#./} ;; esac',
+    '            if [ -e "$out/$place" ] || [ -L "$out/$place" ]; then',
+    '                problem=${problem:-"output $f not collected: $place already exists in '
+    'the output directory (the file stays in the work directory)"}',
+    "                continue",
+    "            fi",
+    '            mkdir -p -- "$(dirname -- "$out/$place")" && mv -- "$f" "$out/$place" \\',
+    '                || problem=${problem:-"cannot collect output $f"}',
+    "        done",
     "    done",
-    '    [ -z "$missing" ] && return 0',
-    "    printf \"output pattern '%s' matched no file\\n\" \"$missing\" "
+    '    [ -z "$problem" ] && return 0',
+    "    printf '%s\\n' \"$problem\" "
     f'| tee "$out/{MISSING_OUTPUT_FILE}" >&2',
     "    return 1",
     "}",
