@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -11,6 +12,7 @@ from typing import NoReturn
 import pytest
 
 from ganga_like.model.status import set_master_status_order
+from ganga_like.repository import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local import runner_client
@@ -50,16 +52,25 @@ def _real_slurm_only_when_marked(request: pytest.FixtureRequest,
 
 
 @pytest.fixture
-def gangadir(tmp_path: Path) -> Path:
-    return tmp_path / "gangadir"
+def gangadir(tmp_path: Path) -> Iterator[Path]:
+    """A fresh gangadir; a repository server that a test's sessions started there (the
+    default mode starts one on demand) is stopped after the test, not left idling."""
+    path = tmp_path / "gangadir"
+    yield path
+    repo_dir = path / "repository"
+    if (repo_dir / shared.PID_NAME).exists():
+        with contextlib.suppress(Exception):
+            shared.stop_server(repo_dir)
 
 
 @pytest.fixture
 def session(gangadir: Path, request: pytest.FixtureRequest) -> Iterator[Session]:
     """An open session with monitoring on, in a fresh gangadir; runner stopped after.
 
-    A test module may set ``SESSION_SETTINGS`` (a dict of Settings fields) to change some."""
-    extra = getattr(request.module, "SESSION_SETTINGS", {})
+    A test module may set ``SESSION_SETTINGS`` (a dict of Settings fields) to change some.
+    The repository is opened embedded: these tests are about jobs, not about sessions
+    sharing a gangadir (tests/test_sessions.py covers the default, shared, mode)."""
+    extra = {"repository_mode": "embedded", **getattr(request.module, "SESSION_SETTINGS", {})}
     s = open_session(Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0,
                               **extra))
     try:

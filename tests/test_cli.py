@@ -78,11 +78,13 @@ def test_process_exits_within_a_second_of_the_script_end_with_jobs_running(
     assert again.stdout.split() in (["submitted", "killed"], ["running", "killed"]), again.stderr
 
 
-def test_busy_repository_is_one_clear_line(tmp_path: Path, env_for: dict[str, str]) -> None:
+def test_a_repository_held_alone_in_embedded_mode_is_one_clear_line(
+        tmp_path: Path, env_for: dict[str, str]) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "from ganga_like import *\nlen(jobs)\nimport time\n"
          "print('ready', flush=True)\ntime.sleep(30)\n"],
-        env=env_for, stdout=subprocess.PIPE, text=True)
+        env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"), stdout=subprocess.PIPE,
+        text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         script = tmp_path / "list.py"

@@ -31,8 +31,10 @@ def populated(env_for: dict[str, str]) -> dict[str, str]:
         for j in (a, b, m):
             j.wait(timeout=60)
     """)
-    done = subprocess.run([sys.executable, "-c", code], env=env_for, capture_output=True,
-                          text=True, timeout=120)
+    # Filled alone (embedded): no repository server is left running for the commands.
+    done = subprocess.run([sys.executable, "-c", code],
+                          env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"),
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return env_for
 
@@ -105,11 +107,13 @@ def test_export_and_import_round_trip(populated: dict[str, str], tmp_path: Path)
     assert "Executable has no settable attribute 'ex'" in broken.stderr
 
 
-def test_read_commands_work_beside_a_running_session(populated: dict[str, str]) -> None:
+def test_read_commands_work_beside_an_embedded_session_that_refuses_writes(
+        populated: dict[str, str]) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "from ganga_like import *\nlen(jobs)\nimport time\n"
          "print('ready', flush=True)\ntime.sleep(30)\n"],
-        env=populated, stdout=subprocess.PIPE, text=True)
+        env=dict(populated, GANGA_REPOSITORY_MODE="embedded"), stdout=subprocess.PIPE,
+        text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         table = ganga(["jobs"], populated)

@@ -30,7 +30,7 @@ def test_defaults_without_a_config_file(monkeypatch: pytest.MonkeyPatch) -> None
     assert not config_dir().exists()
     settings = store.settings()
     assert settings.gangadir == Path.home() / "gangadir"
-    assert settings.repository_mode == "embedded"
+    assert settings.repository_mode == "shared"  # sessions share a gangadir unasked
     assert (settings.monitor_min_interval, settings.monitor_max_interval) == (0.05, 2.0)
     assert settings.monitoring is True
     assert config.Display.columns == ("fqid", "status", "name", "subjobs", "application",

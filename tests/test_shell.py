@@ -133,7 +133,7 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
     try:
         banner = shell.banner
         assert f"ganga_like {ganga_like.__version__}" in banner
-        assert f"gangadir {Path(shell_env['GANGA_DIR']).resolve()} (embedded)" in banner
+        assert f"gangadir {Path(shell_env['GANGA_DIR']).resolve()} (shared)" in banner
         assert "jobs: 0 · monitor on" in banner
 
         shell.run("j = Job(name='scan', application=Executable(exe='echo'), "

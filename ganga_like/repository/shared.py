@@ -151,34 +151,81 @@ def server_pid(repo_dir: Path) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     _reap()
+    args = _cmdline(pid)
+    if args is None or SERVER_MODULE not in args:
+        return None  # gone, a zombie, or a reused pid
+    return pid if _served_dir(args) == repo_dir.resolve() else None
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    """The arguments of a live process (None when it is gone or a zombie)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            args = [os.fsdecode(a) for a in f.read().split(b"\0")]
+            raw = f.read()
     except OSError:
         return None
-    if SERVER_MODULE not in args:
-        return None  # gone, a zombie, or a reused pid
+    return [os.fsdecode(a) for a in raw.split(b"\0")] if raw else None
+
+
+def _served_dir(args: list[str]) -> Path | None:
+    """The repository directory a server's command line names."""
     position = args.index(SERVER_MODULE) + 1
     if position >= len(args):
         return None
-    gangadir = Path(args[position]).resolve()
-    return pid if gangadir / "repository" == repo_dir.resolve() else None
+    return Path(args[position]).resolve() / "repository"
 
 
 # -- starting one ---------------------------------------------------------------------
 
 
 def ensure_server(repo_dir: Path, options: StorageOptions) -> bool:
-    """Make sure a server answers for ``repo_dir``; True when one had to be started."""
+    """Make sure a server answers for ``repo_dir``; True when one had to be started.
+
+    A server that stopped answering may still be on its way out (its idle timer fired
+    as this session started): it holds the file until it has exited, so it is waited for
+    and a new one started after it, rather than the session failing as "busy".
+    """
     address = server_address(repo_dir, options.address)
+    deadline = time.monotonic() + options.connect_timeout
     with _spawn_lock(repo_dir, options.connect_timeout):
-        if probe(address):
-            return False
-        if isinstance(address, str):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(address)  # a dead server's socket (probe checked it is ours)
-        _start_server(repo_dir, options)
-        return True
+        while True:
+            if probe(address):
+                return False
+            _wait_for_exit(server_pid(repo_dir), deadline)
+            if isinstance(address, str):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(address)  # a dead server's socket (probe checked it is ours)
+            try:
+                _start_server(repo_dir, options)
+            except RepositoryBusyError as exc:
+                # The file is still held by the server that was exiting (it closes the
+                # file a moment before its process ends): wait for it, then start again.
+                if exc.pid is None or not _is_server_process(exc.pid, repo_dir) \
+                        or time.monotonic() > deadline:
+                    raise
+                _wait_for_exit(exc.pid, deadline)
+                continue
+            return True
+
+
+def _is_server_process(pid: int, repo_dir: Path) -> bool:
+    """Whether ``pid`` is (or, gone now, was last seen as) this repository's server."""
+    args = _cmdline(pid)
+    if args is None:
+        return True  # it exited meanwhile: whoever held the file let it go
+    return SERVER_MODULE in args and _served_dir(args) == repo_dir.resolve()
+
+
+def _wait_for_exit(pid: int | None, deadline: float) -> None:
+    """Wait (until ``deadline``) for an exiting server process to be gone."""
+    if pid is None:
+        return
+    while time.monotonic() < deadline:
+        _reap()
+        args = _cmdline(pid)
+        if args is None or SERVER_MODULE not in args:
+            return
+        time.sleep(0.01)
 
 
 @contextlib.contextmanager

@@ -1,11 +1,12 @@
 """Opening the job database from a storage URI in one of the repository modes.
 
-``embedded`` (default): a FileStorage in this process; a second process gets a one-line
-error naming the holder's PID and saying how to share the repository. ``readonly``: a
-read-only view of the same file, allowed beside a writer. ``shared``: a ZEO client of the
-repository's own server (see :mod:`ganga_like.repository.shared`), started on demand.
-``auto``: the server if one is running, else embedded. The opening code takes a URI so other
-storages slot in without changes elsewhere (``file:///path/Data.fs`` today).
+``shared`` (the default of every session): a ZEO client of the repository's own server
+(see :mod:`ganga_like.repository.shared`), started on demand, so any number of sessions use
+one repository at once. ``auto``, the name older configurations use for it, is the same.
+``embedded`` (an explicit choice; the default of this low-level module): a FileStorage in
+this process, alone; another process gets a one-line error naming its PID. ``readonly``:
+a read-only view of the same file, allowed beside a writer. The opening code takes a URI so
+other storages slot in without changes elsewhere (``file:///path/Data.fs`` today).
 
 Before a FileStorage is opened its file is checked (:mod:`ganga_like.repository.integrity`):
 a damaged file is refused with a :class:`RepositoryCorruptError` instead of being cut short.
@@ -124,12 +125,8 @@ def open_database(uri: str, mode: str = "embedded",
     if mode in ("shared", "auto"):
         from ganga_like.repository import shared
 
-        storage = shared.open_client(path, options, spawn=mode == "shared")
-        if storage is None:  # auto, and no server is running
-            effective = "embedded"
-            storage = open_file_storage(path)
-        else:
-            effective = "shared"
+        storage = shared.open_client(path, options, spawn=True)
+        effective = "shared"
     else:
         storage = open_file_storage(path, read_only=mode == "readonly")
     try:
@@ -228,16 +225,16 @@ def _busy(path: Path) -> RepositoryBusyError:
     server = shared.server_pid(path.parent)
     if pid is not None and pid == server:
         return RepositoryBusyError(
-            f"repository {path.parent} is served by its shared-mode server (PID {pid}); "
-            "open it in shared mode (--Repository.mode=shared or auto, or "
-            "GANGA_REPOSITORY_MODE=shared), or read-only (--Repository.mode=readonly)",
+            f"repository {path.parent} is served by its server (PID {pid}) to the sessions "
+            "using it; open this one in the default mode to join them (leave out "
+            "--Repository.mode=embedded), or read-only (--Repository.mode=readonly)",
             pid=pid)
     holder = f"PID {pid}" if pid else "another process"
     return RepositoryBusyError(
-        f"repository {path.parent} is in use by {holder}; close that session, or start "
-        "every session in shared mode to use it from several at once "
-        "(--Repository.mode=shared or GANGA_REPOSITORY_MODE=shared), or open this one "
-        "read-only (--Repository.mode=readonly)", pid=pid)
+        f"repository {path.parent} is in use by {holder}, which opened it alone "
+        "(--Repository.mode=embedded); close that session, or start it in the default "
+        "mode so that sessions share the repository, or open this one read-only "
+        "(--Repository.mode=readonly)", pid=pid)
 
 
 def _lock_holder(path: Path) -> int | None:

@@ -19,8 +19,10 @@ def _default_gangadir() -> Path:
 @dataclass
 class Settings:
     gangadir: Path = field(default_factory=_default_gangadir)
+    # "shared" (default): through the repository's server, started on demand, so any
+    # number of sessions use one gangadir at once; "embedded" only when asked for.
     repository_mode: str = field(
-        default_factory=lambda: os.environ.get("GANGA_REPOSITORY_MODE", "embedded"))
+        default_factory=lambda: os.environ.get("GANGA_REPOSITORY_MODE", "shared"))
     # Monitoring: fastest poll while things change, slowest when nothing does.
     monitor_min_interval: float = 0.05
     monitor_max_interval: float = 2.0

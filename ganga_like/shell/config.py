@@ -92,11 +92,12 @@ class Repository(Configurable):
              "GANGA_DIR.",
     ).tag(config=True, runtime=False)
     mode = Enum(
-        MODES, default_value="embedded",
-        help="How the repository is opened: 'embedded' (this process owns it; a second "
-             "one gets a clear error), 'readonly' (a snapshot, allowed beside an owner), "
-             "'shared' (through the repository's own server, so several sessions can use "
-             "it at once) or 'auto' (the server if one runs, else embedded). Environment: "
+        MODES, default_value="shared",
+        help="How the repository is opened; the default needs no choosing: 'shared' (any "
+             "number of shells, scripts, notebooks and the monitor daemon at once, through "
+             "the repository's own server, started on demand; 'auto' is the same), "
+             "'embedded' (this process alone, a little faster; another one gets a clear "
+             "error) or 'readonly' (a snapshot, allowed beside the others). Environment: "
              "GANGA_REPOSITORY_MODE.",
     ).tag(config=True, runtime=False)
     server_address = Unicode(

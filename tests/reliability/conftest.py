@@ -36,8 +36,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def shared_settings(gangadir: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {
-        "gangadir": gangadir,
-        "repository_mode": "shared",
+        "gangadir": gangadir,  # the default mode: sessions share the repository
         "zeo_idle_exit": 2.0,
         "local_max_concurrent": 2,
         "local_idle_exit": 5.0,
@@ -47,10 +46,13 @@ def shared_settings(gangadir: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
-def child_env(gangadir: Path, mode: str = "shared") -> dict[str, str]:
+def child_env(gangadir: Path, mode: str | None = None) -> dict[str, str]:
+    """A child's environment; no mode unless one is asked for (the default is shared)."""
     env = dict(os.environ)
     env["GANGA_DIR"] = str(gangadir)
-    env["GANGA_REPOSITORY_MODE"] = mode
+    env.pop("GANGA_REPOSITORY_MODE", None)
+    if mode is not None:
+        env["GANGA_REPOSITORY_MODE"] = mode
     env["XDG_CONFIG_HOME"] = str(gangadir.parent / "xdg-config")
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     return env

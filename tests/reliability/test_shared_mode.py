@@ -78,40 +78,39 @@ def test_a_tcp_address_is_used_only_when_configured(
     assert session.repo.effective_mode == "shared"
 
 
-def test_embedded_second_process_fails_with_one_line_saying_how_to_share(
+def test_a_session_beside_an_embedded_one_fails_with_one_line_naming_it(
         gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
-    open_session(Settings(gangadir=gangadir, monitoring=False))
+    open_session(Settings(gangadir=gangadir, repository_mode="embedded", monitoring=False))
     Job()
-    result = run_python("from ganga_like import *\nprint(len(jobs))",
-                        child_env(gangadir, mode="embedded"))
-    assert result.returncode != 0
-    last = result.stderr.strip().splitlines()[-1]
-    assert f"is in use by PID {os.getpid()}" in last
-    assert "--Repository.mode=shared" in last and "GANGA_REPOSITORY_MODE=shared" in last
+    for mode in ("embedded", "shared"):  # asked for alone, and the default
+        result = run_python("from ganga_like import *\nprint(len(jobs))",
+                            child_env(gangadir, mode=mode))
+        assert result.returncode != 0
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"is in use by PID {os.getpid()}, which opened it alone" in last
+        assert "--Repository.mode=readonly" in last
 
 
 def test_embedded_beside_a_running_server_names_the_server(
         gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
     open_session(shared_settings(gangadir))
     Job()
-    with pytest.raises(RepositoryBusyError, match="served by its shared-mode server") as info:
+    with pytest.raises(RepositoryBusyError, match="served by its server") as info:
         Repository(gangadir, "embedded")
     assert info.value.pid == shared.server_pid(gangadir / "repository")
 
 
-def test_auto_uses_a_running_server_else_opens_the_file(
+def test_auto_from_an_older_configuration_is_the_shared_default(
         gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
-    alone = Repository(gangadir, "auto")
-    assert alone.effective_mode == "embedded"
-    alone.close()
-    assert shared.server_pid(gangadir / "repository") is None
-    first = Repository(gangadir, "shared", options=shared_settings(gangadir).storage_options())
-    second = Repository(gangadir, "auto")
+    options = shared_settings(gangadir).storage_options()
+    alone = Repository(gangadir, "auto", options=options)
     try:
-        assert second.effective_mode == "shared"
-    finally:
+        assert alone.effective_mode == "shared"
+        assert shared.server_pid(gangadir / "repository") is not None
+        second = Repository(gangadir, "auto", options=options)
         second.close()
-        first.close()
+    finally:
+        alone.close()
 
 
 def test_the_server_exits_when_idle(gangadir: Path,
