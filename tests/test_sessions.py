@@ -1,0 +1,239 @@
+"""Any number of sessions on one gangadir, with no configuration at all.
+
+A real ``ganga`` shell (pexpect), ``ganga script.py``, a notebook kernel (nbclient), ``ganga``
+subcommands and the monitor daemon, started in several orders on one gangadir with no
+repository mode set: nobody is refused, every job each of them created is there once, and
+the Local runner's outputs agree with what the repository says.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ganga_like.repository import shared
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.storage import StorageOptions
+from ganga_like_local import runner_client
+from ganga_like_local.backend import runner_dir
+
+from .test_notebook import install_kernel, run_notebook
+from .test_shell import Shell
+
+SUBJOBS = 3
+
+
+def make_jobs(who: str, count: int) -> str:
+    """Python that creates and submits ``count`` jobs named ``who-k``, waits for them, and
+    prints every job name the process sees."""
+    return (
+        f"for k in range({count}):\n"
+        f"    j = Job(name=f'{who}-{{k}}', application=Executable(exe='echo'),\n"
+        f"            splitter=ArgSplitter(args=[[f'{who}-{{k}}-{{i}}'] for i in "
+        f"range({SUBJOBS})]))\n"
+        f"    j.submit()\n"
+        f"    assert j.wait(timeout=90) == 'completed', j.status\n"
+    )
+
+
+SEEN = "print('SEEN', ','.join(sorted(j.name for j in jobs)))"
+
+
+@pytest.fixture
+def env(env_for: dict[str, str], tmp_path: Path, gangadir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """No repository mode anywhere: every process uses the default."""
+    environ = dict(env_for)
+    environ.pop("GANGA_REPOSITORY_MODE", None)
+    environ.update(IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm-256color",
+                   COLUMNS="200")
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(
+        "c.TerminalInteractiveShell.autosuggestions_provider = None\n")
+    # The notebook kernel is started by nbclient with this process's environment.
+    install_kernel(tmp_path / "jupyter")
+    monkeypatch.delenv("GANGA_REPOSITORY_MODE", raising=False)
+    for name in ("GANGA_DIR", "IPYTHONDIR", "PYTHONPATH", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, environ[name])
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    yield environ
+    ganga(["monitor", "stop"], environ)
+    runner_client.stop(runner_dir(gangadir))
+
+
+def ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = Path(sys.executable).with_name("ganga")
+    argv = [str(command)] if command.exists() else [sys.executable, "-m", "ganga_like.cli"]
+    return subprocess.run([*argv, *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    assert "in use by" not in result.stderr
+    return result.stdout
+
+
+def cli_import(name: str, env: dict[str, str], where: Path) -> None:
+    definition = where / f"{name}.json"
+    definition.write_text(json.dumps({"format": "ganga_like.job/1", "job": {
+        "name": name, "application": {"type": "Executable", "exe": "echo"}}}))
+    ok(ganga(["import", str(definition)], env))
+
+
+def cli_names(env: dict[str, str]) -> list[str]:
+    return sorted(row["name"] for row in json.loads(ok(ganga(["jobs", "--json"], env))))
+
+
+def start_script(who: str, count: int, env: dict[str, str],
+                 where: Path) -> subprocess.Popen[str]:
+    script = where / f"{who}.py"
+    script.write_text(make_jobs(who, count) + SEEN + "\n")
+    command = Path(sys.executable).with_name("ganga")
+    argv = [str(command)] if command.exists() else [sys.executable, "-m", "ganga_like.cli"]
+    return subprocess.Popen([*argv, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish_script(proc: subprocess.Popen[str]) -> list[str]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "in use by" not in err
+    return seen_in(out)
+
+
+def seen_in(text: str) -> list[str]:
+    line = next(x for x in text.splitlines() if x.startswith("SEEN "))
+    return sorted(n for n in line[5:].strip().split(",") if n)
+
+
+class Notebook(threading.Thread):
+    """A notebook kernel that creates jobs, in the background (nbclient blocks)."""
+
+    def __init__(self, who: str, count: int, where: Path, extension: bool) -> None:
+        super().__init__(daemon=True)
+        first = "%load_ext ganga_like" if extension else "from ganga_like import *"
+        self.nb = nbformat.v4.new_notebook()
+        self.nb.cells = [nbformat.v4.new_code_cell(source) for source in
+                         (first, make_jobs(who, count), SEEN)]
+        self.where = where
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            run_notebook(self.nb, self.where)
+        except BaseException as exc:  # reported by the test's thread
+            self.error = exc
+
+    def seen(self) -> list[str]:
+        self.join(150)
+        assert not self.is_alive() and self.error is None, self.error
+        text = "".join(o.get("text", "") for o in self.nb.cells[2].outputs)
+        for cell in self.nb.cells:
+            for output in cell.outputs:
+                assert "in use by" not in str(output.get("text", ""))
+        return seen_in(text)
+
+
+def check_truth(gangadir: Path, env: dict[str, str], created: dict[str, int],
+                imported: list[str]) -> None:
+    """Every job once, completed, and the runner's outputs saying the same."""
+    rows = json.loads(ok(ganga(["jobs", "--json"], env)))
+    names = sorted(row["name"] for row in rows)
+    expected = sorted([f"{who}-{k}" for who, n in created.items() for k in range(n)]
+                      + imported)
+    assert names == expected
+    ids = [row["id"] for row in rows]
+    assert len(set(ids)) == len(ids)
+    by_name = {row["name"]: row for row in rows}
+    for who, count in created.items():
+        for k in range(count):
+            row = by_name[f"{who}-{k}"]
+            assert row["status"] == "completed", row
+            for i in range(SUBJOBS):
+                stdout = gangadir / "workspace" / str(row["id"]) / str(i) / "output" / "stdout"
+                assert stdout.read_text().strip() == f"{who}-{k}-{i}"
+    for name in imported:
+        assert by_name[name]["status"] == "new"
+
+
+def test_a_shell_a_script_a_notebook_and_commands_share_a_gangadir_shell_first(
+        gangadir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    shell = Shell(env)
+    try:
+        assert "in use by" not in shell.banner
+        shell.run("exec(" + repr(make_jobs("shell", 2)) + ")")
+        script = start_script("script", 2, env, tmp_path)
+        notebook = Notebook("nb", 2, tmp_path, extension=True)
+        notebook.start()
+        ok(ganga(["monitor", "start"], env))  # the daemon joins in the middle
+        cli_import("cli-a", env, tmp_path)
+        script_seen = finish_script(script)
+        assert {"shell-0", "shell-1", "script-0", "script-1"} <= set(script_seen)
+        ok(ganga(["monitor", "stop"], env))  # and leaves in the middle
+        notebook_seen = notebook.seen()
+        assert {"shell-0", "script-1", "nb-0", "nb-1"} <= set(notebook_seen)
+        # The shell sees the others' jobs at its next cell.
+        assert seen_in(shell.run(SEEN)) == cli_names(env)
+        shell.exit()
+    finally:
+        shell.child.close(force=True)
+    check_truth(gangadir, env, {"shell": 2, "script": 2, "nb": 2}, ["cli-a"])
+
+
+def test_the_same_sessions_started_the_other_way_round(
+        gangadir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    ok(ganga(["monitor", "start"], env))  # the daemon first, holding the lease
+    cli_import("cli-a", env, tmp_path)
+    notebook = Notebook("nb", 2, tmp_path, extension=False)  # plain import
+    notebook.start()
+    script = start_script("script", 2, env, tmp_path)
+    shell = Shell(env)
+    try:
+        ok(ganga(["monitor", "stop"], env))  # a session takes the lease over
+        shell.run("exec(" + repr(make_jobs("shell", 2)) + ")")
+        finish_script(script)
+        notebook.seen()
+        cli_import("cli-b", env, tmp_path)
+        assert seen_in(shell.run(SEEN)) == cli_names(env)
+        shell.exit()
+    finally:
+        shell.child.close(force=True)
+    check_truth(gangadir, env, {"shell": 2, "script": 2, "nb": 2}, ["cli-a", "cli-b"])
+
+
+def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_another(
+        gangadir: Path) -> None:
+    """The server's idle timer fires while sessions keep starting: each one either joins
+    the server, waits for the exiting one to go and starts a new one, or joins that."""
+    repo_dir = gangadir / "repository"
+    options = StorageOptions(idle_exit=0.3)
+    servers: set[int] = set()
+    log = repo_dir / shared.LOG_NAME
+    deadline = time.monotonic() + 60
+    opened = 0
+    while len(servers) < 4 and time.monotonic() < deadline:
+        repo = Repository(gangadir, "shared", options=options)
+        try:
+            assert len(repo.registry().jobs) == 0  # a read through the server
+            pid = shared.server_pid(repo_dir)
+            assert pid is not None
+            servers.add(pid)
+        finally:
+            repo.close()
+        opened += 1
+        exits = log.read_text().count("exiting")
+        # Start the next session exactly as the server decides to exit: wait for the
+        # line it logs then, and open at once.
+        while log.read_text().count("exiting") == exits and time.monotonic() < deadline:
+            time.sleep(0.002)
+    assert len(servers) >= 4, f"{opened} sessions, servers {servers}"
