@@ -254,6 +254,8 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    # The file is written by this process (embedded): its full-disk path is the one tested.
+    env["GANGA_REPOSITORY_MODE"] = "embedded"
     script = tmp_path / "submit.py"
     script.write_text(SUBMIT_ON_A_FULL_DISK)
     with _tmpfs(tmp_path / "small", "4m") as small:
@@ -337,6 +339,8 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    # The file is written by this process (embedded): its full-disk path is the one tested.
+    env["GANGA_REPOSITORY_MODE"] = "embedded"
     gate = tmp_path / "gate"  # the submitter goes on once the disk is full
     env["TEST_GATE"] = str(gate)  # the script pauses its resubmit on it
     script = tmp_path / "resubmit.py"
