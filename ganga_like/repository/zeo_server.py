@@ -28,7 +28,7 @@ from typing import Any
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
-from ganga_like.repository.shared import PID_NAME, server_address
+from ganga_like.repository.shared import MAX_OID_BATCH, PID_NAME, server_address
 from ganga_like.repository.storage import ensure_private_dir, open_file_storage
 
 log = logging.getLogger("ganga_like.zeo_server")
@@ -97,8 +97,7 @@ class _Ready:
 
 def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolicy,
           ready: _Ready) -> int:
-    from ZEO.StorageServer import StorageServer
-
+    _Server = _server_class()
     repo_dir = gangadir / "repository"
     ensure_private_dir(gangadir)
     ensure_private_dir(repo_dir)
@@ -113,7 +112,7 @@ def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolic
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        server = StorageServer(address, {"1": storage},
+        server = _Server(address, {"1": storage},
                                invalidation_queue_size=INVALIDATION_QUEUE,
                                transaction_timeout=TRANSACTION_TIMEOUT)
     except OSError as exc:
@@ -148,6 +147,24 @@ def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolic
                 pid_file.unlink()
         log.info("stopped")
     return 0
+
+
+def _server_class() -> Any:
+    """ZEO's StorageServer, giving new object ids in batches of up to MAX_OID_BATCH (ZEO's
+    own cap is 100), which our clients ask for when they create many objects at once."""
+    from ZEO.StorageServer import StorageServer, ZEOStorage
+
+    class BatchZEOStorage(ZEOStorage):  # type: ignore[misc]
+        def new_oids(self, n: int = 100) -> list[bytes]:
+            if self.read_only:
+                return list(super().new_oids(n))  # raises ReadOnlyError
+            return [self.storage.new_oid() for _ in range(max(1, min(n, MAX_OID_BATCH)))]
+
+    class BatchStorageServer(StorageServer):  # type: ignore[misc]
+        def create_client_handler(self) -> Any:
+            return BatchZEOStorage(self, self.read_only)
+
+    return BatchStorageServer
 
 
 def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event) -> None:
