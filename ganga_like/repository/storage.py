@@ -336,13 +336,20 @@ class _OneLine(logging.Handler):
 
 
 def _write_failure(record: logging.LogRecord) -> bool:
-    """Whether a log record reports a failed write (a full disk) with its exception."""
-    failure = record.exc_info[1] if record.exc_info else None
-    if not isinstance(failure, Exception):
-        return False
+    """Whether a log record reports a failed write (a full disk) with its exception, or an
+    error met while aborting after one: in shared mode the server has already dropped
+    the transaction whose write failed, so the client's abort fails too (the failed
+    write is then the context of that error)."""
     from ganga_like.repository.connection import _write_errno
 
-    return _write_errno(failure) is not None
+    failure = record.exc_info[1] if record.exc_info else None
+    for _depth in range(4):
+        if not isinstance(failure, Exception):
+            return False
+        if _write_errno(failure) is not None:
+            return True
+        failure = failure.__context__
+    return False
 
 
 class _AbortAfterWriteError(_OneLine):

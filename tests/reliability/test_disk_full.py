@@ -21,6 +21,7 @@ import pytest
 
 from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.repository import shared
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.integrity import check_repository
 from ganga_like.repository.registry import Registry
@@ -247,15 +248,15 @@ finally:
 """
 
 
+@pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line(
-        tmp_path: Path) -> None:
+        mode: str, tmp_path: Path) -> None:
     from ganga_like.repository.connection import Repository as Repo
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    # The file is written by this process (embedded): its full-disk path is the one tested.
-    env["GANGA_REPOSITORY_MODE"] = "embedded"
+    env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
     script = tmp_path / "submit.py"
     script.write_text(SUBMIT_ON_A_FULL_DISK)
     with _tmpfs(tmp_path / "small", "4m") as small:
@@ -273,11 +274,19 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
                 (small / "ballast").unlink()
             with contextlib.suppress(Exception):
                 runner_client.stop(runner_dir(gangadir))
+            with contextlib.suppress(Exception):  # the default mode's server, if any
+                shared.stop_server(gangadir / "repository")
         assert result.returncode == 1, result
         # One line for the user: no traceback of the failed commit's abort, no log noise.
         assert result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith("ERROR: job 0 could not be submitted: the repository")
         assert "No space left on device" in result.stderr
+        if mode == "shared":
+            # The server's file is on the full disk and not even the rollback fits there
+            # (an embedded session first frees its own temporary file): the job stays
+            # submitting, as the repository says, and the next start recovers it.
+            assert "stays submitting until ganga next starts" in result.stderr
+            return
         assert result.stderr.rstrip().endswith("the job is new again"), result.stderr
         # The session saw what the repository holds, and waiting said at once why not.
         assert "STATUS new" in result.stdout, result.stdout
@@ -332,15 +341,15 @@ finally:
 """
 
 
+@pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_the_repository(
-        tmp_path: Path) -> None:
+        mode: str, tmp_path: Path) -> None:
     from ganga_like.repository.connection import Repository as Repo
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    # The file is written by this process (embedded): its full-disk path is the one tested.
-    env["GANGA_REPOSITORY_MODE"] = "embedded"
+    env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
     gate = tmp_path / "gate"  # the submitter goes on once the disk is full
     env["TEST_GATE"] = str(gate)  # the script pauses its resubmit on it
     script = tmp_path / "resubmit.py"
@@ -375,6 +384,8 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
 
             with contextlib.suppress(Exception):
                 runner_client.stop(runner_dir(gangadir))
+            with contextlib.suppress(Exception):  # the default mode's server, if any
+                shared.stop_server(gangadir / "repository")
         assert child.returncode == 1, (out, err)
         assert err.count("\n") == 1, err
         assert err.startswith("ERROR: job 0 could not be resubmitted: the repository"), err
