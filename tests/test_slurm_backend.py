@@ -43,6 +43,8 @@ from ganga_like_slurm import commands, polling, submission
 from ganga_like_slurm.commands import SacctRow, SlurmCommandError, SqueueRow
 from ganga_like_slurm.settings import SlurmSettings
 
+from .waiting import wait_for
+
 # Short waits, so that the rules can be watched within a test's patience.
 FAST: dict[str, Any] = {
     "slurm_poll_interval": 0.3,
@@ -959,11 +961,7 @@ def _start_script() -> Path | None:
 
 
 def _until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.3)
+    wait_for(predicate, timeout, what, interval=0.3)  # each check may ask Slurm
 
 
 @pytest.mark.slurm
