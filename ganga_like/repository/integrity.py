@@ -45,6 +45,7 @@ __all__ = [
     "check_repository",
     "corrupt",
     "full_check",
+    "lock_for_maintenance",
     "recover_repository",
 ]
 
@@ -257,12 +258,7 @@ def recover_repository(gangadir: Path) -> RecoveryReport:
     if not path.exists() or path.stat().st_size <= len(MAGIC):
         raise RepositoryError(f"no repository at {path} to recover (the file is missing "
                               "or empty)")
-    try:
-        lock = zc.lockfile.LockFile(f"{path}.lock")
-    except zc.lockfile.LockError:
-        raise RepositoryBusyError(
-            f"repository {path.parent} is in use; close every session using it (and stop "
-            "the monitor daemon) before recovering it", pid=None) from None
+    lock = lock_for_maintenance(path, "recovering")
     try:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         backup = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -499,3 +495,14 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def lock_for_maintenance(path: Path, doing: str) -> zc.lockfile.LockFile:
+    """The repository file's lock, for a repair that needs every session gone; a busy
+    repository is one line saying so (``doing``: "recovering", "resetting")."""
+    try:
+        return zc.lockfile.LockFile(f"{path}.lock")
+    except zc.lockfile.LockError:
+        raise RepositoryBusyError(
+            f"repository {path.parent} is in use; close every session using it (and stop "
+            f"the monitor daemon) before {doing} it", pid=None) from None

@@ -21,9 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import zc.lockfile
-
-from ganga_like.errors import RepositoryBusyError, RepositoryError
+from ganga_like.errors import RepositoryError
 
 __all__ = ["check_after_open", "check_before_open", "first_free_id", "job_dirs",
            "reset_orphans"]
@@ -125,7 +123,7 @@ def reset_orphans(gangadir: Path) -> str:
     import transaction
     from ZODB.FileStorage import FileStorage
 
-    from ganga_like.repository.integrity import check_file
+    from ganga_like.repository.integrity import check_file, lock_for_maintenance
     from ganga_like.repository.storage import GuardedDB, quiet_zodb_logging
 
     quiet_zodb_logging()
@@ -133,12 +131,7 @@ def reset_orphans(gangadir: Path) -> str:
     path = gangadir / "repository" / "Data.fs"
     workspace = gangadir / "workspace"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        lock = zc.lockfile.LockFile(f"{path}.lock")
-    except zc.lockfile.LockError:
-        raise RepositoryBusyError(
-            f"repository {path.parent} is in use; close every session using it (and stop "
-            "the monitor daemon) before resetting it", pid=None) from None
+    lock = lock_for_maintenance(path, "resetting")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     try:
         if _empty(path):
