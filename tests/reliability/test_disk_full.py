@@ -267,15 +267,7 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
                 [sys.executable, "-m", "ganga_like.cli", str(script), str(small / "ballast"),
                  "60000"], env=env, capture_output=True, text=True, timeout=120)
         finally:
-            from ganga_like_local import runner_client
-            from ganga_like_local.backend import runner_dir
-
-            with contextlib.suppress(FileNotFoundError):
-                (small / "ballast").unlink()
-            with contextlib.suppress(Exception):
-                runner_client.stop(runner_dir(gangadir))
-            with contextlib.suppress(Exception):  # the default mode's server, if any
-                shared.stop_server(gangadir / "repository")
+            _free_and_stop(small, gangadir)
         assert result.returncode == 1, result
         # One line for the user: no traceback of the failed commit's abort, no log noise.
         assert result.stderr.count("\n") == 1, result.stderr
@@ -321,6 +313,20 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) 
         finally:
             os.close(fd)
         assert journal.read_bytes() == b'{"first": 1}\n' + lines
+
+
+def _free_and_stop(small: Path, gangadir: Path) -> None:
+    """After a full-disk run: the space given back, the runner and the default mode's
+    server (if any) stopped."""
+    from ganga_like_local import runner_client
+    from ganga_like_local.backend import runner_dir
+
+    with contextlib.suppress(FileNotFoundError):
+        (small / "ballast").unlink()
+    with contextlib.suppress(Exception):
+        runner_client.stop(runner_dir(gangadir))
+    with contextlib.suppress(Exception):
+        shared.stop_server(gangadir / "repository")
 
 
 RESUBMIT_ON_A_FULL_DISK = """
@@ -378,15 +384,7 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
         finally:
             if child.poll() is None:
                 child.kill()
-            with contextlib.suppress(FileNotFoundError):
-                (small / "ballast").unlink()
-            from ganga_like_local import runner_client
-            from ganga_like_local.backend import runner_dir
-
-            with contextlib.suppress(Exception):
-                runner_client.stop(runner_dir(gangadir))
-            with contextlib.suppress(Exception):  # the default mode's server, if any
-                shared.stop_server(gangadir / "repository")
+            _free_and_stop(small, gangadir)
         assert child.returncode == 1, (out, err)
         assert err.count("\n") == 1, err
         assert err.startswith("ERROR: job 0 could not be resubmitted: the repository"), err
