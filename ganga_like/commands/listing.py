@@ -13,6 +13,7 @@ from ganga_like.gpi.display import COLUMNS, job_row, shorten, table
 from ganga_like.model.base import GangaObject, schema_items
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.job import Job
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 
 __all__ = ["jobs_parser", "log_parser", "show_parser", "status_parser"]
@@ -101,15 +102,16 @@ def _attributes(job: Job) -> list[tuple[str, str]]:
     out = [("name", repr(job.name))]
     if job.comment:
         out.append(("comment", repr(job.comment)))
-    for name in ("application", "backend", "splitter", "inputdata"):
-        value = job.stored().get(name)
-        if value is None and name in ("splitter", "inputdata"):
+    parts = job_parts()
+    for part in parts.components:
+        value = job.stored().get(part.name)
+        if value is None and not part.required:
             continue
-        out.append((name, _describe(value)))
-    for name in ("inputfiles", "outputfiles"):
-        files = getattr(job, name)
+        out.append((part.name, _describe(value)))
+    for part in parts.lists:
+        files = getattr(job, part.name)
         if files:
-            out.append((name, ", ".join(_describe(f) for f in files)))
+            out.append((part.name, ", ".join(_describe(f) for f in files)))
     if job.exit_code is not None:
         out.append(("exit_code", str(job.exit_code)))
     out.append(("submitted", f"{job.submit_count} time(s)"))

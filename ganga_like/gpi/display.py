@@ -6,11 +6,14 @@ from collections.abc import Iterable
 
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 
-__all__ = ["CELL_WIDTH", "COLUMNS", "cell", "job_row", "shorten", "table"]
+__all__ = ["CELL_WIDTH", "COLUMNS", "cell", "header", "job_row", "shorten", "table"]
 
-COLUMNS = ("fqid", "status", "name", "subjobs", "application", "backend")
+# The parts tagged ``column`` in Job's schema follow the job's own columns.
+COLUMNS = ("fqid", "status", "name", "subjobs", *job_parts().columns)
+_HEADERS = {"fqid": "id"}  # headers that differ from their column's name
 # Widest a table cell gets: a 5,000-character name must not push the other columns away.
 CELL_WIDTH = 40
 
@@ -33,7 +36,7 @@ def job_row(job: object) -> dict[str, str]:
     if not isinstance(job, Job):
         cls = type(job)
         return {"fqid": "?", "status": "broken", "name": f"{cls.__module__}.{cls.__name__}",
-                "subjobs": "", "application": "", "backend": ""}
+                "subjobs": "", **dict.fromkeys(job_parts().columns, "")}
     counts = job.counts()
     sub = ""
     if counts:
@@ -42,8 +45,13 @@ def job_row(job: object) -> dict[str, str]:
             counts.items(), key=lambda kv: kv[0].order))
         sub = f"{total} ({detail})"
     return {"fqid": job.fqid, "status": job.current_status().label, "name": job.name,
-            "subjobs": sub, "application": _component_name(job, "application"),
-            "backend": _component_name(job, "backend")}
+            "subjobs": sub, **{name: _component_name(job, name)
+                               for name in job_parts().columns}}
+
+
+def header(column: str) -> str:
+    """The header of a table column."""
+    return _HEADERS.get(column, column)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -61,8 +69,7 @@ def cell(text: str, limit: int = CELL_WIDTH) -> str:
 
 def table(jobs: Iterable[object], title: str = "jobs") -> str:
     rows = [{c: cell(v) for c, v in job_row(j).items()} for j in jobs]
-    headers = {"fqid": "id", "status": "status", "name": "name", "subjobs": "subjobs",
-               "application": "application", "backend": "backend"}
+    headers = {c: header(c) for c in COLUMNS}
     widths = {c: max([len(headers[c])] + [len(r[c]) for r in rows]) for c in COLUMNS}
     line = " | ".join(headers[c].ljust(widths[c]) for c in COLUMNS)
     out = [f"{title}: {len(rows)}", line, "-+-".join("-" * widths[c] for c in COLUMNS)]

@@ -18,6 +18,7 @@ from ganga_like.gpi.proxy import GPIObject, _session, schema_doc, unwrap, wrap
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.runtime import actions
 
@@ -172,10 +173,10 @@ class Job(GPIObject):
         fields = [f"fqid={job.fqid}", f"status={job.current_status()}"]
         if job.name:
             fields.append(f"name={job.name!r}")
-        for name in ("application", "backend", "splitter", "inputdata"):
-            value = job.stored().get(name)
+        for part in job_parts().components:
+            value = job.stored().get(part.name)
             if value is not None:
-                fields.append(f"{name}={wrap(value)!r}")
+                fields.append(f"{part.name}={wrap(value)!r}")
         if job.is_master:
             fields.append(f"subjobs={job.subjob_count()}")
         return f"Job({', '.join(fields)})"

@@ -26,6 +26,7 @@ from ganga_like.model.base import (
     unknown_attribute_message,
 )
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ class GPIObject:
         impl = object.__getattribute__(self, "_impl")
         trait = type(impl)._schema[name]
         status = job.current_status()
-        if impl is job and name in ("name", "comment"):
+        if impl is job and name in job_parts().always_changeable:
             return
         if job.master is None:
             if status is Status.NEW and not job.is_master:

@@ -12,6 +12,9 @@ never mixed into them). Metadata tags on each trait drive the rest:
                             new is frozen (the GPI proxy enforces it)
 ``hidden``                  internal bookkeeping, not shown to users
 
+Job's schema carries more tags, which say what kind of part each attribute is (required,
+a table column, given to subjobs, searchable): ``ganga_like.model.parts`` reads them.
+
 Values are stored in forms that ZODB tracks: lists as tuples, dicts replaced, never mutated in
 place. An attribute left at its default is not stored at all, which keeps the records of
 thousands of subjobs small.

@@ -39,26 +39,31 @@ class Job(GangaObject):
         "id": traitlets.Int(-1, help="Job id: unique in the repository, or in the master for "
                             "a subjob.").tag(protected=True, copyable=False),
         "name": traitlets.Unicode("", help="A name of your choice.").tag(
-            changeable_at_resubmit=True),
+            changeable_at_resubmit=True, always_changeable=True, subjob="share"),
         "comment": traitlets.Unicode("", help="A free-text comment.").tag(
-            changeable_at_resubmit=True),
+            changeable_at_resubmit=True, always_changeable=True, subjob="share"),
         "status": traitlets.Unicode("new", help="Current status (read-only; a master's is "
                                     "derived from its subjobs).").tag(
             protected=True, copyable=False),
+        # The parts: plugin objects (see ganga_like.model.parts for the tags).
         "application": Component("applications", default="Executable",
-                                 help="What to run, e.g. Executable(exe=..., args=[...])."),
+                                 help="What to run, e.g. Executable(exe=..., args=[...])."
+                                 ).tag(required=True, column=True, subjob="copy"),
         "backend": Component("backends", default="Local",
-                             help="Where to run it, e.g. Local() or 'Local'."),
+                             help="Where to run it, e.g. Local() or 'Local'."
+                             ).tag(required=True, column=True, subjob="copy"),
         "splitter": Component("splitters", help="How to split the job into subjobs "
                               "(None: no split)."),
         "inputdata": Component("datasets", help="The dataset to process, e.g. "
-                               "GangaDataset(files=[...])."),
+                               "GangaDataset(files=[...]).").tag(subjob="share"),
         "inputfiles": ComponentList("files", help="Files copied into each (sub)job's input "
-                                    "directory before it runs."),
+                                    "directory before it runs.").tag(subjob="share"),
         "outputfiles": ComponentList("files", help="Names or glob patterns collected into "
-                                     "the output directory when the job ends."),
+                                     "the output directory when the job ends."
+                                     ).tag(subjob="share"),
         "history": traitlets.List(help="The event log: time, old status, new status, "
-                                  "cause.").tag(protected=True, copyable=False, hidden=True),
+                                  "cause.").tag(protected=True, copyable=False, hidden=True,
+                                                searchable=False),
         "exit_code": traitlets.Int(None, allow_none=True, help="Exit code of the program "
                                    "(None until it ended).").tag(protected=True, copyable=False),
         "submit_count": traitlets.Int(0, help="How many times the job was submitted.").tag(

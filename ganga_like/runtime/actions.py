@@ -29,6 +29,7 @@ from ganga_like.errors import (
 from ganga_like.model.base import GangaObject
 from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.runtime.splitting import build_subjobs
 
@@ -53,10 +54,10 @@ def describe_broken(obj: object) -> str:
 
 def _check_components(job: Job, action: str) -> None:
     check_not_broken(job, action)
-    for name in ("application", "backend", "splitter", "inputdata"):
-        value = job.stored().get(name)
+    for part in job_parts().components:
+        value = job.stored().get(part.name)
         if value is not None and not isinstance(value, GangaObject):
-            raise BrokenObjectError(f"cannot {action} job {job.fqid}: its {name} "
+            raise BrokenObjectError(f"cannot {action} job {job.fqid}: its {part.name} "
                                     f"({describe_broken(value)}) comes from a missing plugin")
 
 
@@ -79,8 +80,10 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     if status is not Status.NEW:
         raise JobError(f"job {job.fqid} is {status}: only a new job can be submitted; use "
                        "resubmit(), or copy() it")
-    if job.application is None or job.backend is None:
-        raise JobError(f"job {job.fqid} needs an application and a backend to be submitted")
+    required = job_parts().required
+    if any(getattr(job, part.name) is None for part in required):
+        needed = " and ".join(_with_article(part.name) for part in required)
+        raise JobError(f"job {job.fqid} needs {needed} to be submitted")
     _check_inputs(job)
     checker = getattr(job.application, "check_before_submit", None)
     if checker is not None:
@@ -202,19 +205,22 @@ def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
 
 
 def describe_job(job: Job) -> dict[str, str]:
-    """The editable description of a job, flattened: ``{"application.args": "['1']"}``."""
+    """The editable description of a job, flattened: ``{"application.args": "['1']"}``.
+
+    Only the parts a (sub)job runs with: the splitter does not act on a resubmission."""
     flat: dict[str, str] = {}
-    for name in ("application", "backend", "inputdata"):
-        component = job.stored().get(name)
+    for part in job_parts().run_with:
+        if part.many:
+            flat[part.name] = repr([type(f).__name__ for f in getattr(job, part.name)])[:80]
+            continue
+        component = job.stored().get(part.name)
         if isinstance(component, GangaObject):
             for attr, trait in type(component)._schema.items():
                 if trait.metadata.get("protected"):
                     continue  # backend bookkeeping (scheduler ids) is no user change
                 value = getattr(component, attr)
                 shown = list(value) if isinstance(value, tuple) else value
-                flat[f"{name}.{attr}"] = repr(shown)[:80]
-    for name in ("inputfiles", "outputfiles"):
-        flat[name] = repr([type(f).__name__ for f in getattr(job, name)])[:80]
+                flat[f"{part.name}.{attr}"] = repr(shown)[:80]
     return flat
 
 
@@ -282,6 +288,10 @@ def _summarise(outcome: SubmitOutcome) -> str:
     more = f" (and {others} more)" if others else ""
     skipped = f"; {len(outcome.not_attempted)} not attempted" if outcome.not_attempted else ""
     return f"{first_fqid}: {first}{more}{skipped}"
+
+
+def _with_article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def _check_inputs(job: Job) -> None:
@@ -547,7 +557,8 @@ def copy_job(session: Session, job: Job) -> Job:
     clone = job._copy()
     assert isinstance(clone, Job)
     if job.master is not None:
-        clone.__dict__.pop("splitter", None)
+        for part in job_parts().master_only:  # what split its master is not the copy's
+            clone.__dict__.pop(part.name, None)
     session.repo.in_transaction(lambda: session.repo.registry().add(clone),
                                 what=f"copying job {job.fqid}")
     return clone

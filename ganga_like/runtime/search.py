@@ -20,22 +20,42 @@ from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from BTrees.IIBTree import IITreeSet, intersection, multiunion
 
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
+from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.query import Condition, Getter, Query, QueryError, index_hints, matches
 from ganga_like.repository.registry import Registry
 
 __all__ = ["KNOWN_ROOTS", "candidate_ids", "filter_jobs", "getter_for", "search"]
 
-KNOWN_ROOTS = frozenset({"id", "fqid", "name", "comment", "status", "application", "backend",
-                         "splitter", "inputdata", "time", "subjobs", "exit_code",
-                         "submit_count", "inputfiles", "outputfiles"})
+
+class _KnownRoots(Collection[str]):
+    """The names a job query may start with: Job's searchable schema attributes, read
+    when asked (a part added to Job is searchable at once), and what ``getter_for``
+    derives (fqid, the times of statuses, subjob counts)."""
+
+    _DERIVED = frozenset({"fqid", "time", "subjobs"})
+
+    def _names(self) -> frozenset[str]:
+        return job_parts().searchable | self._DERIVED
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._names()))
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+KNOWN_ROOTS = _KnownRoots()
 
 # Job ids are keys of an IOBTree: 32-bit signed integers. A bound beyond them is clamped,
 # which narrows nothing that could exist (the evaluator still compares the real values).

@@ -7,43 +7,50 @@ from typing import Any, cast
 from ganga_like.errors import GangaError, JobError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
+from ganga_like.model.parts import job_parts
 
 __all__ = ["build_subjobs"]
 
-# Attributes a subjob takes from its master: components are copied (each subjob may differ
-# and keeps its own backend data); file lists and the dataset are shared until varied.
-_COPIED = ("application", "backend")
-_SHARED = ("name", "comment", "inputdata", "inputfiles", "outputfiles")
+# What a subjob takes from its master is Job's schema's ``subjob`` tag (model.parts): the
+# parts tagged "copy" are copied (each subjob may differ and keeps its own backend data);
+# those tagged "share" (file lists, the dataset, the name) are shared until varied.
+
+# Read-only values a job derives rather than stores (besides its protected attributes).
+_DERIVED = frozenset({"time"})
 
 
 def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
     """One subjob per variation, ids 0..N-1, every varied value validated."""
     subjobs = []
     source = master.stored()
+    parts = job_parts()
+    copied, shared_names = parts.subjob_copied, parts.subjob_shared
+    # What no splitter may set: what a job records of its own runs.
+    fixed = parts.protected | _DERIVED
     for index, variation in enumerate(variations):
         sj = Job.new_subjob(master, index)
         d = sj.__dict__
         d["submit_count"] = 1  # subjobs are created by a submission
-        for name in _COPIED:
+        for name in copied:
             value = source.get(name)
             if isinstance(value, GangaObject):
                 # A component with no per-job state (Local) is shared, not copied: one
                 # record less per subjob.
                 shared = not getattr(value, "per_job_state", True)
                 d[name] = value if shared else value._copy()
-        for name in _SHARED:
+        for name in shared_names:
             if name in source:
                 d[name] = source[name]
         for path, value in variation.items():
             try:
-                _apply(sj, master, path, value)
+                _apply(sj, master, path, value, fixed)
             except GangaError as exc:
                 raise JobError(f"splitter: subjob {index}: {exc}") from None
         subjobs.append(sj)
     return subjobs
 
 
-def _apply(sj: Job, master: Job, path: str, value: Any) -> None:
+def _apply(sj: Job, master: Job, path: str, value: Any, fixed: frozenset[str]) -> None:
     parts = path.split(".")
     target: GangaObject = sj
     origin: GangaObject | None = master
@@ -60,6 +67,6 @@ def _apply(sj: Job, master: Job, path: str, value: Any) -> None:
         origin = None
         target = current
     attribute = parts[-1]
-    if attribute in ("id", "status", "time", "history", "submit_count", "exit_code"):
+    if attribute in fixed:
         raise JobError(f"a splitter cannot set {path!r}")
     target._assign(attribute, value)

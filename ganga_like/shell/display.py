@@ -16,11 +16,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ganga_like.gpi.display import cell, job_row
+from ganga_like.gpi.display import cell, header, job_row
 from ganga_like.gpi.job import Job, JobSlice, SubjobSlice
 from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.parts import job_parts
 from ganga_like.shell.config import store
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ __all__ = [
     "unregister",
 ]
 
-HEADERS = {"fqid": "id", "status": "status", "name": "name", "subjobs": "subjobs",
-           "application": "application", "backend": "backend"}
 SHORT = {"completed": "done", "failed": "fail", "running": "run", "submitted": "sub",
          "killed": "kill", "new": "new", "submitting": "subm", "completing": "cmpl"}
 
@@ -142,7 +141,7 @@ def rich_table(model: TableModel, colours: dict[str, str] | None) -> RenderableT
                   title_style="bold" if colours else "", pad_edge=False)
     for column in model.columns:
         # One line per job: a cell too wide for the terminal is cut, never wrapped.
-        table.add_column(HEADERS[column], justify="right" if column == "fqid" else "left",
+        table.add_column(header(column), justify="right" if column == "fqid" else "left",
                          no_wrap=True, overflow="ellipsis")
 
     def add(row: Row) -> None:
@@ -235,21 +234,19 @@ class _Counts:
     counts: list[tuple[str, int]]
 
 
-_COMPONENTS = ("application", "backend", "splitter", "inputdata")
-
-
 def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
     """What a job's tree shows, in reading order: what runs where, how it is split, what
     came of it. Unset optional parts (no splitter, no comment) are left out."""
     out: list[tuple[str, Any]] = []
     stored = job.stored()  # never __dict__: a job not yet read in this transaction is a ghost
-    for name in _COMPONENTS:
-        value = stored.get(name)
+    parts = job_parts()
+    for part in parts.components:
+        value = stored.get(part.name)
         if value is not None:
-            out.append((name, value))
-    for name in ("inputfiles", "outputfiles"):
-        if stored.get(name):
-            out.append((name, getattr(job, name)))
+            out.append((part.name, value))
+    for part in parts.lists:
+        if stored.get(part.name):
+            out.append((part.name, getattr(job, part.name)))
     if job.is_master:
         counts = [(s.label, n) for s, n in sorted(job.counts().items(),
                                                    key=lambda kv: kv[0].order)]
@@ -345,7 +342,7 @@ def _badge(label: str, text: str, colours: dict[str, str] | None) -> str:
 def slice_html(obj: JobSlice) -> str:
     model = table_model(obj)
     colours = _colours()
-    head = "".join(f'<th style="{_CELL}">{HEADERS[c]}</th>' for c in model.columns)
+    head = "".join(f'<th style="{_CELL}">{header(c)}</th>' for c in model.columns)
     body: list[str] = []
 
     def add(row: Row) -> None:

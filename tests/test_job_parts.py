@@ -1,0 +1,117 @@
+"""A job's parts come from one place, Job's schema: a part added there is listed, shown,
+given to subjobs, described at resubmission, stored and searchable with no other change,
+and no module keeps a list of part names of its own."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ganga_like import (
+    ArgSplitter,
+    Executable,
+    GangaDataset,
+    Job,
+    JobError,
+    LocalFile,
+    jobs,
+)
+from ganga_like.commands.listing import _attributes
+from ganga_like.gpi.proxy import unwrap
+from ganga_like.model.base import Component, ComponentList
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.parts import job_parts
+from ganga_like.query import parse
+from ganga_like.runtime.actions import describe_job
+from ganga_like.runtime.search import KNOWN_ROOTS, getter_for
+from ganga_like.runtime.session import Session
+from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.shell import display
+
+ROOT = Path(__file__).resolve().parent.parent
+# The schema itself is the one place part names are listed.
+SCHEMA_HOME = ROOT / "ganga_like" / "model" / "job.py"
+
+
+def _sources() -> Iterator[Path]:
+    for top in ("ganga_like", "plugins"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path != SCHEMA_HOME:
+                yield path
+
+
+def _strings(node: ast.AST) -> list[str]:
+    items: list[ast.expr | None]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        items = list(node.elts)
+    elif isinstance(node, ast.Dict):
+        items = list(node.keys)
+    else:
+        return []
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+
+def test_no_module_keeps_its_own_list_of_a_jobs_parts() -> None:
+    parts = {p.name for p in job_parts().parts}
+    found = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            named = [s for s in _strings(node) if s in parts]
+            if len(named) >= 2:
+                found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} {named}")
+    assert not found, "lists of part names outside Job's schema (use model.parts):\n" + \
+        "\n".join(found)
+
+
+@pytest.fixture
+def two_more_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job's schema with two parts more: one line each, nothing else changed."""
+    schema = {
+        **JobImpl._schema,
+        "logfiles": ComponentList("files", help="Logs kept with the job.").tag(subjob="share"),
+        "auxdata": Component("datasets", help="A second dataset.").tag(subjob="copy"),
+    }
+    monkeypatch.setattr(JobImpl, "_schema", schema)
+    monkeypatch.setattr(JobImpl, "_validator", None)  # validate against the new schema
+
+
+def test_a_part_added_to_the_schema_is_listed_shown_split_described_and_searchable(
+        session: Session, two_more_parts: None) -> None:
+    j = Job(name="parts", application=Executable(exe="echo"),
+            splitter=ArgSplitter(args=[["1"], ["2"]]),
+            logfiles=[LocalFile("run.log")], auxdata=GangaDataset(files=["aux.dat"]))
+    impl = unwrap(j)
+    impl._p_deactivate()  # read back from the repository: the new parts were stored
+    assert [f.namePattern for f in impl.logfiles] == ["run.log"]
+
+    assert {"logfiles", "auxdata"} <= {p.name for p in job_parts().parts}
+    assert "auxdata=GangaDataset(files=['aux.dat'])" in repr(j)
+    shown = display.job_text(j)
+    assert "logfiles: [LocalFile(" in shown and "auxdata: GangaDataset" in shown
+    listed = dict(_attributes(impl))
+    assert listed["logfiles"].startswith("LocalFile(namePattern='run.log'")
+    assert listed["auxdata"].startswith("GangaDataset(files=['aux.dat']")
+    described = describe_job(impl)
+    assert described["logfiles"] == "['LocalFile']"
+    assert described["auxdata.files"] == "['aux.dat']"
+
+    first, second = build_subjobs(impl, [{}, {}])
+    assert first.stored()["logfiles"] is impl.stored()["logfiles"]  # shared
+    assert first.auxdata is not impl.auxdata and first.auxdata is not second.auxdata
+    assert list(first.auxdata.files) == ["aux.dat"]
+
+    assert "auxdata" in KNOWN_ROOTS and "logfiles" in KNOWN_ROOTS
+    assert getter_for(impl)(("auxdata", "files")) == ["aux.dat"]
+    assert parse("auxdata=GangaDataset", known_roots=KNOWN_ROOTS)
+    assert jobs.query("auxdata=GangaDataset").ids() == [j.id]
+
+
+def test_a_job_without_a_required_part_is_not_submitted(session: Session) -> None:
+    j = Job(application=Executable(exe="echo"))
+    j.backend = None
+    with pytest.raises(JobError, match=r"needs an application and a backend to be submitted"):
+        j.submit()
+    assert j.status == "new"
