@@ -1,6 +1,6 @@
 """A job's parts come from one place, Job's schema: a part added there is listed, shown,
 given to subjobs, described at resubmission, stored and searchable with no other change,
-and no module keeps a list of part names of its own."""
+and no module keeps a list of part names or reads plugin hooks around the interfaces."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from ganga_like import (
 )
 from ganga_like.commands.listing import _attributes
 from ganga_like.gpi.proxy import unwrap
-from ganga_like.model.base import Component, ComponentList
+from ganga_like.model.base import Component, ComponentList, GangaObject
+from ganga_like.model.interfaces import IApplication, IBackend, IDataset, IFile, ISplitter
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.query import parse
@@ -64,6 +65,19 @@ def test_no_module_keeps_its_own_list_of_a_jobs_parts() -> None:
                 found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} {named}")
     assert not found, "lists of part names outside Job's schema (use model.parts):\n" + \
         "\n".join(found)
+
+
+def test_plugin_hooks_are_called_not_looked_up_with_getattr() -> None:
+    hooks = {name for cls in (GangaObject, IApplication, IBackend, ISplitter, IDataset, IFile)
+             for name in vars(cls) if not name.startswith("__")}
+    found = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[1].value}")
+    assert not found, "hooks read with getattr instead of called:\n" + "\n".join(found)
 
 
 @pytest.fixture
@@ -115,3 +129,18 @@ def test_a_job_without_a_required_part_is_not_submitted(session: Session) -> Non
     with pytest.raises(JobError, match=r"needs an application and a backend to be submitted"):
         j.submit()
     assert j.status == "new"
+
+
+def test_a_dataset_copies_its_files_next_to_the_program_only_when_asked(
+        session: Session, tmp_path: Path) -> None:
+    data = tmp_path / "numbers.txt"
+    data.write_text("42\n")
+    read = Executable(exe="cat", args=["numbers.txt"])
+    copied = Job(application=read, inputdata=GangaDataset(files=[str(data)],
+                                                          treat_as_inputfiles=True))
+    listed = Job(application=read, inputdata=GangaDataset(files=[str(data)]))
+    copied.submit()
+    listed.submit()
+    assert copied.wait(timeout=60) == "completed"
+    assert (copied.outputdir / "stdout").read_text() == "42\n"
+    assert listed.wait(timeout=60) == "failed"  # only named in $GANGA_INPUTDATA

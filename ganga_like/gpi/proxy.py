@@ -88,7 +88,7 @@ class GPIObject:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
-        positional: tuple[str, ...] = getattr(cls._impl_class, "_positional", ())
+        positional = cls._impl_class._positional
         if len(args) > len(positional):
             raise SchemaError(f"{cls.__name__}() takes at most {len(positional)} positional "
                               f"argument(s) ({', '.join(positional) or 'none'}), "

@@ -84,6 +84,12 @@ class GangaObject(Persistent):  # type: ignore[misc]
     # Attributes whose stored values are append-only tuples: concurrent appends merge.
     _append_only: ClassVar[frozenset[str]] = frozenset()
     _validator: ClassVar[traitlets.HasTraits | None] = None
+    # The attributes the GPI constructor takes positionally, in order:
+    # ``LocalFile("data.txt")`` for ``LocalFile(namePattern="data.txt")``.
+    _positional: ClassVar[tuple[str, ...]] = ()
+    # False when the object stores nothing per job (no scheduler id...): subjobs then share
+    # their master's object instead of each storing a copy (parts tagged subjob="copy").
+    per_job_state: ClassVar[bool] = True
 
     # Attribute names for the compact stored form (see ``compact_state``); empty: the
     # attribute dict is stored as it is.  Append-only once records exist.

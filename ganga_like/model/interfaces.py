@@ -147,6 +147,10 @@ class IApplication(GangaObject):
 
     _category = "applications"
 
+    def check_before_submit(self) -> None:
+        """Raise a GangaError when a job with this application cannot be submitted at all
+        (checked before anything is changed); by default there is nothing to check."""
+
     def prepare(self, job: Job, paths: JobPaths) -> RunSpec:
         """The command for ``job``; raise ApplicationError-like GangaErrors when impossible."""
         raise NotImplementedError
@@ -157,9 +161,8 @@ class IBackend(GangaObject):
 
     _category = "backends"
     supports_real_bulk: ClassVar[bool] = False
-    # False when the backend stores nothing per job (no scheduler id...): subjobs then share
-    # their master's backend object instead of each storing a copy.
-    per_job_state: ClassVar[bool] = True
+    # ``per_job_state`` (GangaObject): False when the backend stores nothing per job, so
+    # that subjobs share their master's backend object instead of each storing a copy.
     # Above zero: submit_bulk may be called on consecutive slices of one submission, and
     # the first call gets this many subjobs, so that they start while the rest is prepared.
     # Zero for backends whose bulk call must see everything at once (a job array).
@@ -225,6 +228,11 @@ class IDataset(GangaObject):
 
     def file_names(self) -> list[str]:
         raise NotImplementedError
+
+    def files_to_copy(self) -> list[str]:
+        """Those of ``file_names()`` to copy next to the program too; by default none
+        (the program finds them all through ``$GANGA_INPUTDATA``)."""
+        return []
 
 
 class IFile(GangaObject):

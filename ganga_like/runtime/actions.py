@@ -85,9 +85,7 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         needed = " and ".join(_with_article(part.name) for part in required)
         raise JobError(f"job {job.fqid} needs {needed} to be submitted")
     _check_inputs(job)
-    checker = getattr(job.application, "check_before_submit", None)
-    if checker is not None:
-        checker()
+    job.application.check_before_submit()
 
     # Split in memory: a failing or empty split changes nothing stored.
     targets = _split(job) if job.splitter is not None else [job]

@@ -36,8 +36,7 @@ def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
             if isinstance(value, GangaObject):
                 # A component with no per-job state (Local) is shared, not copied: one
                 # record less per subjob.
-                shared = not getattr(value, "per_job_state", True)
-                d[name] = value if shared else value._copy()
+                d[name] = value if not value.per_job_state else value._copy()
         for name in shared_names:
             if name in source:
                 d[name] = source[name]

@@ -43,8 +43,7 @@ class Executable(IApplication):
         if dataset is not None:
             names = dataset.file_names()
             env["GANGA_INPUTDATA"] = os.pathsep.join(names)
-            if getattr(dataset, "treat_as_inputfiles", False):
-                inputs = tuple(names)
+            inputs = tuple(dataset.files_to_copy())
         return RunSpec(argv=(program, *self.args), env=env, inputs=inputs)
 
 

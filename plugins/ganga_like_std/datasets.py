@@ -25,3 +25,6 @@ class GangaDataset(IDataset):
 
     def file_names(self) -> list[str]:
         return [os.path.abspath(os.path.expanduser(f)) for f in self.files]
+
+    def files_to_copy(self) -> list[str]:
+        return self.file_names() if self.treat_as_inputfiles else []
