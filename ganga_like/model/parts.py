@@ -9,8 +9,9 @@ the plugin category; tags on the trait say how the rest of the system treats it:
 ``subjob``    how a subjob gets it from its master: ``"copy"`` (an own copy, because it
               keeps per-job state; an object whose class has ``per_job_state = False`` is
               shared instead), ``"share"`` (the master's value, until a splitter varies
-              it). Untagged parts are not given to subjobs: the splitter made them. The
-              tag is not only for parts: a subjob shares its master's name and comment.
+              it). Untagged parts stay with the master (the splitter: it made the
+              subjobs). The tag is not only for parts: a subjob shares its master's name
+              and comment.
 ``searchable`` False: queries cannot start from the attribute (the default is True)
 ``always_changeable``  a job's own value may change at any time, even once submitted
 
