@@ -15,8 +15,8 @@ from ganga_like.model.status import set_master_status_order
 from ganga_like.repository import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_local import runner_client
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.runner import client as runner_client
 
 ROOT = Path(__file__).resolve().parent.parent
 

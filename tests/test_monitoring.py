@@ -17,8 +17,8 @@ from ganga_like.runtime.engine import apply_report
 from ganga_like.runtime.monitor import FINISHING_INTERVAL, CycleResult, next_interval
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_local import runner_client
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.runner import client as runner_client
 
 
 def _master(n: int) -> JobImpl:

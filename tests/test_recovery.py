@@ -26,8 +26,8 @@ from ganga_like.model.status import Status
 from ganga_like.repository import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_local import runner_client
 from ganga_like_local.backend import JOURNAL, runner_dir
+from ganga_like_local.runner import client as runner_client
 
 SUBMITTER = textwrap.dedent("""
     import sys

@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import zc.lockfile
 
+from ganga_like.detached import HelperNotReady, start_detached
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
-from ganga_like.repository.children import import_path, read_ready_line
 
 if TYPE_CHECKING:
     from ganga_like.repository.storage import StorageOptions
@@ -251,32 +251,24 @@ def _spawn_lock(repo_dir: Path, timeout: float) -> Iterator[None]:
 def _start_server(repo_dir: Path, options: StorageOptions) -> int:
     """Start a detached server; wait until it listens or says why it cannot."""
     gangadir = repo_dir.parent
-    read_fd, write_fd = os.pipe()
     argv = [sys.executable, "-m", SERVER_MODULE, str(gangadir),
-            "--ready-fd", str(write_fd),
             "--idle-exit", str(options.idle_exit),
             "--pack-threshold-mb", str(options.pack_threshold_mb),
             "--pack-keep-days", str(options.pack_keep_days)]
     if options.address:
         argv += ["--address", options.address]
-    env = dict(os.environ)
     # The same import path as ours: the server unpickles our classes to resolve conflicts.
-    env["PYTHONPATH"] = os.pathsep.join(import_path())
-    log_fd = os.open(repo_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                     0o600)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-                                cwd="/", env=env, pass_fds=(write_fd,), close_fds=True,
-                                start_new_session=True)
-    finally:
-        os.close(write_fd)
-        os.close(log_fd)
+        started = start_detached(argv, repo_dir / LOG_NAME,
+                                 ready_timeout=options.connect_timeout)
+    except HelperNotReady as exc:
+        _spawned.append(exc.proc)  # reaped later, like one that started
+        raise RepositoryError(f"the repository server of {repo_dir} did not start: "
+                              f"{exc.reason}; see {repo_dir / LOG_NAME}: "
+                              f"{_last_log_line(repo_dir)}") from None
+    proc = started.proc
     _spawned.append(proc)
-    try:
-        line = read_ready_line(read_fd, proc, options.connect_timeout,
-                               timed_out="timeout waiting for it to listen", exited="exited")
-    finally:
-        os.close(read_fd)
+    line = started.ready_line or ""
     kind, _, rest = line.partition(" ")
     if kind == "ready":
         return proc.pid

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ganga_like.detached import HelperNotReady, start_detached
 from ganga_like.errors import GangaError
 from ganga_like.private import write_private
-from ganga_like.repository.children import import_path, read_ready_line
 from ganga_like.repository.storage import ensure_private_dir
 from ganga_like.runtime.lease import DAEMON_LOCK, DAEMON_MODULE, MonitorLease, lease_holder
 from ganga_like.runtime.settings import Settings
@@ -142,27 +142,16 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
     fields = dataclasses.asdict(settings)
     fields["gangadir"] = str(gangadir)
     fields["repository_mode"] = "shared"  # sessions must be able to open it beside us
-    read_fd, write_fd = os.pipe()
     argv = [sys.executable, "-m", DAEMON_MODULE, "run", str(gangadir),
-            "--ready-fd", str(write_fd), "--settings", json.dumps(fields)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(import_path())
-    log_fd = os.open(gangadir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                     0o600)
+            "--settings", json.dumps(fields)]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-                                cwd="/", env=env, pass_fds=(write_fd,), close_fds=True,
-                                start_new_session=True)
-    finally:
-        os.close(write_fd)
-        os.close(log_fd)
-    _spawned.append(proc)
-    try:
-        line = read_ready_line(read_fd, proc, timeout,
-                               timed_out="error timed out waiting for it",
-                               exited="error it exited at start")
-    finally:
-        os.close(read_fd)
+        started = start_detached(argv, gangadir / LOG_NAME, ready_timeout=timeout)
+    except HelperNotReady as exc:
+        _spawned.append(exc.proc)  # reaped later, like one that started
+        raise DaemonError(f"the monitor daemon did not start: {exc.reason}; see "
+                          f"{gangadir / LOG_NAME}") from None
+    _spawned.append(started.proc)
+    line = started.ready_line or ""
     kind, _, rest = line.partition(" ")
     if kind == "ready":
         return int(rest.split()[0])

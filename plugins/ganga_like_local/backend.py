@@ -30,8 +30,8 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.private import copy_private, make_private_dirs
-from ganga_like_local import runner_client
-from ganga_like_local.runner_client import TaskSpec
+from ganga_like_local.runner import client as runner_client
+from ganga_like_local.runner.client import TaskSpec
 
 __all__ = ["Local"]
 

@@ -46,7 +46,7 @@ from bench_local_vs_pool import plain_pool  # the same pool as the main benchmar
 from bench_runner import make_tasks, wait_for
 from fs_probe import describe
 
-from ganga_like_local.runner_client import (
+from ganga_like_local.runner.client import (
     TERMINAL_EVENTS,
     read_events,
     stop,

@@ -67,8 +67,8 @@ def main() -> None:
     os.environ["GANGA_DIR"] = str(tmp / "gangadir")
     from ganga_like import ArgSplitter, Executable, Job, Local
     from ganga_like.runtime.session import close_session, current_session
-    from ganga_like_local import runner_client
     from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
 
     session = current_session()
     # Start the runner before timing, as a user's second job would find it running.

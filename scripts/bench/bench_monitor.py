@@ -27,8 +27,8 @@ def main() -> None:
     from ganga_like import ArgSplitter, Executable, Job
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_local import runner_client
     from ganga_like_local.backend import JOURNAL, runner_dir
+    from ganga_like_local.runner import client as runner_client
 
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
     j = Job(application=Executable(exe="/bin/true"),

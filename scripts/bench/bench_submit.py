@@ -22,8 +22,8 @@ def main() -> None:
     os.environ["GANGA_DIR"] = str(gangadir)
     from ganga_like import ArgSplitter, Executable, Job, Local
     from ganga_like.runtime.session import current_session
-    from ganga_like_local import runner_client
     from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
 
     session = current_session()
     j = Job(application=Executable(exe="/bin/true"),

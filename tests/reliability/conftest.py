@@ -23,8 +23,8 @@ from ganga_like.repository import shared
 from ganga_like.runtime import daemon
 from ganga_like.runtime.session import close_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_local import runner_client
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.runner import client as runner_client
 
 SLOW_ENV = "GANGA_SLOW_TESTS"
 

@@ -15,17 +15,14 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ganga_like_local.runner_client import RUN_FILE, TERMINAL_EVENTS, read_events
-from ganga_like_local.runner_files import read_json
-from ganga_like_local.runner_spawn import signal_group
-from ganga_like_local.runner_tasks import Task, check_batch, newer
+from ganga_like_local.runner.engine import KILL_GRACE_SECONDS, Engine
+from ganga_like_local.runner.files import read_json
+from ganga_like_local.runner.protocol import RUN_FILE, TERMINAL_EVENTS, read_events
+from ganga_like_local.runner.spawn import signal_group
+from ganga_like_local.runner.tasks import Task, check_batch, newer
 
-if TYPE_CHECKING:
-    from ganga_like_local.runner import Runner
-
-KILL_GRACE_SECONDS = 3.0
 # A process counts as part of an orphaned task only if it started after the task did,
 # give or take this much (clock ticks and boot time are coarse).
 ORPHAN_START_SLACK_SECONDS = 2.0
@@ -33,7 +30,7 @@ ORPHAN_START_SLACK_SECONDS = 2.0
 JournalCache = dict[str, set[tuple[str, str, float]]]
 
 
-def recover(runner: Runner) -> None:
+def recover(runner: Engine) -> None:
     """Resume the batches a previous runner accepted but did not finish."""
     try:
         names = sorted(
@@ -72,7 +69,7 @@ def recover(runner: Runner) -> None:
 
 
 def replay_final_event(
-    runner: Runner, task: Task, record: dict[str, Any], cache: JournalCache
+    runner: Engine, task: Task, record: dict[str, Any], cache: JournalCache
 ) -> None:
     """Append the final event of a finished task if the crash came before it."""
     seen = cache.get(task.events)
@@ -96,7 +93,7 @@ def replay_final_event(
 
 
 def fail_interrupted(
-    runner: Runner, task: Task, record: dict[str, Any], groups: dict[int, list[float]]
+    runner: Engine, task: Task, record: dict[str, Any], groups: dict[int, list[float]]
 ) -> None:
     """A task that was running when the previous runner died: kill it, report it."""
     pid = record.get("pid")

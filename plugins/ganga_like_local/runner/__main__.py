@@ -1,0 +1,73 @@
+"""The Local runner's command line: ``python -m ganga_like_local.runner RUNNER_DIR``.
+
+Started by ``client`` with ``--lock-fd N``, an inherited descriptor on which it already
+holds the runner lock.  Imports nothing from ``ganga_like``: the runner must start (and
+keep running) whatever state the core is in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from ganga_like_local.runner.loop import Runner
+from ganga_like_local.runner.protocol import LOCK_NAME, PRIVATE_DIR, PRIVATE_FILE
+
+
+def take_lock(runner_dir: Path, inherited: int | None) -> int | None:
+    """The locked descriptor, or None if another runner holds the lock."""
+    if inherited is not None:
+        fd = inherited
+    else:
+        fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+    try:
+        # On an inherited descriptor this is a no-op that checks it is really locked.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.set_inheritable(fd, False)  # tasks must never keep the runner's lock alive
+    return fd
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m ganga_like_local.runner")
+    parser.add_argument("runner_dir", type=Path)
+    parser.add_argument("--lock-fd", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    runner_dir: Path = args.runner_dir.absolute()
+    runner_dir.mkdir(PRIVATE_DIR, parents=True, exist_ok=True)
+    lock_fd = take_lock(runner_dir, args.lock_fd)
+    if lock_fd is None:
+        return 0  # another runner is alive and will see the queue
+    os.chdir("/")  # do not keep any submitter's directory busy
+    runner = Runner(runner_dir, lock_fd)
+    runner.install_signals()
+    # Only now, with SIGUSR1 blocked, may clients find our pid and signal us.
+    runner.write_pid_file()
+    runner.log(f"runner started (pid {os.getpid()})")
+    reason = "idle"
+    try:
+        runner.serve()
+        if runner.stopping:
+            reason = "stop requested"
+    except BaseException:
+        reason = "error"
+        runner.log("runner failed:\n" + traceback.format_exc())
+        raise
+    finally:
+        runner.shutdown()
+        runner.log(f"runner exiting ({reason}), {len(runner.running)} task(s) left running")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,381 @@
+"""The Local runner's work: queued, running and ended tasks, and what is written about them.
+
+``Engine`` starts tasks (up to ``max_concurrent`` at once), reaps them, records their end
+in their ``__run__`` files and their events in the journals, kills them on request, and
+deletes a batch once the final events of all its tasks are written.  Starting and ending
+tasks all happens on the main thread, and a freed slot is filled before the ended task's
+files are written, so that the concurrency limit is kept busy; while every slot is busy,
+the files of the next tasks in line are created ahead.  The process around it (signals,
+sleeping, the request queue, leaving when idle) is ``loop.Runner``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import json
+import os
+import signal
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from ganga_like_local.runner.files import (
+    collect_outputs,
+    discard_files,
+    files_of,
+    make_dirs,
+    prepare_ahead,
+    start_record,
+    write_json_atomic,
+    write_placeholder,
+    write_record,
+)
+from ganga_like_local.runner.journal import Journals, append_whole
+from ganga_like_local.runner.protocol import (
+    ACCEPTED_DIR,
+    LOG_NAME,
+    PRIVATE_FILE,
+    RUN_FILE,
+    event_line,
+)
+from ganga_like_local.runner.spawn import (
+    Spawner,
+    signal_group,
+    signal_name,
+    spawn_failure_reason,
+)
+from ganga_like_local.runner.tasks import Batch, Task, TaskSetupError, submission_time
+
+DEFAULT_IDLE_EXIT_SECONDS = 30.0
+# A killed task gets this long between SIGTERM and SIGKILL.
+KILL_GRACE_SECONDS = 3.0
+# Upcoming tasks prepared ahead (four open files each): as many as run at once, at most this.
+MAX_PREPARED_AHEAD = 64
+# A task's "started" event is written only once it has run this long: a task that ends
+# sooner is reported by its final event alone, which carries its start time.  Short tasks
+# then cost one journal line and one status change in the monitor instead of two.
+STARTED_EVENT_DELAY_SECONDS = 0.1
+# A task that cannot be set up because the disk is full waits for space instead of
+# failing; starting is tried again this often.
+DISK_FULL_RETRY_SECONDS = 0.5
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class Engine:
+    """The tasks of one runner process and their bookkeeping."""
+
+    def __init__(self, runner_dir: Path) -> None:
+        self.dir = runner_dir
+        self.accepted_dir = runner_dir / ACCEPTED_DIR
+        self.pending: deque[Task] = deque()
+        self.running: dict[int, Task] = {}
+        self.active: dict[str, list[Task]] = {}  # key -> its queued and running runs
+        self.kill_deadlines: dict[int, float] = {}  # process group -> when to SIGKILL it
+        self.max_concurrent = 1
+        self.idle_exit = DEFAULT_IDLE_EXIT_SECONDS
+        self.settings_time = -1  # submission time (ns) of the settings in force
+        self.last_activity = time.monotonic()
+        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self.spawner = Spawner(self.devnull)
+        self.ended: list[tuple[Task, int, float]] = []  # reaped: files not yet written
+        self.unannounced: deque[Task] = deque()  # started, "started" event not written yet
+        self.journals = Journals(self.log)
+        # Batches whose tasks have all ended: deleted once their final events are written,
+        # so that a runner dying before that still finds them (and the events) at start-up.
+        self.done_batches: list[Batch] = []
+        self.starts_held_until = 0.0  # monotonic; the disk was full when a task was set up
+        self.log_fd = os.open(
+            runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+            PRIVATE_FILE,
+        )
+
+    def log(self, message: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with contextlib.suppress(OSError):
+            # Whole or not at all: a full disk drops the line rather than half of it.
+            append_whole(self.log_fd, f"{stamp} [{os.getpid()}] {message}\n".encode())
+
+    # ------------------------------------------------------------------- batches
+
+    def reject(self, path: Path, problem: Exception) -> None:
+        """Keep a bad request for inspection, hidden from the queue scan by a dot."""
+        self.log(f"rejected request {path.name}: {problem}")
+        try:
+            os.replace(path, path.with_name(f".rejected-{path.name}"))
+        except OSError as exc:
+            self.log(f"cannot set aside {path}: {exc}")
+
+    def apply_config(self, config: dict[str, Any], when: int) -> None:
+        """Apply settings unless newer ones (by submission time) are already in force."""
+        if when < self.settings_time:
+            return
+        self.settings_time = when
+        if isinstance(config.get("max_concurrent"), int) and config["max_concurrent"] >= 1:
+            self.max_concurrent = config["max_concurrent"]
+        if isinstance(config.get("idle_exit_seconds"), int | float):
+            self.idle_exit = max(0.0, float(config["idle_exit_seconds"]))
+
+    def add_batch(self, data: dict[str, Any], path: Path, recovering: bool) -> list[Task]:
+        """Register a batch's tasks; queue them unless recovering (the caller sorts)."""
+        self.apply_config(data, submission_time(data["id"]))
+        batch = Batch(str(data["id"]), path, data.get("base_env", {}))
+        tasks = [Task(row, batch) for row in data["tasks"]]
+        batch.remaining = len(tasks)
+        if not recovering:
+            self.pending.extend(tasks)
+            for task in tasks:
+                self.active.setdefault(task.key, []).append(task)
+            self.last_activity = time.monotonic()
+        if not tasks:
+            self.delete_batch(batch)
+        return tasks
+
+    def kill_keys(self, keys: list[str]) -> None:
+        for key in keys:
+            for task in list(self.active.get(key, ())):
+                if task.pid is None:
+                    # Still queued: it stays in the deque but is skipped when its turn comes.
+                    discard_files(task)
+                    self.finish(task, "killed", None, "killed by user")
+                elif not task.kill_requested and task.pid is not None:
+                    task.kill_requested = True
+                    signal_group(task.pid, signal.SIGTERM)
+                    self.kill_deadlines[task.pid] = time.monotonic() + KILL_GRACE_SECONDS
+
+    def enforce_kill_deadlines(self) -> None:
+        now = time.monotonic()
+        for pgid, deadline in list(self.kill_deadlines.items()):
+            if deadline <= now:
+                signal_group(pgid, signal.SIGKILL)
+                del self.kill_deadlines[pgid]
+
+    # ------------------------------------------------------------------- starting
+
+    def start_tasks(self) -> None:
+        while self.pending and len(self.running) < self.max_concurrent:
+            if self.starts_held_until:
+                if self.starts_held_until > time.monotonic():
+                    return
+                self.starts_held_until = 0.0
+            task = self.pending.popleft()
+            if not task.finished:
+                self.start_task(task)
+
+    def hold(self, task: Task, problem: TaskSetupError) -> None:
+        """Put back a task that the full disk kept from starting; retry in a moment."""
+        self.pending.appendleft(task)
+        if not self.starts_held_until:
+            self.log(f"task {task.key} waits for disk space: {problem}")
+        self.starts_held_until = time.monotonic() + DISK_FULL_RETRY_SECONDS
+
+    def prepare_next(self) -> None:
+        """Create the files of the next tasks in line while the running ones run.
+
+        Creating directories and files is the largest part of a start; done while every
+        slot is busy, a freed slot is refilled with a spawn alone.  This stays on the main
+        thread (a helper thread would fight it for the interpreter lock on every system
+        call) and stops as soon as a task has ended, so that its slot is refilled first.
+        """
+        if len(self.running) < self.max_concurrent or self.starts_held_until:
+            return  # free slots: start_tasks has nothing to start (or the disk is full)
+        window = min(self.max_concurrent, MAX_PREPARED_AHEAD)
+        for task in itertools.islice(self.pending, window):
+            if task.files is None and task.setup_error is None and not task.finished:
+                if signal.SIGCHLD in signal.sigpending():
+                    return
+                prepare_ahead(task)
+
+    def start_task(self, task: Task) -> None:
+        now = time.time()
+        try:
+            files = files_of(task)
+        except TaskSetupError as exc:
+            if disk_full(exc):
+                self.hold(task, exc)
+            else:
+                self.finish(task, "failed", None, str(exc))
+            return
+        task.record_fd = files.run
+        failure: str | None = None
+        held: TaskSetupError | None = None
+        try:
+            task.record_size = write_placeholder(files.run, now, task.batch.id)
+            pid = self.spawner.spawn(task, files.out, files.err)
+        except TaskSetupError as exc:
+            if disk_full(exc):
+                held = exc
+            else:
+                failure = str(exc)
+        except OSError as exc:
+            failure = spawn_failure_reason(task, exc)
+        except (ValueError, TypeError) as exc:
+            failure = f"invalid command: {exc}"
+        finally:
+            os.close(files.out)
+            os.close(files.err)
+        if held is not None:
+            os.close(files.run)
+            task.record_fd = None
+            task.record_size = 0
+            self.hold(task, held)
+            return
+        if failure is not None:
+            # The final record replaces the placeholder: it never started.
+            self.finish(task, "failed", None, failure)
+            return
+        task.pid = pid
+        task.start = now
+        self.running[pid] = task
+        try:
+            task.record_size = write_record(
+                files.run, start_record(now, task.batch.id, pid), task.record_size
+            )
+        except OSError as exc:
+            self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
+        self.unannounced.append(task)
+
+    def announce_started(self) -> None:
+        """Write the "started" events of the tasks that have been running for a while."""
+        if not self.unannounced:
+            return
+        due = time.time() - STARTED_EVENT_DELAY_SECONDS
+        while self.unannounced and (self.unannounced[0].start or 0.0) <= due:
+            task = self.unannounced.popleft()
+            if not task.finished:
+                self.emit(task, "started", task.start or 0.0, None, None)
+
+    # ------------------------------------------------------------------- finishing
+
+    def reap(self) -> None:
+        """Collect ended children; their files are written by ``settle_ended``."""
+        while self.running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            task = self.running.pop(pid, None)
+            if task is None:
+                continue
+            self.ended.append((task, os.waitstatus_to_exitcode(status), time.time()))
+
+    def settle_ended(self) -> None:
+        ended, self.ended = self.ended, []
+        for task, code, end in ended:
+            self.task_ended(task, code, end)
+
+    def task_ended(self, task: Task, code: int, end: float) -> None:
+        if task.kill_requested:
+            self.finish(task, "killed", code, "killed by user", end)
+        elif code > 0:
+            self.finish(task, "failed", code, f"exit code {code}", end)
+        elif code < 0:
+            self.finish(task, "failed", code, f"killed by signal {signal_name(-code)}", end)
+        else:
+            reason = collect_outputs(task)
+            self.finish(task, "failed" if reason else "completed", code, reason, end)
+
+    def finish(
+        self,
+        task: Task,
+        state: str,
+        exit_code: int | None,
+        reason: str | None,
+        end: float | None = None,
+    ) -> None:
+        """Record the end of a task: the final ``__run__`` record first, then the journal
+        event."""
+        task.finished = True
+        if end is None:
+            end = time.time()
+        record = {
+            "state": state,
+            "exit_code": exit_code,
+            "start": task.start,
+            "end": end,
+            "reason": reason,
+            "batch": task.batch.id,
+            "pid": task.pid,
+        }
+        record_fd, task.record_fd = task.record_fd, None
+        try:
+            if record_fd is not None:
+                try:
+                    write_record(record_fd, json.dumps(record).encode(), task.record_size)
+                finally:
+                    os.close(record_fd)
+            else:
+                # Never prepared (killed while queued, setup failed): recovery still needs
+                # the file to know that the task is done.
+                record_path = os.path.join(task.output_dir, RUN_FILE)
+                try:
+                    write_json_atomic(record_path, record)
+                except FileNotFoundError:
+                    make_dirs(task.output_dir)
+                    write_json_atomic(record_path, record)
+        except OSError as exc:
+            self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
+        self.emit(task, state, end, exit_code, reason, task.start)
+        self.retire(task)
+
+    def retire(self, task: Task) -> None:
+        runs = self.active.get(task.key)
+        if runs is not None:
+            with contextlib.suppress(ValueError):
+                runs.remove(task)
+            if not runs:
+                del self.active[task.key]
+        task.batch.remaining -= 1
+        if task.batch.remaining <= 0:
+            self.done_batches.append(task.batch)
+        self.last_activity = time.monotonic()
+
+    def delete_batch(self, batch: Batch) -> None:
+        try:
+            os.unlink(batch.path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            self.log(f"cannot delete finished batch {batch.path}: {exc}")
+        # Journals are reopened on demand, so one that was removed and created again
+        # between batches is written to under its current name.
+        self.journals.close()
+    def emit(
+        self,
+        task: Task,
+        event: str,
+        when: float,
+        exit_code: int | None,
+        reason: str | None,
+        start: float | None = None,
+    ) -> None:
+        """Queue a journal line; lines are written before the runner next sleeps."""
+        self.journals.add(task.events, event_line(task.key, event, when, exit_code, reason,
+                                                  start))
+
+    def flush_journals(self) -> bool:
+        """Write the queued journal lines; False if some are still held back.
+
+        Lines that cannot be written (a full disk) stay queued, in order, for the next
+        flush: an event is never dropped.  Batches whose events are all written are
+        deleted after the write, never before.
+        """
+        if not self.journals.outbox and not self.done_batches:
+            return True
+        if not self.journals.write():
+            return False
+        done, self.done_batches = self.done_batches, []
+        for batch in done:
+            self.delete_batch(batch)
+        return True
+
+
+def disk_full(problem: TaskSetupError) -> bool:
+    """Whether a task could not be set up only because the disk is full."""
+    cause = problem.__cause__
+    return isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS
+

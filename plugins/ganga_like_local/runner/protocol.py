@@ -1,0 +1,253 @@
+"""The files through which the Local runner and its clients talk: names, formats, records.
+
+Both sides import this module: the runner (a separate process that must start without
+importing ``ganga_like``) and the client (``client``, in the submitting process).  Nothing
+here starts, signals or locks anything.
+
+Layout of a runner directory::
+
+    runner.lock   flock held by the live runner for its whole life
+    runner.pid    pid of the live runner, written only while holding the lock
+    runner.log    errors plus start/stop lines
+    config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
+    queue/        batch and kill request files, handled in name (= submission) order
+    accepted/     batches the runner has read and not finished yet (or whose final events
+                  are not all written yet)
+
+Per task the runner writes into ``output_dir``: ``stdout``/``stderr`` while the process runs
+and one record file, ``__run__`` (JSON).  It is created empty before the task's turn (empty
+means "not yet"), then overwritten in place, each time in one write:
+
+* just before the process is spawned, the start record ``{"time", "batch", "pid": null}``;
+* right after, the same with the pid (it stays null only if the runner died in between);
+* once the task has ended, the final record ``{"state", "exit_code", "start", "end",
+  "reason", "batch", "pid"}``, padded with spaces to the length of the start record; also
+  when it never started (``start`` and ``pid`` are then null).
+
+A record with a ``state`` is final.  State changes are also appended as JSON lines to the
+task's ``events`` journal: a "started" line once the task has run for a moment (a task that
+ends sooner, or never started, has none) and one final line, which carries the start time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import signal
+from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TERMINAL_EVENTS",
+    "Event",
+    "TaskSpec",
+    "dumps",
+    "event_line",
+    "keys_of_kill_name",
+    "read_events",
+    "task_row",
+    "write_atomic",
+]
+
+# Every file and directory the runner and its clients create is private (batches hold
+# the submitter's whole environment), whatever the umask. ganga_like.private has the same
+# modes; the runner must start without importing ganga_like.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+LOCK_NAME = "runner.lock"
+PID_NAME = "runner.pid"
+LOG_NAME = "runner.log"
+CONFIG_NAME = "config.json"
+QUEUE_DIR = "queue"
+ACCEPTED_DIR = "accepted"
+BATCH_SUFFIX = ".batch.json"
+KILL_SUFFIX = ".kill.json"
+# A kill request that cannot be written (a full disk) is posted as empty files instead,
+# which a full file system still creates: the keys are in their names, hex-encoded,
+# separated by dashes ("<request name>.<hex>-<hex>.killkeys").
+KILL_NAMES_SUFFIX = ".killkeys"
+# Longest name a request file gets (file systems allow 255 bytes).
+MAX_NAME = 240
+RUN_FILE = "__run__"
+STDOUT_FILE = "stdout"
+STDERR_FILE = "stderr"
+RUNNER_MODULE = "ganga_like_local.runner"
+FORMAT_VERSION = 1
+
+TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})
+# Signals the runner waits for: SIGUSR1 wakes it, SIGTERM/SIGINT stop it, SIGCHLD reaps.
+RUNNER_SIGNALS = frozenset({signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT})
+# Temporary names of files being written, unique within this process.
+_temporary_names = itertools.count()
+_EVENT_FIELDS = frozenset({"key", "event", "time", "exit_code", "reason", "start"})
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One command for the runner to run."""
+
+    key: str
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    output_dir: str
+    inputs: list[str]
+    output_patterns: list[str]
+    events: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of an events journal."""
+
+    key: str
+    event: str
+    time: float
+    exit_code: int | None
+    reason: str | None
+    # When the process started, on final events; a task that ends soon after starting
+    # has no "started" event, so this is where its start time is found.
+    start: float | None = None
+
+
+def keys_of_kill_name(name: str) -> list[str]:
+    """The keys a kill request posted as an empty file names."""
+    middle = name[: -len(KILL_NAMES_SUFFIX)].rsplit(".", 1)[-1]
+    return [bytes.fromhex(part).decode("utf-8", "surrogateescape")
+            for part in middle.split("-") if part]
+
+
+
+def read_events(path: Path, offset: int) -> tuple[list[Event], int]:
+    """Parse the complete lines of journal ``path`` from byte ``offset``.
+
+    Returns the events and the offset just past the last complete line, so that a line the
+    runner is still writing is read on the next call.  Malformed lines are skipped.
+    """
+    try:
+        with open(path, "rb") as journal:
+            journal.seek(offset)
+            data = journal.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    chunk = data[:end]
+    try:
+        # One json.loads over the whole chunk is several times faster than one per line.
+        rows: list[Any] = json.loads(b"[" + chunk.replace(b"\n", b",") + b"]")
+    except ValueError:
+        rows = _parse_lines(chunk.split(b"\n"))  # blank or broken lines: go one by one
+    return _events_from_rows(rows), offset + end + 1
+
+
+def _events_from_rows(rows: list[Any]) -> list[Event]:
+    events = []
+    for row in rows:
+        if isinstance(row, dict) and row.keys() == _EVENT_FIELDS:
+            # The runner writes exactly Event's fields.  Adopting the parsed dict as the
+            # instance's attributes skips the frozen dataclass __init__, which would cost
+            # more than all of the JSON parsing.
+            event = object.__new__(Event)
+            object.__setattr__(event, "__dict__", row)
+            events.append(event)
+            continue
+        try:
+            key, name, when = row["key"], row["event"], row["time"]
+            events.append(
+                Event(key, name, when, row.get("exit_code"), row.get("reason"), row.get("start"))
+            )
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return events
+
+
+def event_line(
+    key: str,
+    event: str,
+    when: float,
+    exit_code: int | None,
+    reason: str | None,
+    start: float | None = None,
+) -> bytes:
+    """One journal line; json escapes newlines, so a line is always exactly one line.
+
+    Formatted by hand rather than with json.dumps: the runner writes one per task event,
+    and building an encoder per call would cost more than the write.  Strings go through
+    json's own ASCII escaping, so the result is the same JSON.
+    """
+    code = "null" if exit_code is None else str(int(exit_code))
+    why = "null" if reason is None else encode_basestring_ascii(reason)
+    began = "null" if start is None else repr(float(start))
+    return (
+        f'{{"key":{encode_basestring_ascii(key)},"event":{encode_basestring_ascii(event)},"time":{float(when)!r},'
+        f'"exit_code":{code},"reason":{why},"start":{began}}}\n'
+    ).encode("ascii")
+
+
+
+def task_row(task: TaskSpec) -> list[Any]:
+    """Validate a task and turn it into the compact list stored in batch files."""
+    if not task.key:
+        raise ValueError("task key must not be empty")
+    if not task.argv:
+        raise ValueError(f"task {task.key}: argv must not be empty")
+    for label, path in (
+        ("workdir", task.workdir),
+        ("output_dir", task.output_dir),
+        ("events", task.events),
+    ):
+        if not os.path.isabs(path):
+            raise ValueError(f"task {task.key}: {label} must be an absolute path, not {path!r}")
+    for path in task.inputs:
+        if not os.path.isabs(path):
+            raise ValueError(f"task {task.key}: input must be an absolute path, not {path!r}")
+    return [
+        task.key,
+        list(task.argv),
+        dict(task.env),
+        task.workdir,
+        task.output_dir,
+        list(task.inputs),
+        list(task.output_patterns),
+        task.events,
+    ]
+
+
+def dumps(value: Any) -> bytes:
+    # ensure_ascii keeps lone surrogates (undecodable file names) representable.
+    return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def _parse_lines(lines: list[bytes]) -> list[Any]:
+    rows = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def write_atomic(directory: Path, name: str, data: bytes) -> None:
+    """Write a file so that readers see either nothing or all of it."""
+    # A leading dot keeps the runner from picking up the file before it is complete; pid
+    # and counter keep writers of the same name (the pid file) out of each other's way.
+    tmp = directory / f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    try:
+        with open(os.open(tmp, flags, PRIVATE_FILE), "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, directory / name)
+    except BaseException:
+        # A full disk must not keep what it could not finish: the space goes back.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
