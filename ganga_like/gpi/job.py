@@ -14,7 +14,14 @@ from ganga_like.errors import GangaError, JobError
 from ganga_like.gpi.display import table
 from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
-from ganga_like.gpi.proxy import GPIObject, _session, schema_doc, unwrap, wrap
+from ganga_like.gpi.proxy import (
+    GPIObject,
+    _session,
+    register_proxy_class,
+    schema_doc,
+    unwrap,
+    wrap,
+)
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
@@ -180,6 +187,10 @@ class Job(GPIObject):
         if job.is_master:
             fields.append(f"subjobs={job.subjob_count()}")
         return f"Job({', '.join(fields)})"
+
+
+# Wrapping a job (``proxy.wrap``) gives this class.
+register_proxy_class(JobImpl, Job)
 
 
 # ``Job?`` and ``help(Job)`` list every attribute with its type, default and help.

@@ -32,10 +32,19 @@ from ganga_like.model.status import Status
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["GPIDict", "GPIList", "GPIObject", "proxy_class", "schema_doc", "unwrap", "wrap"]
+__all__ = ["GPIDict", "GPIList", "GPIObject", "proxy_class", "register_proxy_class", "schema_doc",
+           "unwrap", "wrap"]
 
 _proxies: weakref.WeakValueDictionary[int, GPIObject] = weakref.WeakValueDictionary()
 _classes: dict[type[GangaObject], type[GPIObject]] = {}
+# Hand-written proxy classes, by the implementation class they stand for (with its
+# subclasses): the GPI ``Job`` registers itself here, because it uses this module.
+_written: dict[type[GangaObject], type[GPIObject]] = {}
+
+
+def register_proxy_class(impl_class: type[GangaObject], proxy: type[GPIObject]) -> None:
+    """Make ``proxy`` the GPI class of ``impl_class`` and of its subclasses."""
+    _written[impl_class] = proxy
 
 
 def wrap(value: Any, owner: GPIObject | None = None) -> Any:
@@ -564,11 +573,11 @@ def proxy_class(impl_class: type[GangaObject]) -> type[GPIObject]:
     """The proxy class users see for an implementation class (one per class)."""
     cls = _classes.get(impl_class)
     if cls is None:
-        if issubclass(impl_class, JobImpl):
-            from ganga_like.gpi.job import Job
-
-            cls = Job
-        else:
+        cls = next((_written[base] for base in impl_class.__mro__ if base in _written), None)
+        if cls is None and issubclass(impl_class, JobImpl):
+            # Unreachable through ``ganga_like``, whose import registers the Job proxy.
+            raise RuntimeError("the GPI Job class is not registered: import ganga_like.gpi.job")
+        if cls is None:
             doc = _class_doc(impl_class)
             cls = type(impl_class.__name__, (GPIObject,), {
                 "__slots__": (), "_impl_class": impl_class, "__doc__": doc,

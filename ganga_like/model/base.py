@@ -214,6 +214,9 @@ class GangaObject(Persistent):  # type: ignore[misc]
 
 _MISSING: Any = object()
 
+# Every plugin derives from GangaObject; the registry checks that when it loads one.
+plugin_registry.register_plugin_base(GangaObject)
+
 
 def _same(a: Any, b: Any) -> bool:
     if a is b:

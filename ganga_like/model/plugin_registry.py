@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ganga_like.errors import PluginError
-
-if TYPE_CHECKING:
-    from ganga_like.model.base import GangaObject
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -23,10 +20,24 @@ __all__ = [
     "find",
     "known_names",
     "load_failures",
+    "register_plugin_base",
     "reset",
 ]
 
 ENTRY_POINT_GROUP = "ganga_like.plugins"
+
+# The class every plugin derives from (``GangaObject``), registered by ``model.base`` when
+# it defines it: that module uses this one, so this one cannot import it.  Loading a plugin
+# imports its module, which imports ``model.base``; so once a plugin is loaded, the base
+# is known, and a class loaded while it is still unknown cannot be a plugin.
+# (Plugin classes are typed ``type[Any]`` here for the same reason.)
+_plugin_base: type | None = None
+
+
+def register_plugin_base(cls: type) -> None:
+    """Make ``cls`` the class every plugin must derive from."""
+    global _plugin_base
+    _plugin_base = cls
 
 
 @functools.cache
@@ -37,7 +48,7 @@ def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     return found
 
 
-_loaded: dict[str, type[GangaObject]] = {}
+_loaded: dict[str, type[Any]] = {}
 _failed: dict[str, BaseException] = {}
 
 
@@ -46,7 +57,7 @@ def known_names() -> list[str]:
     return sorted(_entry_points())
 
 
-def find(name: str, category: str | None = None) -> type[GangaObject]:
+def find(name: str, category: str | None = None) -> type[Any]:
     """The plugin class called ``name``; with ``category``, it must belong to it."""
     cls = _loaded.get(name)
     if cls is None:
@@ -60,7 +71,7 @@ def find(name: str, category: str | None = None) -> type[GangaObject]:
     return cls
 
 
-def _load(name: str) -> type[GangaObject]:
+def _load(name: str) -> type[Any]:
     if name in _failed:
         raise PluginError(f"plugin {name!r} failed to load: {_failed[name]}") from _failed[name]
     ep = _entry_points().get(name)
@@ -71,9 +82,8 @@ def _load(name: str) -> type[GangaObject]:
     except Exception as exc:  # any import-time failure is the plugin's, not ours
         _failed[name] = exc
         raise PluginError(f"plugin {name!r} failed to load: {exc}") from exc
-    from ganga_like.model.base import GangaObject
-
-    if not (isinstance(cls, type) and issubclass(cls, GangaObject)):
+    if not (isinstance(cls, type) and _plugin_base is not None
+            and issubclass(cls, _plugin_base)):
         err = PluginError(f"plugin {name!r} ({ep.value}) is not a GangaObject class")
         _failed[name] = err
         raise err

@@ -7,8 +7,8 @@ it as if nothing happened would give the next job id 0 and write into the old jo
 workspace. Such a repository is refused with one line saying what to do:
 
 * put back a copy of ``Data.fs`` (backups found beside it are named), or
-* ``ganga repository reset``: the orphaned workspaces are moved, untouched, into
-  ``<gangadir>/workspace-orphaned-<time>/`` and the repository is used as it is.
+* ``ganga repository reset`` (``reset``): the orphaned workspaces are moved, untouched,
+  into ``<gangadir>/workspace-orphaned-<time>/`` and the repository is used as it is.
 
 Whatever happens, a new job never takes an id whose workspace exists (:func:`first_free_id`).
 """
@@ -16,15 +16,14 @@ Whatever happens, a new job never takes an id whose workspace exists (:func:`fir
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import RepositoryError
 
-__all__ = ["check_after_open", "check_before_open", "first_free_id", "job_dirs",
-           "reset_orphans"]
+__all__ = ["check_after_open", "check_before_open", "first_free_id", "id_ranges", "is_empty",
+           "job_dirs"]
 
 
 def job_dirs(workspace: Path) -> list[int]:
@@ -45,7 +44,7 @@ def first_free_id(take: Callable[[], int], workspace: Path | None) -> int:
     return job_id
 
 
-def _empty(path: Path) -> bool:
+def is_empty(path: Path) -> bool:
     """Missing, zero-length, or the bare FileStorage header: holds no transaction."""
     try:
         return path.stat().st_size <= 4
@@ -56,7 +55,7 @@ def _empty(path: Path) -> bool:
 def check_before_open(path: Path, workspace: Path) -> None:
     """Refuse an empty or missing ``Data.fs`` beside job workspaces (before the database
     would create a new, empty one)."""
-    if not _empty(path):
+    if not is_empty(path):
         return
     ids = job_dirs(workspace)
     if ids:
@@ -81,7 +80,7 @@ def check_after_open(root: Any, path: Path, workspace: Path) -> None:
 
 
 def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
-    shown = _ranges(ids)
+    shown = id_ranges(ids)
     backups = _backups(path)
     found = f" (found beside it: {', '.join(backups)})" if backups else ""
     return RepositoryError(
@@ -93,7 +92,7 @@ def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
         "workspace-orphaned-<time>/) and use the repository as it is")
 
 
-def _ranges(ids: list[int]) -> str:
+def id_ranges(ids: list[int]) -> str:
     parts: list[str] = []
     start = prev = ids[0]
     for value in [*ids[1:], None]:
@@ -112,61 +111,3 @@ def _backups(path: Path) -> list[str]:
              if p.is_file() and p.stat().st_size > 4
              and not p.name.endswith((".index", ".lock", ".tmp"))]
     return found[:5]
-
-
-def reset_orphans(gangadir: Path) -> str:
-    """Move the workspaces the repository does not know aside; say what was done.
-
-    The repository must not be open anywhere. An empty ``Data.fs`` is renamed (kept) so
-    that a new one is started; nothing is deleted.
-    """
-    import transaction
-    from ZODB.FileStorage import FileStorage
-
-    from ganga_like.repository.integrity import check_file, lock_for_maintenance
-    from ganga_like.repository.storage import GuardedDB, quiet_zodb_logging
-
-    quiet_zodb_logging()
-    gangadir = gangadir.expanduser().resolve()
-    path = gangadir / "repository" / "Data.fs"
-    workspace = gangadir / "workspace"
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock = lock_for_maintenance(path, "resetting")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    try:
-        if _empty(path):
-            if path.exists():
-                os.replace(path, path.with_name(f"{path.name}.empty-{stamp}"))
-            Path(f"{path}.index").unlink(missing_ok=True)
-            orphaned = job_dirs(workspace)
-        else:  # a read-only view takes no lock: ours keeps sessions out meanwhile
-            check_file(path)  # a damaged file is refused: `recover` first
-            storage = FileStorage(str(path), read_only=True)
-            try:
-                db = GuardedDB(storage)
-            except BaseException:
-                storage.close()
-                raise
-            tm = transaction.TransactionManager()
-            conn = db.open(transaction_manager=tm)
-            try:
-                root = conn.root()
-                ids = root.get("ids")
-                next_id = ids.next_id if ids is not None else 0
-                known = set(root["jobs"].keys()) if "jobs" in root else set()
-            finally:
-                tm.abort()
-                conn.close()
-                db.close()
-            orphaned = [i for i in job_dirs(workspace) if i >= next_id and i not in known]
-        if not orphaned:
-            return "nothing to reset: every workspace belongs to a job of the repository"
-        target = gangadir / f"workspace-orphaned-{stamp}"
-        target.mkdir(mode=0o700)
-        for job_id in orphaned:
-            os.replace(workspace / str(job_id), target / str(job_id))
-    finally:
-        lock.close()
-    return (f"moved {len(orphaned)} orphaned workspace director"
-            f"{'y' if len(orphaned) == 1 else 'ies'} ({_ranges(orphaned)}) into {target}; "
-            "the repository can be used again")

@@ -19,18 +19,20 @@ died in between. The rule:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
 from ganga_like.errors import GangaError
 from ganga_like.model.base import GangaObject
+from ganga_like.model.interfaces import SubmitContext
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.repository.connection import Repository
+from ganga_like.repository.registry import Registry
 from ganga_like.runtime.splitting import build_subjobs
-
-if TYPE_CHECKING:
-    from ganga_like.runtime.session import Session
 
 __all__ = ["owner_alive", "recover_interrupted_submissions"]
 
@@ -44,8 +46,26 @@ def owner_alive(pid: int, started: float) -> bool:
         return False
 
 
-def recover_interrupted_submissions(session: Session) -> list[str]:
-    """Recover every interrupted submission; return one line per job recovered."""
+@dataclass(frozen=True)
+class _Scope:
+    """What recovery uses of the session opening the repository (the session itself is
+    not imported here: it is the one that calls recovery)."""
+
+    repo: Repository
+    submit_context: Callable[[], SubmitContext]
+
+    def registry(self) -> Registry:
+        return self.repo.registry()
+
+
+def recover_interrupted_submissions(
+    repo: Repository, submit_context: Callable[[], SubmitContext]
+) -> list[str]:
+    """Recover every interrupted submission; return one line per job recovered.
+
+    ``submit_context`` gives the context handed to backends asked what they received or
+    to cancel."""
+    session = _Scope(repo, submit_context)
     registry = session.registry()
     stale = [(job_id, value) for job_id, value in registry.intents()
              if not owner_alive(value[2], value[3])]
@@ -74,14 +94,14 @@ def recover_interrupted_submissions(session: Session) -> list[str]:
     return lines
 
 
-def _cancel(session: Session, job: Job, targets: list[Job]) -> None:
+def _cancel(session: _Scope, job: Job, targets: list[Job]) -> None:
     try:
         job.backend.kill_bulk(session.submit_context(), targets)
     except GangaError as exc:
         log.warning("job %s: cancelling an interrupted submission failed: %s", job.fqid, exc)
 
 
-def _received(session: Session, job: Job, targets: list[Job]) -> set[str]:
+def _received(session: _Scope, job: Job, targets: list[Job]) -> set[str]:
     """The fqids of ``targets`` the backend says it received; none if it cannot tell."""
     if not targets:
         return set()
@@ -103,7 +123,7 @@ def _split_again(job: Job, count: int) -> list[Job] | None:
     return targets if len(targets) == count else None
 
 
-def _roll_back(session: Session, job: Job, count: int) -> str:
+def _roll_back(session: _Scope, job: Job, count: int) -> str:
     rebuilt = _split_again(job, count) if count else [job]
     received = _received(session, job, rebuilt) if rebuilt is not None else set()
     if rebuilt is not None and received and Status.parse(job.status) is Status.SUBMITTING:
@@ -122,7 +142,7 @@ def _roll_back(session: Session, job: Job, count: int) -> str:
     return f"job {job.fqid}: an interrupted submission was rolled back; the job is new"
 
 
-def _roll_forward(session: Session, job: Job, targets: list[Job], received: set[str],
+def _roll_forward(session: _Scope, job: Job, targets: list[Job], received: set[str],
                   split: bool) -> str:
     """Record an interrupted first submission as far as the backend received it."""
     registry = session.registry()
@@ -146,7 +166,7 @@ def _roll_forward(session: Session, job: Job, targets: list[Job], received: set[
             f"subjob(s) the backend had received are followed{rest}")
 
 
-def _fail_resubmission(session: Session, job: Job, ids: tuple[Any, ...]) -> str:
+def _fail_resubmission(session: _Scope, job: Job, ids: tuple[Any, ...]) -> str:
     targets = [job.subjob(i) for i in ids] if ids else [job]
     pending = [t for t in targets if Status.parse(t.status) is Status.SUBMITTING]
     received = _received(session, job, pending)

@@ -53,7 +53,7 @@ class Session:
             if not self.repo.read_only:
                 from ganga_like.runtime.recovery import recover_interrupted_submissions
 
-                self.recovered = recover_interrupted_submissions(self)
+                self.recovered = recover_interrupted_submissions(self.repo, self.submit_context)
         except BaseException:
             # Not opened after all (the next GPI use tries again): release the repository
             # (its server connection, its cache slot) rather than keep it half open.
