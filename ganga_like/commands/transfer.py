@@ -9,7 +9,7 @@ from typing import Any
 
 from ganga_like.commands.context import ERROR, NOTHING, OK, error, session_for
 from ganga_like.commands.lookup import find_job
-from ganga_like.runtime.exchange import from_json, to_json
+from ganga_like.runtime.job_json import from_json, to_json
 
 __all__ = ["export_parser", "import_parser"]
 
