@@ -7,7 +7,7 @@ it as if nothing happened would give the next job id 0 and write into the old jo
 workspace. Such a repository is refused with one line saying what to do:
 
 * put back a copy of ``Data.fs`` (backups found beside it are named), or
-* ``ganga repository reset`` (``reset``): the orphaned workspaces are moved, untouched,
+* ``ganga repository reset`` (module ``reset``): the orphaned workspaces are moved, untouched,
   into ``<gangadir>/workspace-orphaned-<time>/`` and the repository is used as it is.
 
 Whatever happens, a new job never takes an id whose workspace exists (:func:`first_free_id`).
