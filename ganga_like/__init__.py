@@ -1,12 +1,18 @@
 """ganga_like: describe a job once, split it, run it anywhere, find everything later.
 
-``from ganga_like import *`` gives the GPI: ``Job``, ``jobs``, and every installed plugin
-class (``Executable``, ``ArgSplitter``, ``Local``, ...). The repository opens on first use.
+``from ganga_like import *`` gives the GPI: ``Job``, ``jobs``, ``config``, and every installed
+plugin class (``Executable``, ``ArgSplitter``, ``Local``, ...). The repository opens on first
+use, with the settings of the configuration (``ganga_like.config``).
+
+Importing this package is light: the GPI names are looked up in a static table and imported
+on first access (module ``__getattr__``), so ``import ganga_like.model.status`` or ``import
+ganga_like.config`` loads no repository, runtime, GPI or shell code.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ganga_like import excepthook as _excepthook
 from ganga_like.errors import (
@@ -39,15 +45,25 @@ from ganga_like.errors import (
 from ganga_like.errors import (
     SchemaError as SchemaError,
 )
-from ganga_like.gpi.job import Job as Job
-from ganga_like.gpi.job import JobSlice as JobSlice
-from ganga_like.gpi.job import jobs as jobs
-from ganga_like.gpi.proxy import plugin as plugin
 from ganga_like.model import plugin_registry as _plugin_registry
-from ganga_like.shell import config as _config
-from ganga_like.shell.config import config as config
+
+if TYPE_CHECKING:
+    from ganga_like.gpi.job import Job as Job
+    from ganga_like.gpi.job import JobSlice as JobSlice
+    from ganga_like.gpi.job import jobs as jobs
+    from ganga_like.gpi.proxy import plugin as plugin
 
 __version__ = "0.1.0"
+
+# The GPI names that live above this package's own modules: name -> the module defining
+# it, imported on first access. ``config`` is the ``ganga_like.config`` module itself.
+_LAZY: dict[str, str] = {
+    "Job": "ganga_like.gpi.job",
+    "JobSlice": "ganga_like.gpi.job",
+    "jobs": "ganga_like.gpi.job",
+    "plugin": "ganga_like.gpi.proxy",
+    "config": "ganga_like.config",
+}
 
 # The core names, declared statically. Plugin classes (Executable, Local, ...) come from the
 # ``ganga_like.plugins`` entry points and are resolved on first access by __getattr__ below.
@@ -71,16 +87,18 @@ _CORE = [
 
 __all__ = [*_CORE, *_plugin_registry.known_names()]
 
-# A session opened on first use (scripts, notebooks) gets the same settings as the ganga
-# command: config file, environment, runtime ``config`` changes.
-_config.install()
-
 # A GPI error a plain ``python script.py`` does not catch is one line, not a traceback.
 _excepthook.install()
 
 
 def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        found = importlib.import_module(module)
+        return found if module == f"{__name__}.{name}" else getattr(found, name)
     if name in _plugin_registry.known_names():
+        from ganga_like.gpi.proxy import plugin
+
         try:
             return plugin(name)
         except PluginError as exc:

@@ -24,11 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     is the shell application."""
     args = list(sys.argv[1:] if argv is None else argv)
     from ganga_like.commands.dispatch import dispatch, quiet_closed_pipe
+    from ganga_like.runtime.settings import configured_settings
 
     try:
         # A subcommand with options of ganga (``ganga --gangadir=X jobs``, ``ganga jobs
         # --readonly``) goes through the application, which reads them first.
-        code = dispatch(args) if not _has_ganga_options(args) else None
+        code = (dispatch(args, settings=configured_settings)
+                if not _has_ganga_options(args) else None)
         if code is None:
             code = shell_main(args)
         sys.stdout.flush()  # here, where a closed pipe can still be caught

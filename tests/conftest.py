@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _private_config(tmp_path_factory: pytest.TempPathFactory,
                     monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No test reads the user's ganga config file; runtime config changes do not leak."""
-    from ganga_like.shell.config import store
+    from ganga_like.config.store import store
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
     store.reset()

@@ -10,10 +10,11 @@ import pytest
 from traitlets.config import Config
 
 from ganga_like import config
+from ganga_like.config.store import all_sections, config_dir, options, store
 from ganga_like.errors import ConfigError
 from ganga_like.runtime.session import Session, current_session
+from ganga_like.runtime.settings import configured_settings
 from ganga_like.shell.app import GangaApp
-from ganga_like.shell.config import SECTIONS, config_dir, options, store
 
 
 def write_config(text: str) -> Path:
@@ -28,7 +29,7 @@ def test_defaults_without_a_config_file(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("GANGA_DIR", raising=False)
     monkeypatch.delenv("GANGA_REPOSITORY_MODE", raising=False)
     assert not config_dir().exists()
-    settings = store.settings()
+    settings = configured_settings()
     assert settings.gangadir == Path.home() / "gangadir"
     assert settings.repository_mode == "shared"  # sessions share a gangadir unasked
     assert (settings.monitor_min_interval, settings.monitor_max_interval) == (0.05, 2.0)
@@ -45,17 +46,17 @@ def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch,
                  "c.Monitor.min_interval = 0.5\n"
                  "c.Local.max_concurrent = 3\n"
                  "c.Display.max_rows = 10\n")
-    s = store.settings()
+    s = configured_settings()
     assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
         tmp_path / "from-file", 7.0, 3)
 
     monkeypatch.setenv("GANGA_DIR", str(tmp_path / "from-env"))
-    assert store.settings().gangadir == tmp_path / "from-env"
+    assert configured_settings().gangadir == tmp_path / "from-env"
 
     app = GangaApp()
     app.initialize([f"--gangadir={tmp_path / 'from-cli'}", "--Monitor.max_interval=9",
                     "--Local.max_concurrent", "4"])
-    s = store.settings()
+    s = configured_settings()
     assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
         tmp_path / "from-cli", 9.0, 4)
     assert s.monitor_min_interval == 0.5  # only in the file: still there
@@ -63,7 +64,7 @@ def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch,
 
     config.Monitor.max_interval = 11
     config.Local.max_concurrent = 5
-    s = store.settings()
+    s = configured_settings()
     assert (s.monitor_max_interval, s.local_max_concurrent) == (11.0, 5)
 
 
@@ -96,12 +97,12 @@ def test_runtime_changes_reach_the_open_session(session: Session) -> None:
 ])
 def test_bad_values_are_refused_and_change_nothing(section: str, option: str, value: object,
                                                    message: str) -> None:
-    before = store.settings()
+    before = configured_settings()
     with pytest.raises(ConfigError) as err:
         setattr(getattr(config, section), option, value)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
-    assert store.settings() == before
+    assert configured_settings() == before
 
 
 def test_repository_options_are_fixed_while_it_is_open(session: Session,
@@ -126,14 +127,14 @@ def test_repository_options_apply_to_the_session_opened_next(
 def test_config_file_errors_name_the_file() -> None:
     path = write_config("c.Monitor.max_intervl = 3\n")
     with pytest.raises(ConfigError) as err:
-        store.settings()
+        configured_settings()
     assert str(path) in str(err.value) and "did you mean 'max_interval'" in str(err.value)
     write_config("c.Monitor.max_interval = 'x'\n")
     with pytest.raises(ConfigError, match=r"Monitor\.max_interval: expected a float"):
-        store.settings()
+        configured_settings()
     write_config("c.Monitor.max_interval = (\n")
     with pytest.raises(ConfigError, match="SyntaxError"):
-        store.settings()
+        configured_settings()
 
 
 def test_xdg_config_home_is_respected_and_a_relative_one_ignored(
@@ -146,12 +147,12 @@ def test_xdg_config_home_is_respected_and_a_relative_one_ignored(
 
 def test_runtime_config_lists_every_option_and_completes_names() -> None:
     text = repr(config)
-    for cls in SECTIONS:
+    for cls in all_sections():
         assert f"[{cls.__name__}]" in text
         for option, trait in options(cls).items():
             assert f"  {option} = " in text and trait.help.split(".")[0] in text
-    assert dir(config) == sorted(cls.__name__ for cls in SECTIONS)
-    assert dir(config.Monitor) == sorted(options(SECTIONS[1]))
+    assert dir(config) == sorted(cls.__name__ for cls in all_sections())
+    assert dir(config.Monitor) == sorted(options(all_sections()[1]))
     with pytest.raises(ConfigError, match="set an option"):
         config.Monitor = 3  # type: ignore[misc]
 
@@ -159,14 +160,13 @@ def test_runtime_config_lists_every_option_and_completes_names() -> None:
 def test_every_option_that_feeds_settings_names_a_real_field() -> None:
     import dataclasses
 
-    from ganga_like.runtime.settings import Settings
-    from ganga_like.shell.config import SETTINGS_FIELDS
+    from ganga_like.runtime.settings import SETTINGS_FIELDS, Settings
 
     assert set(SETTINGS_FIELDS.values()) <= {f.name for f in dataclasses.fields(Settings)}
 
 
 def test_every_setting_has_help_text() -> None:
-    for cls in SECTIONS:
+    for cls in all_sections():
         for option, trait in options(cls).items():
             assert trait.help, f"{cls.__name__}.{option} has no help"
             assert trait.metadata.get("config") is True
@@ -183,14 +183,14 @@ def test_generate_config_then_help_all_and_precedence_in_a_real_process(
     assert generated.returncode == 0, generated.stderr
     path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
     text = path.read_text()
-    for cls in SECTIONS:
+    for cls in all_sections():
         for option in options(cls):
             assert f"# c.{cls.__name__}.{option} = " in text
     again = ganga(["--generate-config"], env_for)
     assert again.returncode == 1 and "already exists" in again.stderr
 
     help_all = ganga(["--help-all"], env_for).stdout
-    for cls in SECTIONS:
+    for cls in all_sections():
         for option in options(cls):
             assert f"--{cls.__name__}.{option}=" in help_all
 
@@ -228,14 +228,14 @@ def test_command_line_layer_can_also_be_given_directly() -> None:
     cli = Config()
     cli.Monitor.max_interval = 3.0
     store.use_command_line(cli)
-    assert store.settings().monitor_max_interval == 3.0
+    assert configured_settings().monitor_max_interval == 3.0
 
 
 def test_the_shell_documentation_lists_every_setting() -> None:
     from .conftest import ROOT
 
     text = (ROOT / "docs" / "shell.md").read_text()
-    for cls in SECTIONS:
+    for cls in all_sections():
         assert f"#### `{cls.__name__}`" in text
         section = text.split(f"#### `{cls.__name__}`", 1)[1].split("####", 1)[0]
         for option in options(cls):

@@ -222,16 +222,17 @@ def test_an_output_file_whose_place_is_taken_stays_and_the_job_says_why(
 
 
 def test_the_splitting_designs_order_is_a_configuration_option(tmp_path: Path) -> None:
+    from ganga_like import config
     from ganga_like.errors import ConfigError
     from ganga_like.model.status import Status, master_status
     from ganga_like.runtime.session import close_session, open_session
-    from ganga_like.shell.config import config, store
+    from ganga_like.runtime.settings import configured_settings
 
-    assert store.settings().master_status_order == "running_first"
+    assert configured_settings().master_status_order == "running_first"
     with pytest.raises(ConfigError, match=r"Jobs\.master_status_order"):
         config.Jobs.master_status_order = "waiting_first"
     config.Jobs.master_status_order = "submitted_first"
-    settings = store.settings()
+    settings = configured_settings()
     assert settings.master_status_order == "submitted_first"
     settings.gangadir = tmp_path / "gangadir"
     settings.monitoring = False

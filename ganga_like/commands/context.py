@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ganga_like.errors import GangaError, RepositoryBusyError
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
+from ganga_like.runtime.settings import configured_settings as from_configuration
 
-__all__ = ["DECLINED", "ERROR", "NOTHING", "OK", "PIPE_CLOSED", "USAGE", "UsageError", "error",
-           "session_for"]
+__all__ = [
+    "DECLINED",
+    "ERROR",
+    "NOTHING",
+    "OK",
+    "PIPE_CLOSED",
+    "USAGE",
+    "UsageError",
+    "configured_settings",
+    "error",
+    "session_for",
+    "using_settings",
+]
 
 OK, ERROR, USAGE, NOTHING, DECLINED = 0, 1, 2, 3, 4
 # The reader of our output went away (``ganga jobs | head -1``): the status a shell gives
@@ -27,13 +39,25 @@ def error(message: str) -> None:
     print(f"ganga: {message}", file=sys.stderr)
 
 
-def configured_settings() -> Settings:
-    """The settings a session would get from the configuration (file, environment)."""
-    from ganga_like.runtime import session as session_module
+# Where the running subcommand's settings come from, as its caller gave them (dispatch).
+_source: Callable[[], Settings] | None = None
 
-    factory = getattr(session_module, "_settings_factory", Settings)
-    settings: Settings = factory()
-    return settings
+
+@contextmanager
+def using_settings(source: Callable[[], Settings]) -> Iterator[None]:
+    """Give the subcommands run inside ``source()`` as their settings."""
+    global _source
+    saved, _source = _source, source
+    try:
+        yield
+    finally:
+        _source = saved
+
+
+def configured_settings() -> Settings:
+    """The settings the running subcommand was given; outside one, the configuration's
+    (file, environment, runtime changes)."""
+    return (_source or from_configuration)()
 
 
 @contextmanager

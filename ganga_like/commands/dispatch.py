@@ -10,9 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ganga_like.commands import actions, listing, maintenance, transfer
-from ganga_like.commands.context import ERROR, PIPE_CLOSED, USAGE, UsageError, error
+from ganga_like.commands.context import (
+    ERROR,
+    PIPE_CLOSED,
+    USAGE,
+    UsageError,
+    error,
+    using_settings,
+)
 from ganga_like.errors import GangaError
 from ganga_like.query import QueryError, QuerySyntaxError
+from ganga_like.runtime.settings import Settings, configured_settings
 
 __all__ = ["EPILOG", "SUBCOMMANDS", "dispatch", "quiet_closed_pipe", "unknown_subcommand"]
 
@@ -40,8 +48,10 @@ EPILOG = ("exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 not
 _USAGE_ERRORS = (UsageError, QuerySyntaxError, QueryError)
 
 
-def dispatch(argv: list[str]) -> int | None:
-    """Run the subcommand named by ``argv[0]``; None when it is not a subcommand."""
+def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) -> int | None:
+    """Run the subcommand named by ``argv[0]`` with the session settings ``settings()``
+    gives (the caller's configuration; by default the process's, from the config file and
+    the environment); None when it is not a subcommand."""
     if not argv:
         return None
     if argv[0] not in SUBCOMMANDS:
@@ -55,7 +65,8 @@ def dispatch(argv: list[str]) -> int | None:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0) if exc.code in (0, None) else USAGE
     try:
-        return handler(args)
+        with using_settings(settings or configured_settings):
+            return handler(args)
     except GangaError as exc:
         error(str(exc))
         return USAGE if isinstance(exc, _USAGE_ERRORS) else ERROR

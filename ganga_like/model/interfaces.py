@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
+from traitlets.config import Configurable
+
+from ganga_like.config.store import section_from_mapping
 from ganga_like.errors import BackendError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
@@ -32,6 +35,23 @@ __all__ = [
     "SubmitContext",
     "SubmitOutcome",
 ]
+
+Section = TypeVar("Section", bound=Configurable)
+
+
+class _Configured:
+    """What both contexts offer: a plugin's configuration section, typed."""
+
+    settings: Mapping[str, Any]
+
+    def config_for(self, section: type[Section]) -> Section:
+        """The plugin's configuration section ``section`` (a class it declared through the
+        ``ganga_like.config`` entry points) as this session has it set: the config file,
+        the command line and runtime ``config`` changes, defaults for what is unset.
+
+        Read from ``settings``, the flat mapping (``<section>_<option>`` keys) that
+        sessions, the monitor and tests hand over."""
+        return section_from_mapping(section, self.settings)
 
 
 @dataclass(frozen=True)
@@ -71,7 +91,7 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
-class SubmitContext:
+class SubmitContext(_Configured):
     """What a backend needs to know to submit: where things go, how the session is set."""
 
     gangadir: Path
@@ -129,7 +149,7 @@ class StatusReport:
 
 
 @dataclass
-class PollContext:
+class PollContext(_Configured):
     """Per-backend state the monitor keeps between cycles (offsets, caches)."""
 
     gangadir: Path

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
+from ganga_like.config.choices import MASTER_STATUS_ORDERS
 from ganga_like.errors import IllegalTransitionError, UnknownStatusError
 
 __all__ = [
@@ -139,7 +140,6 @@ def path_to(old: Status, observed: Status, *, started: bool = True) -> list[Stat
 # big split job shows `running` as soon as any subjob runs instead of `submitted` until the
 # last subjob starts. "submitted_first" is the design's own order. Set from the
 # configuration (Jobs.master_status_order) when a session opens; the model only reads it.
-MASTER_STATUS_ORDERS = ("running_first", "submitted_first")
 _master_order = MASTER_STATUS_ORDERS[0]
 
 

@@ -32,6 +32,7 @@ from ZODB.FileStorage import FileStorage
 from ZODB.FileStorage.format import CorruptedError
 from ZODB.POSException import ConflictError, ConnectionStateError
 
+from ganga_like.config.choices import MODES
 from ganga_like.errors import (
     GangaError,
     RepositoryBusyError,
@@ -56,7 +57,6 @@ __all__ = [
 
 log = logging.getLogger("ganga_like")
 
-MODES = ("embedded", "readonly", "shared", "auto")
 # Large enough that a 10,000-subjob job (3 records per subjob) stays in memory between
 # transactions; the default of 400 reloads it after every commit.
 CACHE_SIZE = 100_000

@@ -12,13 +12,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+from ganga_like.config.store import option_key
+from ganga_like.config.store import store as config_store
 from ganga_like.model.interfaces import SubmitContext
 from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.monitor import Monitor
-from ganga_like.runtime.settings import Settings
+from ganga_like.runtime.settings import (
+    SETTINGS_FIELDS,
+    Settings,
+    configured_settings,
+    plugin_option_keys,
+)
 
 __all__ = [
     "Session",
@@ -38,6 +46,9 @@ REFRESH_AFTER = 0.5
 class Session:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        # From now on, ``config`` changes reach the open session (and Repository options
+        # are fixed while it is open).
+        config_store.attach(_repository_open, _apply_config_change)
         # Masters' statuses are derived when read, by every part of this process alike.
         set_master_status_order(settings.master_status_order)
         self.repo = Repository(settings.gangadir, settings.repository_mode,
@@ -114,15 +125,42 @@ class Session:
 
 _lock = threading.Lock()
 _current: Session | None = None
-# Where a session opened on first use gets its settings. The configuration layer installs
-# one that reads the user's config file; this module cannot import it (it sits above).
-_settings_factory: Callable[[], Settings] = Settings
+# Where a session opened on first use gets its settings: the configuration (config file,
+# environment, the ``ganga`` command line, runtime ``config`` changes).
+_settings_factory: Callable[[], Settings] = configured_settings
 
 
 def set_settings_factory(factory: Callable[[], Settings] | None) -> None:
-    """Make ``factory()`` the settings of sessions opened on first use (None: defaults)."""
+    """Make ``factory()`` the settings of sessions opened on first use (None: the
+    configuration's)."""
     global _settings_factory
-    _settings_factory = factory or Settings
+    _settings_factory = factory or configured_settings
+
+
+def _repository_open() -> bool:
+    return _current is not None
+
+
+def _apply_config_change(section: str, option: str, value: Any) -> None:
+    """A runtime ``config`` change, applied to the open session's settings."""
+    session = _current
+    if session is None:
+        return
+    field = SETTINGS_FIELDS.get((section, option))
+    if field is not None:
+        setattr(session.settings, field, value)
+    elif option_key(section, option) in plugin_option_keys():
+        setattr(session.settings, option_key(section, option), value)
+    else:
+        return  # read by the shell directly (Display, Shell)
+    # The monitor and the backends read session.settings each time: updating the object
+    # is enough for the next poll or submission to use the new value.
+    if field == "monitoring":
+        if value:
+            session.monitor.start()
+        else:
+            session.monitor.stop()
+    session.poke_monitor()
 
 
 def existing_session() -> Session | None:

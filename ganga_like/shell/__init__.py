@@ -1,12 +1,11 @@
-"""The shell layer: the ``ganga`` command, configuration, the IPython shell and the Jupyter
-extension.
+"""The shell layer: the ``ganga`` command, the IPython shell and the Jupyter extension.
 
-Modules, one job each: ``config`` (settings as traitlets config sections, the GPI
-``config`` object), ``app`` (the ``ganga`` Application), ``hooks`` (per-cell transactions,
+Modules, one job each: ``app`` (the ``ganga`` Application), ``hooks`` (per-cell transactions,
 one-line errors), ``magics``, ``display`` (rich and HTML tables and trees), ``progress``
 (rich and notebook progress), ``toolbar`` (prompt and bottom toolbar), ``extension``
 (putting it together for a shell or a kernel).
 
-Nothing below this layer imports it; this package's ``__init__`` stays empty so that
-importing ``ganga_like.shell.config`` does not pull in IPython.
+The settings these modules read (``Display``, ``Shell``) are sections of the configuration
+layer, ``ganga_like.config``. Nothing below this layer imports it; this package's
+``__init__`` stays empty so that importing one module does not pull in IPython.
 """

@@ -19,18 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, List, Unicode
+from traitlets import Bool, List, Unicode, default
 from traitlets.config import Application, Config, Configurable
 
 import ganga_like
-from ganga_like.errors import ConfigError, GangaError
-from ganga_like.runtime.session import Session, close_session, current_session
-from ganga_like.shell.config import (
-    SECTIONS,
+from ganga_like.config.store import (
+    all_sections,
     default_config_file,
     store,
     unknown_option,
 )
+from ganga_like.errors import ConfigError, GangaError
+from ganga_like.runtime.session import Session, close_session, current_session
+from ganga_like.runtime.settings import configured_settings
 from ganga_like.shell.script import core_namespace, run_script
 
 __all__ = ["GangaApp", "UsageFailure", "main"]
@@ -73,7 +74,12 @@ class GangaApp(Application):
     version = Unicode(ganga_like.__version__)
     description = Unicode(USAGE)
     examples = Unicode(EXAMPLES)
-    classes = List([*SECTIONS])
+    classes: List[Any] = List()
+
+    @default("classes")
+    def _every_section(self) -> list[type[Configurable]]:
+        # The core sections and those the installed plugins declare.
+        return [*all_sections()]
 
     interactive = Bool(
         False, help="Run the script, then stay in the interactive shell (-i).",
@@ -190,7 +196,8 @@ class GangaApp(Application):
 
     def _check(self, own: list[str]) -> None:
         builtin = {"h", "help", "help-all", "V", "version"}
-        candidates: list[type[Configurable]] = [*SECTIONS, GangaApp, Application]
+        sections = all_sections()
+        candidates: list[type[Configurable]] = [*sections, GangaApp, Application]
         known_classes = {cls.__name__: cls for cls in candidates}
         skip = False
         for token in own:
@@ -207,7 +214,7 @@ class GangaApp(Application):
                 if option in cls.class_traits(config=True):
                     skip = "=" not in token
                     continue
-                detail = (unknown_option(section, option) if cls in SECTIONS
+                detail = (unknown_option(section, option) if cls in sections
                           else f"{section} has no option {option!r}")
                 raise UsageFailure(f"unknown option {token.split('=', 1)[0]} ({detail})")
             raise UsageFailure(f"unknown option {token.split('=', 1)[0]}")
@@ -227,7 +234,7 @@ class GangaApp(Application):
                   "config file)"
             yield "=" * 78
             yield ""
-            for cls in SECTIONS:
+            for cls in all_sections():
                 yield cls.class_get_help()
                 yield ""
         yield from self.emit_examples()
@@ -246,7 +253,8 @@ class GangaApp(Application):
         if self.subcommand:
             from ganga_like.commands.dispatch import dispatch
 
-            return dispatch(self.subcommand) or 0
+            # The subcommand's settings: this command line over the file and environment.
+            return dispatch(self.subcommand, settings=lambda: configured_settings(store)) or 0
         if self.show_config or self.show_config_json:
             self.start_show_config()  # what the file, environment and command line set
             return 0
@@ -269,7 +277,7 @@ class GangaApp(Application):
                   file=sys.stderr)
             return 1
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.generate_config_file(classes=list(SECTIONS)))
+        path.write_text(self.generate_config_file(classes=list(all_sections())))
         print(f"wrote {path}")
         return 0
 
@@ -326,7 +334,7 @@ def ipython_config(banner_text: str) -> Config:
     c.TerminalInteractiveShell.prompts_class = GangaPrompts
     c.TerminalInteractiveShell.term_title_format = "ganga: {cwd}"
     c.Completer.use_jedi = False
-    ours = {cls.__name__ for cls in SECTIONS} | {"GangaApp", "Application"}
+    ours = {cls.__name__ for cls in all_sections()} | {"GangaApp", "Application"}
     merged = store.merged()
     for section in merged:
         if section not in ours and section[:1].isupper():

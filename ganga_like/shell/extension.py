@@ -16,12 +16,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from ganga_like.config.store import store
 from ganga_like.errors import GangaError
 from ganga_like.gpi.job import Job, JobSlice
 from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_factory
 from ganga_like.runtime.session import current_session, existing_session
 from ganga_like.shell import toolbar
-from ganga_like.shell.config import store
 from ganga_like.shell.hooks import CellTransactions, show_gpi_error
 from ganga_like.shell.magics import GangaMagics
 from ganga_like.shell.script import core_namespace, plugin_namespace

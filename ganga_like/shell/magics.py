@@ -8,8 +8,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from ganga_like.config.store import store
 from ganga_like.runtime.session import current_session
-from ganga_like.shell.config import store
 from ganga_like.shell.script import run_script
 
 __all__ = ["GangaMagics"]

@@ -10,8 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ganga_like.config.store import store
 from ganga_like.gpi.progress import NullProgress, PlainProgress, Progress, ProgressFactory
-from ganga_like.shell.config import store
 from ganga_like.shell.display import SHORT, status_css
 
 __all__ = ["NotebookProgress", "RichProgress", "notebook_factory", "terminal_factory"]

@@ -15,12 +15,12 @@ from typing import Any
 from IPython.terminal.prompts import Prompts
 from pygments.token import Token
 
+from ganga_like.config.store import store
 from ganga_like.errors import GangaError
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session, existing_session
-from ganga_like.shell.config import store
 
 __all__ = ["GangaPrompts", "JobCounts", "Toolbar", "count_jobs", "summary"]
 

@@ -32,6 +32,7 @@ from ganga_like.model.status import Status
 from ganga_like.private import copy_private, make_private_dirs
 from ganga_like_local.runner import client as runner_client
 from ganga_like_local.runner.client import TaskSpec
+from ganga_like_local.settings import Local as LocalSection
 
 __all__ = ["Local"]
 
@@ -84,13 +85,14 @@ class Local(IBackend):
                     outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
                     break
         if tasks:
+            section = ctx.config_for(LocalSection)
             try:
                 runner_client.submit(
                     runner_dir(ctx.gangadir),
                     tasks,
                     dict(os.environ),
-                    max_concurrent=int(ctx.settings.get("local_max_concurrent", 1)),
-                    idle_exit_seconds=float(ctx.settings.get("local_idle_exit", 30.0)),
+                    max_concurrent=section.max_concurrent,
+                    idle_exit_seconds=section.idle_exit,
                 )
             except OSError as exc:
                 raise BackendError(f"the Local runner could not be started: {exc}") from exc

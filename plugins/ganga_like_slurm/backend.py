@@ -35,6 +35,7 @@ from . import commands, polling
 from .commands import SlurmCommandError
 from .resource_object import Resources, ResourcesTrait
 from .script import compress_indices
+from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
 from .submission import (
     ARRAY_LIMIT,
@@ -137,7 +138,7 @@ class Slurm(IBackend):
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
     ) -> SubmitOutcome:
-        settings = SlurmSettings.from_mapping(ctx.settings)
+        settings = SlurmSettings.from_section(ctx.config_for(SlurmSection))
         try:
             batches, failed = plan(ctx, jobs, settings, lambda: PARTITIONS.get(settings),
                                    lambda: ARRAY_LIMIT.get(settings))
@@ -232,7 +233,7 @@ class Slurm(IBackend):
     # -- kill ------------------------------------------------------------------------
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
-        settings = SlurmSettings.from_mapping(ctx.settings)
+        settings = SlurmSettings.from_section(ctx.config_for(SlurmSection))
         errors: dict[str, str] = {}
         plain: dict[str, list[Job]] = {}
         elements: dict[str, dict[int, Job]] = {}
@@ -301,7 +302,7 @@ class Slurm(IBackend):
         """What :meth:`submit_bulk` would send for ``jobs``: every script, each after a
         comment saying what it holds. No side effect (the partitions and MaxArraySize may
         be read; a preview without a reachable cluster assumes Slurm's default limit)."""
-        settings = SlurmSettings.from_mapping(ctx.settings)
+        settings = SlurmSettings.from_section(ctx.config_for(SlurmSection))
         assumed: list[str] = []
 
         def array_limit() -> int:

@@ -1,0 +1,350 @@
+"""The layered configuration of this process: defaults < config file < environment <
+command line < runtime changes, validated by the section classes.
+
+1. the defaults the sections declare (:mod:`ganga_like.config.sections`, and each plugin's
+   own sections);
+2. the config file, ``$XDG_CONFIG_HOME/ganga_like/ganga_config.py`` (or ``.json``;
+   ``~/.config`` when XDG_CONFIG_HOME is unset). A missing file means defaults;
+3. the environment: ``GANGA_DIR`` and ``GANGA_REPOSITORY_MODE`` (a one-off
+   ``GANGA_DIR=/tmp/x ganga`` must win over the file);
+4. the command line, ``--Section.option=value`` (given by the ``ganga`` application);
+5. at runtime, assignments through the GPI ``config`` object
+   (``config.Monitor.max_interval = 5``), validated like everything else.
+
+This module knows nothing of sessions: the runtime turns these values into its Settings
+and attaches itself (:meth:`ConfigStore.attach`) so that runtime changes reach an open
+session.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from traitlets import TraitError
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import DeferredConfig, LazyConfigValue
+
+from ganga_like.config import plugins
+from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
+from ganga_like.errors import ConfigError
+
+__all__ = [
+    "CONFIG_NAME",
+    "ConfigStore",
+    "all_sections",
+    "config_dir",
+    "default_config_file",
+    "environment_config",
+    "load_file",
+    "option_key",
+    "options",
+    "section_class",
+    "section_from_mapping",
+    "section_names",
+    "store",
+    "unknown_option",
+    "unknown_section",
+]
+
+CONFIG_NAME = "ganga_config"
+
+S = TypeVar("S", bound=Configurable)
+
+
+def all_sections() -> tuple[type[Configurable], ...]:
+    """Every section, core and plugins', in the order they are shown."""
+    return (*BEFORE_PLUGINS, *plugins.plugin_sections(), *AFTER_PLUGINS)
+
+
+def section_names() -> list[str]:
+    return [cls.__name__ for cls in all_sections()]
+
+
+def section_class(name: str) -> type[Configurable]:
+    """The section class called ``name``; a ConfigError naming the closest one, or why a
+    plugin's section could not be loaded."""
+    for cls in all_sections():
+        if cls.__name__ == name:
+            return cls
+    raise ConfigError(unknown_section(name))
+
+
+def options(cls: type[Configurable]) -> dict[str, Any]:
+    """The config traits of a section, in declaration order."""
+    traits: dict[str, Any] = cls.class_traits(config=True)
+    order = [n for n in vars(cls) if n in traits]
+    return {n: traits[n] for n in order}
+
+
+def option_key(section: str, option: str) -> str:
+    """The flat key of a plugin section's option in a backend's settings mapping
+    (``Local.max_concurrent`` -> ``local_max_concurrent``)."""
+    return f"{section.lower()}_{option}"
+
+
+def section_from_mapping(cls: type[S], values: Mapping[str, Any]) -> S:
+    """A ``cls`` section with its defaults, overridden by the ``<section>_<option>`` keys
+    of ``values`` (a backend's settings mapping); None leaves an option at its default."""
+    section = cls()
+    name = cls.__name__
+    for option in options(cls):
+        value = values.get(option_key(name, option))
+        if value is None:
+            continue
+        try:
+            setattr(section, option, value)
+        except TraitError as exc:
+            raise ConfigError(f"{name}.{option}: {_short(exc)}") from None
+    return section
+
+
+# -- where the file is ----------------------------------------------------------------
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/ganga_like``; the XDG spec says to ignore a relative value."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    return root / "ganga_like"
+
+
+def default_config_file() -> Path:
+    return config_dir() / f"{CONFIG_NAME}.py"
+
+
+def load_file(path: Path) -> Config:
+    """The config in ``path`` (.py or .json); an empty Config if it does not exist."""
+    from traitlets.config.loader import (
+        ConfigFileNotFound,
+        JSONFileConfigLoader,
+        PyFileConfigLoader,
+    )
+
+    loader_class = JSONFileConfigLoader if path.suffix == ".json" else PyFileConfigLoader
+    loader = loader_class(path.name, path=str(path.parent))
+    try:
+        loaded: Config = loader.load_config()
+    except ConfigFileNotFound:
+        return Config()
+    except Exception as exc:  # the user's file: any error is theirs, reported in one line
+        raise ConfigError(f"config file {path}: {type(exc).__name__}: {exc}") from exc
+    return loaded
+
+
+def environment_config() -> Config:
+    """The environment's layer (GANGA_DIR, GANGA_REPOSITORY_MODE)."""
+    cfg = Config()
+    for variable, (section, option) in ENVIRONMENT.items():
+        value = os.environ.get(variable)
+        if value:
+            cfg[section][option] = value
+    return cfg
+
+
+# -- the store ------------------------------------------------------------------------
+
+
+class ConfigStore:
+    """The layered configuration of this process and the section objects built from it."""
+
+    def __init__(self) -> None:
+        self._repository_open: Callable[[], bool] = lambda: False
+        self._apply: Callable[[str, str, Any], None] = lambda section, option, value: None
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to defaults and the user's file (tests; a fresh ``ganga`` command)."""
+        self._explicit_file: Path | None = None
+        self._file: Config | None = None
+        self.files: list[Path] = []
+        self._command_line = Config()
+        self._runtime = Config()
+        self._version = 0
+        self._built: tuple[Any, dict[str, Any]] | None = None
+        self._listeners: list[Callable[[str, str, Any], None]] = []
+
+    def attach(self, repository_open: Callable[[], bool],
+               apply: Callable[[str, str, Any], None]) -> None:
+        """How runtime changes reach an open session: the layer that opens sessions (it
+        sits above this one) tells whether a repository is open (options tagged
+        ``runtime=False`` are then fixed) and applies each change to it. Kept across
+        :meth:`reset`."""
+        self._repository_open = repository_open
+        self._apply = apply
+
+    # -- layers ----------------------------------------------------------------------
+
+    def use_command_line(self, command_line: Config, config_file: Path | None = None) -> None:
+        """The ``ganga`` command's layer: its ``--Section.option`` values, and the config
+        file it was told to use (None: the default place)."""
+        self._command_line = command_line
+        self._explicit_file = config_file
+        self._file = None
+        self._built = None
+
+    def file_config(self) -> Config:
+        if self._file is None:
+            if self._explicit_file is not None:
+                if not self._explicit_file.exists():
+                    raise ConfigError(f"no config file {self._explicit_file}")
+                paths = [self._explicit_file]
+            else:
+                base = config_dir() / CONFIG_NAME
+                paths = [base.with_suffix(".py"), base.with_suffix(".json")]
+            cfg = Config()
+            self.files = []
+            for path in paths:
+                if path.exists():
+                    cfg.merge(load_file(path))
+                    self.files.append(path)
+            self._file = cfg
+        return self._file
+
+    def layers(self) -> Iterator[tuple[str, Config]]:
+        """(source, config) from lowest to highest precedence."""
+        file_cfg = self.file_config()  # also finds out which files there are
+        yield "config file " + ", ".join(str(p) for p in self.files), file_cfg
+        yield "environment", environment_config()
+        yield "command line", self._command_line
+        yield "config", self._runtime
+
+    def merged(self) -> Config:
+        """Everything, merged: what IPython and the app are configured with."""
+        cfg = Config()
+        for _source, layer in self.layers():
+            # Config.merge adopts sub-sections by reference and merges into them later:
+            # without a copy, merging the command line would write into the file's layer.
+            cfg.merge(copy.deepcopy(layer))
+        return cfg
+
+    # -- sections --------------------------------------------------------------------
+
+    def sections(self) -> dict[str, Any]:
+        """One validated object per section (rebuilt when a layer changed)."""
+        every = all_sections()
+        key = (self._version, id(self.file_config()), id(self._command_line),
+               tuple(os.environ.get(v) for v in ENVIRONMENT), every)
+        if self._built is None or self._built[0] != key:
+            built = {cls.__name__: self._build(cls) for cls in every}
+            self._check_together(built)
+            self._built = (key, built)
+        return self._built[1]
+
+    def _build(self, cls: type[Configurable]) -> Configurable:
+        section = cls()
+        name = cls.__name__
+        known = options(cls)
+        for source, layer in self.layers():
+            if name not in layer:
+                continue
+            for option, raw in layer[name].items():
+                if option not in known:
+                    raise ConfigError(f"{source}: {unknown_option(name, option)}")
+                trait = known[option]
+                value = raw
+                if isinstance(value, DeferredConfig):
+                    value = value.get_value(trait)
+                elif isinstance(value, LazyConfigValue):
+                    value = value.get_value(getattr(section, option))
+                try:
+                    setattr(section, option, value)
+                except TraitError as exc:
+                    raise ConfigError(f"{source}: {name}.{option}: {_short(exc)}") from None
+        return section
+
+    @staticmethod
+    def _check_together(sections: dict[str, Any]) -> None:
+        monitor = sections["Monitor"]
+        if monitor.min_interval > monitor.max_interval:
+            raise ConfigError(f"Monitor.min_interval ({monitor.min_interval}) is larger than "
+                              f"Monitor.max_interval ({monitor.max_interval})")
+
+    def section(self, name: str) -> Any:
+        """The section object (``store.section("Monitor").max_interval``)."""
+        return self.sections()[name]
+
+    def value(self, section: str, option: str) -> Any:
+        return getattr(self.section(section), option)
+
+    # -- runtime changes -------------------------------------------------------------
+
+    def set(self, section: str, option: str, value: Any) -> None:
+        """Validate and apply ``section.option = value`` now (the GPI ``config``)."""
+        cls = section_class(section)
+        known = options(cls)
+        if option not in known:
+            raise ConfigError(unknown_option(section, option))
+        if self._repository_open() and known[option].metadata.get("runtime") is False:
+            raise ConfigError(
+                f"{section}.{option} cannot change while the repository is open; start "
+                f"ganga with --{section}.{option}=... (or set it in "
+                f"{default_config_file()})")
+        trial = self.sections()[section]
+        probe = cls()
+        for name in known:
+            probe.set_trait(name, getattr(trial, name))
+        try:
+            setattr(probe, option, value)
+        except TraitError as exc:
+            raise ConfigError(f"{section}.{option}: {_short(exc)}") from None
+        previous = self._runtime[section].get(option, _UNSET)
+        self._runtime[section][option] = getattr(probe, option)
+        self._version += 1
+        try:
+            self.sections()  # the options checked together (Monitor's intervals)
+        except ConfigError:
+            if previous is _UNSET:
+                del self._runtime[section][option]
+            else:
+                self._runtime[section][option] = previous
+            self._version += 1
+            raise
+        new_value = getattr(probe, option)
+        self._apply(section, option, new_value)
+        for listener in list(self._listeners):
+            listener(section, option, new_value)
+
+    def on_change(self, listener: Callable[[str, str, Any], None]) -> None:
+        """Call ``listener(section, option, value)`` after each runtime change."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[str, str, Any], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+
+_UNSET: Any = object()
+
+
+def unknown_section(name: str) -> str:
+    failed = plugins.failures()
+    if name in failed:
+        return f"configuration section {name!r} could not be loaded: {failed[name]}"
+    names = section_names()
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"no configuration section {name!r}{hint} (sections: {', '.join(names)})"
+
+
+def unknown_option(section: str, option: str) -> str:
+    known = list(options(section_class(section)))
+    close = difflib.get_close_matches(option, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{section} has no option {option!r}{hint}"
+
+
+def _short(exc: TraitError) -> str:
+    # traitlets says "The 'x' trait of a Monitor instance expected a float, not ..."; the
+    # option is named by the caller, so keep what follows "instance".
+    text = str(exc)
+    found = re.search(r" instance (.*)$", text, re.S)
+    return found.group(1).rstrip(".") if found else text
+
+
+store = ConfigStore()
