@@ -11,12 +11,25 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
-from ganga_like.shell.app import USAGE
-from ganga_like.shell.app import main as shell_main
-from ganga_like.shell.script import gpi_namespace
+if TYPE_CHECKING:
+    from ganga_like.shell.app import USAGE as USAGE
+    from ganga_like.shell.script import gpi_namespace as gpi_namespace
 
 __all__ = ["USAGE", "gpi_namespace", "main"]
+
+# A subcommand (``ganga jobs``) needs neither the shell application nor IPython's
+# configuration: they are imported only when the command is not a plain subcommand.
+_LAZY = {"USAGE": "ganga_like.shell.app", "gpi_namespace": "ganga_like.shell.script"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         code = (dispatch(args, settings=configured_settings)
                 if not _has_ganga_options(args) else None)
         if code is None:
+            from ganga_like.shell.app import main as shell_main
+
             code = shell_main(args)
         sys.stdout.flush()  # here, where a closed pipe can still be caught
     except BrokenPipeError:

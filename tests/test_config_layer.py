@@ -166,3 +166,14 @@ def test_the_configurations_closed_sets_match_the_layers_that_use_them() -> None
     from ganga_like.model.status import Status
 
     assert set(DEFAULT_STATUS_COLOURS) == {s.label for s in Status}
+
+
+def test_the_slurm_section_loads_without_the_slurm_commands() -> None:
+    from ganga_like_slurm import commands, settings
+
+    assert settings.DEFAULT_TIMEOUT == commands.DEFAULT_TIMEOUT
+    probe = ("import sys, ganga_like_slurm.settings\n"
+             "print([m for m in sys.modules if m.startswith('ganga_like_slurm.')])")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           timeout=60, check=True)
+    assert found.stdout.strip() == "['ganga_like_slurm.settings']"

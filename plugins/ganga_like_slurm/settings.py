@@ -22,9 +22,12 @@ from typing import Any
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
-from .commands import DEFAULT_TIMEOUT
-
 __all__ = ["SETTING_KEYS", "Slurm", "SlurmSettings"]
+
+# commands.DEFAULT_TIMEOUT, the commands' own default (tests/test_config_layer.py keeps the
+# two equal). Not imported from there: every configuration read loads this module, and
+# only work with Slurm needs the commands.
+DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
