@@ -38,7 +38,7 @@ from ganga_like_slurm.partitions import (
     parse_scontrol_partitions,
     parse_sinfo_nodes,
 )
-from ganga_like_slurm.resources import (
+from ganga_like_slurm.resource_spec import (
     ResourceError,
     ResourceSpec,
     format_slurm_time,

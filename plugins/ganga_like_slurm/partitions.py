@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .resources import ResourceError, ResourceSpec, format_slurm_time, parse_slurm_time
+from .resource_spec import ResourceError, ResourceSpec, format_slurm_time, parse_slurm_time
 
 __all__ = [
     "NodeInfo",

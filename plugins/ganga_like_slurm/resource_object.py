@@ -4,7 +4,7 @@ A GangaObject component of the Slurm backend, so ``j.backend.resources.memory = 
 validates like any other attribute.  Each attribute is checked on its own by its trait,
 and every assignment is also checked against the others (``processes_per_node`` must
 divide ``process_count``...); nothing changes when a check fails.  The backend turns it
-into the immutable :class:`~ganga_like_slurm.resources.ResourceSpec` it renders.
+into the immutable :class:`~ganga_like_slurm.resource_spec.ResourceSpec` it renders.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import traitlets
 from ganga_like.errors import SchemaError
 from ganga_like.model.base import Component, GangaObject
 
-from .resources import (
+from .resource_spec import (
     ResourceError,
     ResourceSpec,
     parse_memory,

@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .resources import ResourceSpec
+from .resource_spec import ResourceSpec
 
 __all__ = [
     "BatchScriptSpec",

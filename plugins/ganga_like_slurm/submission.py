@@ -27,7 +27,7 @@ from ganga_like.private import copy_private
 from . import commands
 from .commands import SlurmCommandError
 from .partitions import PartitionInfo, choose_partition
-from .resources import ResourceError, ResourceSpec
+from .resource_spec import ResourceError, ResourceSpec
 from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
 from .settings import SlurmSettings
 
