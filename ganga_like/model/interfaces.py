@@ -8,7 +8,7 @@ the session or the repository.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
@@ -16,7 +16,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 from traitlets.config import Configurable
 
 from ganga_like.config.store import section_from_mapping
-from ganga_like.errors import BackendError
+from ganga_like.errors import BackendError, GangaError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
@@ -34,6 +34,8 @@ __all__ = [
     "StatusReport",
     "SubmitContext",
     "SubmitOutcome",
+    "current_submit_context",
+    "set_submit_context_source",
 ]
 
 Section = TypeVar("Section", bound=Configurable)
@@ -92,17 +94,40 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class SubmitContext(_Configured):
-    """What a backend needs to know to submit: where things go, how the session is set."""
+    """What a backend needs to know to submit: where things go, how the session is set,
+    and the few services of the runtime a plugin may use (it never imports the runtime)."""
 
     gangadir: Path
     workspace: Path
     settings: Mapping[str, Any]
+    # The subjobs a splitter's variations make, built as submit() builds them (not stored).
+    build_subjobs: Callable[[Job, list[dict[str, Any]]], list[Job]] | None = None
+    # The stored top-level job whose backend is the given object (None: no such job).
+    job_of_backend: Callable[[IBackend], Job | None] | None = None
 
     def paths(self, job: Job) -> JobPaths:
         master = job.master
         if master is None:
             return JobPaths(f"{self.workspace}/{job.id}")
         return JobPaths(f"{self.workspace}/{master.id}/{job.id}")
+
+
+# Where a plugin method called without a context (``j.backend.preview()`` at the prompt)
+# gets one: the runtime installs the source when it is imported.
+_submit_context_source: Callable[[], SubmitContext] | None = None
+
+
+def set_submit_context_source(source: Callable[[], SubmitContext] | None) -> None:
+    """Make ``source()`` what :func:`current_submit_context` returns (None: none)."""
+    global _submit_context_source
+    _submit_context_source = source
+
+
+def current_submit_context() -> SubmitContext:
+    """The submit context of the current session (opened on first use, as by the GPI)."""
+    if _submit_context_source is None:
+        raise GangaError("no session to submit from: import ganga_like to start one")
+    return _submit_context_source()
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 
 from ganga_like.config.store import option_key
 from ganga_like.config.store import store as config_store
-from ganga_like.model.interfaces import SubmitContext
+from ganga_like.model.interfaces import IBackend, SubmitContext, set_submit_context_source
+from ganga_like.model.job import Job
 from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
@@ -78,7 +79,16 @@ class Session:
 
     def submit_context(self) -> SubmitContext:
         return SubmitContext(self.repo.gangadir, self.repo.workspace,
-                             self.settings.backend_settings())
+                             self.settings.backend_settings(), build_subjobs=build_subjobs,
+                             job_of_backend=self._job_of_backend)
+
+    def _job_of_backend(self, backend: IBackend) -> Job | None:
+        jobs = self.registry().jobs
+        for job_id in reversed(list(jobs.keys())):  # newest first: the likely one
+            job: Job = jobs[job_id]
+            if getattr(job, "backend", None) is backend:
+                return job
+        return None
 
     def change(self, apply: Callable[[], None], what: str = "the change") -> None:
         """Make a user's change to stored objects: inside a shell cell it waits for the
@@ -195,3 +205,5 @@ def close_session() -> None:
 
 
 atexit.register(close_session)
+# Plugin methods called at the prompt without a context (a backend's preview) get one here.
+set_submit_context_source(lambda: current_session().submit_context())
