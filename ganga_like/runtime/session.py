@@ -28,6 +28,7 @@ from ganga_like.runtime.settings import (
     configured_settings,
     plugin_option_keys,
 )
+from ganga_like.runtime.splitting import build_subjobs
 
 __all__ = [
     "Session",

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from ganga_like.batch.commands import CommandError, command_failure, run_command
+
 from .partitions import (
     SINFO_FORMAT,
     PartitionInfo,
@@ -28,23 +30,31 @@ __all__ = [
     "COMMAND_COUNTS",
     "DEFAULT_TIMEOUT",
     "ERROR_PATTERNS",
+    "NEVER_SENT",
     "SACCT_FIELDS",
     "SQUEUE_FORMAT",
     "SacctRow",
     "SlurmCommandError",
     "SqueueRow",
+    "find_by_name_command",
+    "find_jobs_by_name",
     "is_transient",
     "parse_max_array_size",
+    "parse_names",
     "parse_sacct",
     "parse_sbatch_output",
     "parse_squeue",
     "ping",
     "sacct",
+    "sacct_command",
     "sbatch",
+    "sbatch_command",
     "scancel",
+    "scancel_command",
     "scontrol_max_array_size",
     "scontrol_show_partitions",
     "squeue",
+    "squeue_command",
 ]
 
 # With the controller down, each client retries for about MessageTimeout
@@ -63,27 +73,8 @@ _JOB_ID_RE = re.compile(r"^\d+(?:_(?:\d+|\[[\d,\-%:]+\])|\+\d+)?$")
 _ELEMENT_RE = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$")
 
 
-class SlurmCommandError(RuntimeError):
+class SlurmCommandError(CommandError):
     """A Slurm command failed; ``transient`` says whether a later retry may succeed."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        transient: bool,
-        command: Sequence[str] = (),
-        returncode: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.transient = transient
-        self.command = tuple(command)
-        self.returncode = returncode
-
-    def __str__(self) -> str:
-        kind = "transient" if self.transient else "permanent"
-        where = f"{self.command[0]}: " if self.command else ""
-        return f"{where}{self.message} ({kind})"
 
 
 # (pattern, transient, why).  First match wins, so transient causes come first:
@@ -127,6 +118,17 @@ ERROR_PATTERNS: tuple[tuple[re.Pattern[str], bool, str], ...] = tuple(
 )
 
 
+# Failures after which sbatch cannot have reached the controller: retrying is safe.
+# Any other transient failure (a timeout, a dropped connection) may hide a job the
+# controller accepted, so the retry first looks for it by its unique name.
+NEVER_SENT = re.compile(
+    r"Unable to contact slurm controller|Connection refused|Network is unreachable|"
+    r"No route to host|Munge encode failed|temporarily unable to accept job|"
+    r"Could not establish a configuration source|not found on PATH",
+    re.IGNORECASE,
+)
+
+
 def is_transient(message: str) -> bool:
     """True when the failure behind ``message`` may go away by itself.
 
@@ -150,35 +152,12 @@ def _check_ids(job_ids: Iterable[str]) -> list[str]:
 def _run(
     args: Sequence[str], *, timeout: float, input_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    COMMAND_COUNTS[args[0]] += 1
-    try:
-        return subprocess.run(
-            list(args),
-            input=input_text,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise SlurmCommandError(
-            f"{args[0]} timed out after {timeout:g}s", transient=True, command=args
-        ) from None
-    except FileNotFoundError:
-        raise SlurmCommandError(
-            f"{args[0]} not found on PATH", transient=False, command=args
-        ) from None
+    return run_command(args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS,
+                       error=SlurmCommandError)
 
 
-def _fail(args: Sequence[str], result: subprocess.CompletedProcess[str]) -> SlurmCommandError:
-    message = result.stderr.strip() or result.stdout.strip()
-    if not message:
-        message = f"exited with status {result.returncode} and no message"
-    return SlurmCommandError(
-        message, transient=is_transient(message), command=args, returncode=result.returncode
-    )
+def _fail(args: Sequence[str], result: subprocess.CompletedProcess[str]) -> CommandError:
+    return command_failure(args, result, is_transient, SlurmCommandError)
 
 
 # --- sbatch -----------------------------------------------------------------
@@ -195,6 +174,11 @@ def parse_sbatch_output(text: str) -> str:
     return job_id
 
 
+def sbatch_command(extra_args: Sequence[str] = ()) -> list[str]:
+    """sbatch reading the script on stdin, printing only the job id."""
+    return ["sbatch", "--parsable", *extra_args]
+
+
 def sbatch(
     script_text: str, *, extra_args: Sequence[str] = (), timeout: float = DEFAULT_TIMEOUT
 ) -> str:
@@ -203,7 +187,7 @@ def sbatch(
     A timeout is reported as transient, but the job may have been accepted
     before the client gave up; a caller retrying should look for it first.
     """
-    args = ["sbatch", "--parsable", *extra_args]
+    args = sbatch_command(extra_args)
     result = _run(args, timeout=timeout, input_text=script_text)
     if result.returncode != 0:
         raise _fail(args, result)
@@ -262,6 +246,13 @@ def parse_squeue(text: str) -> dict[str, SqueueRow]:
     return rows
 
 
+def squeue_command(ids: Sequence[str]) -> list[str]:
+    """``--states=all`` keeps finished jobs visible for MinJobAge; ``--array`` lists
+    pending elements one per line."""
+    return ["squeue", "--noheader", "--array", "--states=all", f"--jobs={','.join(ids)}",
+            f"--format={SQUEUE_FORMAT}"]
+
+
 def squeue(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SqueueRow]:
     """State of the given jobs (an array id brings all its elements) in ONE call.
 
@@ -271,14 +262,7 @@ def squeue(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[
     ids = _check_ids(job_ids)
     if not ids:
         return {}
-    args = [
-        "squeue",
-        "--noheader",
-        "--array",
-        "--states=all",
-        f"--jobs={','.join(ids)}",
-        f"--format={SQUEUE_FORMAT}",
-    ]
+    args = squeue_command(ids)
     result = _run(args, timeout=timeout)
     if result.returncode != 0:
         # With a single unknown id squeue fails ("Invalid job id specified");
@@ -353,6 +337,12 @@ def parse_sacct(text: str) -> dict[str, SacctRow]:
     return rows
 
 
+def sacct_command(ids: Sequence[str]) -> list[str]:
+    """Allocations only (no job steps), one ``|``-separated line each."""
+    return ["sacct", "--noheader", "--parsable2", "--allocations", f"--jobs={','.join(ids)}",
+            f"--format={','.join(SACCT_FIELDS)}"]
+
+
 def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SacctRow]:
     """Accounting records of the given jobs in ONE call (allocations only, no steps).
 
@@ -362,14 +352,7 @@ def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[s
     ids = _check_ids(job_ids)
     if not ids:
         return {}
-    args = [
-        "sacct",
-        "--noheader",
-        "--parsable2",
-        "--allocations",
-        f"--jobs={','.join(ids)}",
-        f"--format={','.join(SACCT_FIELDS)}",
-    ]
+    args = sacct_command(ids)
     result = _run(args, timeout=timeout)
     if result.returncode != 0:
         raise _fail(args, result)
@@ -382,6 +365,10 @@ def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[s
 _ALREADY_DONE = re.compile(r"already completing or completed|Invalid job id specified", re.I)
 
 
+def scancel_command(ids: Sequence[str]) -> list[str]:
+    return ["scancel", *ids]
+
+
 def scancel(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Cancel whole jobs (``"123"``) or array elements (``"123_4"``) in ONE call.
 
@@ -391,7 +378,7 @@ def scancel(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> None
     ids = _check_ids(job_ids)
     if not ids:
         return
-    args = ["scancel", *ids]
+    args = scancel_command(ids)
     result = _run(args, timeout=timeout)
     if result.returncode == 0:
         return
@@ -399,6 +386,37 @@ def scancel(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> None
     errors = [line for line in lines if not _ALREADY_DONE.search(line)]
     if errors or not lines:
         raise _fail(args, result)
+
+
+# --- jobs by name -----------------------------------------------------------
+
+
+def find_by_name_command(names: Sequence[str]) -> list[str]:
+    return ["squeue", "--noheader", "--me", "--states=all", f"--name={','.join(names)}",
+            "--format=%A|%j"]
+
+
+def parse_names(text: str, names: Sequence[str]) -> dict[str, str]:
+    """name -> job id from ``find_by_name_command``'s output (the first id of a name)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        job_id, _, name = line.strip().partition("|")
+        if job_id.isdigit() and name in names:
+            found.setdefault(name, job_id)
+    return found
+
+
+def find_jobs_by_name(names: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+                      ) -> dict[str, str]:
+    """Our jobs called one of ``names``: name -> job id (an array's id for an array), in
+    ONE squeue call; names not found are absent."""
+    if not names:
+        return {}
+    args = find_by_name_command(names)
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    return parse_names(result.stdout, names)
 
 
 # --- partitions and ping ----------------------------------------------------

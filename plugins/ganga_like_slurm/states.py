@@ -1,13 +1,15 @@
 """Slurm job states mapped to the job statuses of the job model.
 
 One table, :data:`STATE_TABLE`, is the only place where a Slurm state gets a
-meaning; everything else looks it up through :func:`classify`.
+meaning; everything else looks it up through :func:`classify`, which gives the batch
+base's :class:`~ganga_like.batch.tracker.Observation`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from ganga_like.batch.tracker import Observation
 
 __all__ = [
     "STATE_TABLE",
@@ -101,21 +103,6 @@ _ENDED: frozenset[Status] = frozenset({"completing", "completed", "failed", "kil
 
 class UnknownStateError(ValueError):
     """A state this table does not know; the caller decides what to do."""
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What one look at the scheduler says about a job or array element.
-
-    ``exit_code`` is the program's exit status, or ``128 + signal`` when a
-    signal ended it (the shell's convention); ``None`` while the job has not
-    ended, and when Slurm's ``0:0`` belongs to a job that did not succeed
-    (cancelled, timed out), where a zero would read as success.
-    """
-
-    status: Status
-    reason: str
-    exit_code: int | None = None
 
 
 def normalise_state(state: str) -> str:

@@ -1,31 +1,33 @@
-"""From (job, RunSpec) pairs to sbatch calls.
+"""From (job, RunSpec) pairs to sbatch calls: Slurm's side of the batch base.
 
 :func:`plan` decides what is submitted how, without side effects (it may ask Slurm for
-its partitions and its ``MaxArraySize``): subjobs whose Slurm options are the same become
-ONE job array whose task ids are their subjob ids (real bulk), or, past the cluster's
-``MaxArraySize``, one array per that many subjobs; a job without subjobs, and every subjob
-when ``bulk=False``, is a plain job of its own.  :func:`prepare_workspace` and
-:func:`sbatch_with_retry` are the side effects, run by the backend in order.
+its partitions and its ``MaxArraySize``), through :func:`ganga_like.batch.planning.
+plan_batches`: subjobs whose Slurm options are the same become ONE job array whose task
+ids are their subjob ids, past ``MaxArraySize`` one array per that many subjobs; a job
+without subjobs, and every subjob when ``bulk=False``, is a plain job. :func:`render_batch`
+writes the script. Retries, the workspace and the submission log are the base's.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ganga_like.batch import planning
+from ganga_like.batch.planning import PlacementError, plan_batches, render_pinned
+from ganga_like.batch.records import SUBMISSION_LOG, log_submission, unconfirmed_submissions
+from ganga_like.batch.records import prepare_workspace as _prepare_workspace
+from ganga_like.batch.retry import retry as _retry
+from ganga_like.batch.retry import submit_with_retry
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
-from ganga_like.private import copy_private
 
 from . import commands
-from .commands import SlurmCommandError
+from .commands import find_jobs_by_name
 from .partitions import PartitionInfo, choose_partition
 from .resource_spec import ResourceError, ResourceSpec
 from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
@@ -36,8 +38,10 @@ T = TypeVar("T")
 __all__ = [
     "ARRAY_LIMIT",
     "COLLECT_FUNCTION",
+    "LOG_DIR",
     "MISSING_OUTPUT_FILE",
     "PARTITIONS",
+    "SUBMISSION_LOG",
     "Batch",
     "ClusterQuery",
     "Member",
@@ -49,6 +53,7 @@ __all__ = [
     "plan",
     "prepare_workspace",
     "render_batch",
+    "retry",
     "sbatch_with_retry",
     "slurm_log_dir",
     "unconfirmed_submissions",
@@ -134,45 +139,36 @@ class Options:
         )
 
 
-@dataclass
-class Member:
-    """One (sub)job in a batch: its array index (None in a plain job) and command."""
+Member = planning.Member[ElementCommand]
+Batch = planning.Batch[Options, ElementCommand]
 
-    job: Job
-    index: int | None
-    root: str  # its workspace directory
-    command: ElementCommand
-    inputs: tuple[str, ...]
-
-
-@dataclass
-class Batch:
-    """One sbatch call: a plain job (one member) or an array (members by index)."""
-
-    name: str
-    top: str  # workspace directory of the top-level job
-    options: Options
-    partition: str  # the partition used: options.partition, or the one chosen
-    members: list[Member] = field(default_factory=list)
-    partition_chosen: bool = False
-
-    @property
-    def is_array(self) -> bool:
-        return bool(self.members) and self.members[0].index is not None
-
-    @property
-    def first_id(self) -> int:
-        """The subjob id of array task 0: non-zero for the arrays past the cluster's
-        MaxArraySize, whose task ids start again from 0 (0 for a plain job)."""
-        first = self.members[0] if self.members else None
-        if first is None or first.index is None:
-            return 0
-        return first.job.id - first.index
+# The directory of a top-level job's workspace keeping its scripts and submission log.
+LOG_DIR = "slurm"
 
 
 def slurm_log_dir(top: str) -> str:
     """Where the batch scripts of a job and the submission log are kept."""
-    return os.path.join(top, "slurm")
+    return os.path.join(top, LOG_DIR)
+
+
+# Replaced in tests so that retries do not really wait.
+sleep: Callable[[float], None] = time.sleep
+
+
+def retry(action: Callable[[], Any], settings: SlurmSettings) -> Any:
+    """:func:`ganga_like.batch.retry.retry` for Slurm's read-only commands."""
+    return _retry(action, settings, lambda delay: sleep(delay))
+
+
+def sbatch_with_retry(text: str, name: str, settings: SlurmSettings) -> str:
+    """Submit ``text`` and return the job id, retrying like :func:`retry`; after an
+    ambiguous failure the job is looked up by its unique name before any new sbatch."""
+    timeout = settings.command_timeout
+    return submit_with_retry(
+        lambda: commands.sbatch(text, timeout=timeout),
+        lambda names: find_jobs_by_name(names, timeout=timeout),
+        name, settings, never_sent=commands.NEVER_SENT,
+        lookup_hint=f"squeue --me --name={name}", sleep=lambda delay: sleep(delay))
 
 
 class ClusterQuery(Generic[T]):
@@ -209,7 +205,7 @@ def _new_name(job: Job) -> str:
     return f"ganga-{job.fqid}-{secrets.token_hex(3)}"
 
 
-def _element(job: Job, spec: RunSpec, root: str, resources: ResourceSpec) -> ElementCommand:
+def _element(job: Job, spec: RunSpec, root: str, options: Options) -> ElementCommand:
     master = job.master
     env = dict(spec.env)
     env.update(
@@ -221,7 +217,7 @@ def _element(job: Job, spec: RunSpec, root: str, resources: ResourceSpec) -> Ele
     output = os.path.join(root, "output")
     # srun inside the collecting wrapper: the files are collected once, after every
     # process has ended.
-    argv: tuple[str, ...] = (*resources.launcher(), *spec.argv)
+    argv: tuple[str, ...] = (*options.resources.launcher(), *spec.argv)
     if spec.output_patterns:
         patterns = spec.output_patterns
         argv = ("/bin/bash", "-c", _COLLECT_CALL, "ganga-collect", output, str(len(patterns)),
@@ -246,51 +242,29 @@ def plan(
 
     ``partitions`` is called (once) only when some job leaves its partition unset, and
     ``array_limit`` (the cluster's MaxArraySize) only when there is an array to make.
-    Raises :class:`SlurmCommandError` when either cannot be read.
+    Raises :class:`~.commands.SlurmCommandError` when either cannot be read.
     """
-    batches: list[Batch] = []
-    arrays: dict[tuple[str, Options, int], Batch] = {}
-    array_size: int | None = None
-    failed: dict[str, str] = {}
     chosen: dict[ResourceSpec, str | ResourceError] = {}
-    for job, spec in pairs:
+
+    def options_of(job: Job) -> tuple[Options, str, bool]:
         options = Options.of(job.backend)
-        master = job.master
-        top = ctx.paths(master).location if master is not None else ctx.paths(job).location
-        root = ctx.paths(job).location
-        partition = options.partition
-        if not partition:
-            choice = chosen.get(options.resources)
-            if choice is None:
-                try:
-                    choice = choose_partition(partitions(), options.resources)
-                except ResourceError as exc:
-                    choice = exc
-                chosen[options.resources] = choice
-            if isinstance(choice, ResourceError):
-                failed[job.fqid] = f"Slurm.resources: {choice}"
-                continue
-            partition = choice
-        member = Member(job, None, root, _element(job, spec, root, options.resources),
-                        spec.inputs)
-        if master is not None and options.bulk:
-            if array_size is None:
-                array_size = _array_size(array_limit(), settings)
-            # Task id = subjob id below the limit; past it, one more array per
-            # ``array_size`` subjobs, each with task ids from 0.
-            chunk, member.index = divmod(job.id, array_size)
-            key = (top, options, chunk)
-            batch = arrays.get(key)
-            if batch is None:
-                batch = Batch(_new_name(master), top, options, partition,
-                              partition_chosen=not options.partition)
-                arrays[key] = batch
-                batches.append(batch)
-            batch.members.append(member)
-        else:
-            batches.append(Batch(_new_name(job), top, options, partition, [member],
-                                 partition_chosen=not options.partition))
-    return batches, failed
+        return options, options.partition, options.bulk
+
+    def place(options: Options) -> str:
+        choice = chosen.get(options.resources)
+        if choice is None:
+            try:
+                choice = choose_partition(partitions(), options.resources)
+            except ResourceError as exc:
+                choice = exc
+            chosen[options.resources] = choice
+        if isinstance(choice, ResourceError):
+            raise PlacementError(f"Slurm.resources: {choice}")
+        return choice
+
+    return plan_batches(ctx, pairs, options_of=options_of, place=place, command=_element,
+                        array_size=lambda: _array_size(array_limit(), settings),
+                        new_name=_new_name)
 
 
 def _array_size(cluster_limit: int, settings: SlurmSettings) -> int:
@@ -340,7 +314,7 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
         job_name=batch.name,
         commands=commands_,
         resources=options.resources,
-        partition=batch.partition or None,
+        partition=batch.queue or None,
         account=options.account or None,
         reservation=options.reservation or None,
         qos=options.qos or None,
@@ -354,190 +328,12 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
 
 def render_batch(batch: Batch, members: Sequence[Member] | None = None
                  ) -> tuple[str | None, dict[str, str]]:
-    """The script text, and fqid -> error for members whose command cannot be written.
-
-    A script error is pinned on the members that cause it (rendering each alone, which
-    only happens on that rare path), so the others can still be submitted.
-    """
-    members = list(batch.members if members is None else members)
-    try:
-        return render_script(batch_spec(batch, members)), {}
-    except ScriptError as exc:
-        whole = str(exc)
-    bad: dict[str, str] = {}
-    for member in members:
-        try:
-            render_script(batch_spec(batch, [member]))
-        except ScriptError as exc:
-            bad[member.job.fqid] = f"cannot write the batch script: {exc}"
-    good = [m for m in members if m.job.fqid not in bad]
-    if not bad:  # the job-level part is wrong: every member fails with it
-        return None, {m.job.fqid: f"cannot write the batch script: {whole}" for m in members}
-    if not good:
-        return None, bad
-    text, more = render_batch(batch, good)
-    return text, {**bad, **more}
-
-
-# -- side effects ---------------------------------------------------------------------
+    """The script text, and fqid -> error for members whose command cannot be written
+    (see :func:`ganga_like.batch.planning.render_pinned`)."""
+    return render_pinned(lambda chosen: render_script(batch_spec(batch, chosen)),
+                         batch.members if members is None else members, ScriptError)
 
 
 def prepare_workspace(member: Member) -> None:
     """Directories, input files, and the earlier run's output put aside (kept)."""
-    root = member.root
-    output = os.path.join(root, "output")
-    count = member.job.submit_count
-    if count > 1 and os.path.exists(output):
-        os.rename(output, os.path.join(root, f"output.{count - 1}"))
-    work = os.path.join(root, "work")
-    os.makedirs(output, exist_ok=True)
-    os.makedirs(work, exist_ok=True)
-    if member.inputs:
-        input_dir = os.path.join(root, "input")
-        os.makedirs(input_dir, exist_ok=True)
-        for source in member.inputs:
-            name = os.path.basename(source.rstrip("/"))
-            kept = os.path.join(input_dir, name)
-            # Copies, never links: a program writing to its input must change neither
-            # the user's file nor the copy kept in input/.
-            _copy(source, kept)
-            _copy(kept, os.path.join(work, name))
-
-
-def _copy(source: str, target: str) -> None:
-    if os.path.isdir(source):
-        shutil.copytree(source, target, dirs_exist_ok=True)
-        return
-    copy_private(source, target)
-
-
-# Failures after which sbatch cannot have reached the controller: retrying is safe.
-# Any other transient failure (a timeout, a dropped connection) may hide a job the
-# controller accepted, so the retry first looks for it by its unique name.
-_NEVER_SENT = re.compile(
-    r"Unable to contact slurm controller|Connection refused|Network is unreachable|"
-    r"No route to host|Munge encode failed|temporarily unable to accept job|"
-    r"Could not establish a configuration source|not found on PATH",
-    re.IGNORECASE,
-)
-
-# Replaced in tests so that retries do not really wait.
-sleep: Callable[[float], None] = time.sleep
-
-
-def retry(action: Callable[[], Any], settings: SlurmSettings) -> Any:
-    """Run ``action``, retrying transient Slurm failures with doubling back-off.
-
-    Stops after ``submit_attempts`` attempts, or when the next attempt would start more
-    than ``submit_patience`` seconds after the first; the last error is then raised.
-    Only for read-only commands: sbatch has :func:`sbatch_with_retry`.
-    """
-    started = time.monotonic()
-    delay = settings.submit_backoff
-    attempt = 1
-    while True:
-        try:
-            return action()
-        except SlurmCommandError as exc:
-            elapsed = time.monotonic() - started
-            if _give_up(exc, attempt, elapsed + delay, settings):
-                raise
-            sleep(delay)
-            delay *= 2
-            attempt += 1
-
-
-def _give_up(exc: SlurmCommandError, attempt: int, next_start: float,
-             settings: SlurmSettings) -> bool:
-    if not exc.transient:
-        return True
-    if attempt >= settings.submit_attempts or next_start > settings.submit_patience:
-        if attempt > 1:
-            exc.message += f" (gave up after {attempt} attempts)"
-        return True
-    return False
-
-
-def sbatch_with_retry(text: str, name: str, settings: SlurmSettings) -> str:
-    """Submit ``text`` and return the job id, retrying like :func:`retry`.
-
-    After a failure that may hide an accepted job (a timeout, a dropped connection),
-    the job is looked up by its unique name before anything is submitted again; as long
-    as that look-up cannot be made, nothing is resubmitted.
-    """
-    started = time.monotonic()
-    delay = settings.submit_backoff
-    attempt = 1
-    unresolved = False  # an earlier attempt may have been accepted
-    while True:
-        try:
-            if unresolved:
-                found = find_jobs_by_name([name], timeout=settings.command_timeout)
-                if name in found:
-                    return found[name]
-                unresolved = False
-            return commands.sbatch(text, timeout=settings.command_timeout)
-        except SlurmCommandError as exc:
-            unresolved = unresolved or not _NEVER_SENT.search(exc.message)
-            elapsed = time.monotonic() - started
-            if _give_up(exc, attempt, elapsed + delay, settings):
-                if unresolved:
-                    exc.message += (f"; the job may have been accepted all the same: "
-                                    f"look for it with `squeue --me --name={name}`")
-                raise
-            sleep(delay)
-            delay *= 2
-            attempt += 1
-
-
-def find_jobs_by_name(names: Sequence[str], *, timeout: float = commands.DEFAULT_TIMEOUT
-                      ) -> dict[str, str]:
-    """Our jobs called one of ``names``: name -> job id (an array's id for an array), in
-    ONE squeue call; names not found are absent."""
-    if not names:
-        return {}
-    args = ["squeue", "--noheader", "--me", "--states=all", f"--name={','.join(names)}",
-            "--format=%A|%j"]
-    result = commands._run(args, timeout=timeout)
-    if result.returncode != 0:
-        raise commands._fail(args, result)
-    found: dict[str, str] = {}
-    for line in result.stdout.splitlines():
-        job_id, _, name = line.strip().partition("|")
-        if job_id.isdigit() and name in names:
-            found.setdefault(name, job_id)
-    return found
-
-
-# -- the submission log ---------------------------------------------------------------
-
-SUBMISSION_LOG = "submissions.log"
-
-
-def log_submission(log_dir: str, name: str, outcome: str) -> None:
-    """One line per sbatch in ``slurm/submissions.log``, after the outcome is known.
-
-    It keeps earlier Slurm ids findable after a resubmission replaced them, and tells
-    an interrupted submission (a script with no line) from a finished one.
-    """
-    when = datetime.now().isoformat(sep=" ", timespec="seconds")
-    try:
-        with open(os.path.join(log_dir, SUBMISSION_LOG), "a", encoding="utf-8") as f:
-            f.write(f"{when} {name} {outcome}\n")
-    except OSError:
-        pass  # bookkeeping only: the ids are on the subjobs
-
-
-def unconfirmed_submissions(log_dir: str) -> list[str]:
-    """Names of the scripts kept in ``log_dir`` whose sbatch outcome was never logged:
-    the process stopped while submitting them."""
-    try:
-        scripts = {n[:-3] for n in os.listdir(log_dir) if n.endswith(".sh")}
-    except OSError:
-        return []
-    try:
-        with open(os.path.join(log_dir, SUBMISSION_LOG), encoding="utf-8") as f:
-            logged = {line.split(" ", 3)[2] for line in f if line.count(" ") >= 3}
-    except OSError:
-        logged = set()
-    return sorted(scripts - logged)
+    _prepare_workspace(member.root, member.job.submit_count, member.inputs)

@@ -1,0 +1,129 @@
+"""One monitoring cycle of a batch backend: one queue query and at most one history
+query for every active (sub)job, whatever their number; :mod:`.tracker` decides.
+
+Only changes are reported: what was last reported is kept in the poll memory, which the
+monitor keeps only once the cycle's commit succeeded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from ganga_like.errors import BackendError
+from ganga_like.model.interfaces import ActiveRef, PollContext, StatusReport
+from ganga_like.model.status import Status
+
+from .commands import CommandError
+from .scheduler import BatchScheduler
+from .tracker import Observation, Seen, Sighting, Tracker, TrackerSettings
+
+__all__ = ["PollSettings", "poll", "query_ids"]
+
+# Called for a failure with exit code 1, which may hide a reason the job left on disk.
+FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
+
+
+class PollSettings(TrackerSettings, Protocol):
+    @property
+    def poll_interval(self) -> float: ...  # the scheduler is asked at most this often
+    @property
+    def command_timeout(self) -> float: ...
+
+
+def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[list[str]]:
+    """The ids to ask about (an array's id covers all its elements), in batches that fit
+    one command line."""
+    limit = scheduler.max_query_chars
+    bases = sorted({scheduler.split_id(sid)[0] for sid in scheduler_ids},
+                   key=scheduler.id_order)
+    batches: list[list[str]] = []
+    size = limit + 1
+    for base in bases:
+        if size + len(base) + 1 > limit:
+            batches.append([])
+            size = 0
+        batches[-1].append(base)
+        size += len(base) + 1
+    return batches
+
+
+def _ask(scheduler: BatchScheduler,
+         command: Callable[..., dict[str, Sighting]], ids: Iterable[str],
+         timeout: float) -> dict[str, Sighting]:
+    rows: dict[str, Sighting] = {}
+    for batch in query_ids(scheduler, ids):
+        rows.update(command(batch, timeout=timeout))
+    return rows
+
+
+def poll(scheduler: BatchScheduler, ctx: PollContext, refs: Sequence[ActiveRef],
+         settings: PollSettings, read_failure: FailureReader | None = None
+         ) -> list[StatusReport]:
+    """Reports for the (sub)jobs of ``refs`` whose status changed since the last cycle."""
+    log = logging.getLogger(f"ganga_like.{scheduler.label.lower()}")
+    previous: dict[str, Seen] = ctx.memory.get("seen", {})
+    history_off: str | None = ctx.memory.get("history_off")
+    if not scheduler.history_name:
+        history_off = f"{scheduler.label} keeps no job history"
+    now, wall = time.monotonic(), time.time()
+
+    last = ctx.memory.get("polled_at")
+    if last is not None and now - last < settings.poll_interval:
+        return []  # too soon: a busy scheduler serves many users
+    ctx.staged["polled_at"] = now
+
+    tracked: dict[str, ActiveRef] = {}
+    for ref in refs:
+        scheduler_id = str(ref.backend_data.get("id") or "")
+        if scheduler.valid_id(scheduler_id):
+            tracked[scheduler_id] = ref
+        else:  # one bad record must not stop the monitoring of all the others
+            log.warning("%s: no usable %s id (%r); its status is left as it is",
+                        ref.fqid, scheduler.label, scheduler_id)
+    if not tracked:
+        return []
+
+    try:
+        queue = _ask(scheduler, scheduler.query, tracked, settings.command_timeout)
+    except CommandError as exc:
+        raise BackendError(f"{scheduler.query_name}: {exc.message}",
+                           transient=exc.transient) from None
+
+    neither = f"neither {scheduler.query_name} nor {scheduler.history_name}" \
+        if scheduler.history_name else scheduler.query_name
+    tracker = Tracker(
+        settings, previous, now, wall, history_off=history_off is not None,
+        lost=f"lost: {scheduler.label} no longer lists it ({neither})",
+        cancelled=f"cancelled while pending: {scheduler.label} no longer lists it")
+    ask = tracker.queue(tracked, queue)
+    history: dict[str, Sighting] | None = None
+    if ask and history_off is None:
+        try:
+            history = _ask(scheduler, scheduler.history, ask, settings.command_timeout)
+        except CommandError as exc:
+            if scheduler.history_unavailable(exc):
+                ctx.staged["history_off"] = exc.message
+                tracker.history_off = True
+                log.info("%s is not available (%s): exit codes are not known",
+                         scheduler.history_name, exc.message)
+            else:
+                log.warning("%s failed (%s); finished jobs are confirmed later",
+                            scheduler.history_name, exc)
+    tracker.history(history)
+    ctx.staged["seen"] = tracker.seen
+
+    reports: list[StatusReport] = []
+    for change in tracker.changes:
+        ref, observation = tracked[change.scheduler_id], change.observation
+        if read_failure is not None and observation.status == "failed" \
+                and observation.exit_code == 1:
+            observation = read_failure(ctx, ref, observation)
+        # "running: running" says nothing; "failed: walltime exceeded" does.
+        reason = "" if observation.reason == observation.status else observation.reason
+        reports.append(StatusReport(
+            fqid=ref.fqid, status=Status.parse(observation.status), time=change.time,
+            reason=reason, exit_code=observation.exit_code, started=change.started))
+    return reports

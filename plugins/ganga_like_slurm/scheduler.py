@@ -1,0 +1,117 @@
+"""Slurm as the batch base drives it: its id forms, its commands, and its rows read
+into the tracker's terms (pure: a row in, a sighting out)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import ClassVar
+
+from ganga_like.batch.commands import CommandError
+from ganga_like.batch.scheduler import BatchScheduler
+from ganga_like.batch.tracker import Observation, Sighting
+
+from . import commands, submission
+from .commands import SacctRow, SqueueRow
+from .script import compress_indices
+from .states import UnknownStateError, classify
+
+__all__ = ["SCHEDULER", "SlurmScheduler", "history_sighting", "queue_sighting"]
+
+log = logging.getLogger("ganga_like.slurm")
+
+_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
+
+
+def _observe(job_id: str, state: str, reason: str | None,
+             exit_code: str | None) -> Observation | None:
+    try:
+        return classify(state, reason, exit_code)
+    except UnknownStateError as exc:
+        log.warning("%s: %s; its status is left as it is", job_id, exc)
+        return None
+
+
+def _timestamp(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+def queue_sighting(row: SqueueRow) -> Sighting:
+    """An squeue row: its state and pending reason (squeue has no exit codes)."""
+    return Sighting(_observe(row.job_id, row.state, row.reason, None))
+
+
+def history_sighting(row: SacctRow) -> Sighting:
+    """An sacct row: state (with who cancelled it), exit code, start and end."""
+    return Sighting(_observe(row.job_id, row.raw_state, row.reason, row.exit_code),
+                    started=row.start is not None, ended_at=_timestamp(row.end))
+
+
+class SlurmScheduler(BatchScheduler):
+    """sbatch, squeue, sacct and scancel; ids ``123`` (a job or array) and ``123_4``."""
+
+    label: ClassVar[str] = "Slurm"
+    submit_name: ClassVar[str] = "sbatch"
+    query_name: ClassVar[str] = "squeue"
+    history_name: ClassVar[str] = "sacct"
+    cancel_name: ClassVar[str] = "scancel"
+    queue_word: ClassVar[str] = "partition"
+    log_dir_name: ClassVar[str] = "slurm"
+    never_sent: ClassVar[re.Pattern[str]] = commands.NEVER_SENT
+
+    def valid_id(self, scheduler_id: str) -> bool:
+        return _ID_RE.match(scheduler_id) is not None
+
+    def split_id(self, scheduler_id: str) -> tuple[str, int | None]:
+        base, _, index = scheduler_id.partition("_")
+        return base, int(index) if index.isdigit() else None
+
+    def element_id(self, array_id: str, index: int) -> str:
+        return f"{array_id}_{index}"
+
+    def elements_target(self, array_id: str, indices: Sequence[int]) -> str:
+        return f"{array_id}_[{compress_indices(indices)}]"
+
+    def id_order(self, job_id: str) -> int:
+        return int(job_id)
+
+    def shown_submit(self, script_path: str) -> str:
+        return f"sbatch --parsable < {script_path}"
+
+    def lookup_hint(self, name: str) -> str:
+        return f"squeue --me --name={name}"
+
+    # Through the modules' attributes, looked up at each call: tests replace them.
+
+    def submit(self, script: str, *, timeout: float) -> str:
+        return commands.sbatch(script, timeout=timeout)
+
+    def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
+        return submission.find_jobs_by_name(names, timeout=timeout)
+
+    def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
+        commands.scancel(targets, timeout=timeout)
+
+    def query(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
+        rows = commands.squeue(job_ids, timeout=timeout)
+        return {key: queue_sighting(row) for key, row in rows.items()}
+
+    def history(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
+        rows = commands.sacct(job_ids, timeout=timeout)
+        return {key: history_sighting(row) for key, row in rows.items()}
+
+    def history_unavailable(self, error: CommandError) -> bool:
+        return "accounting storage is disabled" in error.message
+
+    def sleep(self, seconds: float) -> None:
+        submission.sleep(seconds)
+
+
+SCHEDULER = SlurmScheduler()

@@ -1,0 +1,239 @@
+"""The batch base's poll rules, pure: rows in, changes out (no processes, no clock).
+
+The tracker gets the queue's and the history's rows already read, and the times; each
+test plays cycles the way the poll does, keeping the memory of one cycle for the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from ganga_like.batch import polling
+from ganga_like.batch.commands import CommandError
+from ganga_like.batch.planning import compress
+from ganga_like.batch.scheduler import BatchScheduler
+from ganga_like.batch.tracker import Observation, Seen, Sighting, Tracker
+from ganga_like.errors import BackendError
+from ganga_like.model.interfaces import ActiveRef, PollContext
+from ganga_like_slurm.commands import SacctRow, SqueueRow
+from ganga_like_slurm.scheduler import history_sighting, queue_sighting
+
+PENDING = Sighting(Observation("submitted", "pending (Priority)"))
+RUNNING = Sighting(Observation("running", "running"))
+DONE = Sighting(Observation("completed", "finished with exit code 0"))
+FAILED = Sighting(Observation("failed", "finished with a non-zero exit code"))
+
+
+@dataclass(frozen=True)
+class Waits:
+    final_grace_seconds: float = 60.0
+    vanish_seconds: float = 30.0
+    vanish_cycles: int = 3
+    poll_interval: float = 0.0
+    command_timeout: float = 5.0
+
+
+class Cycles:
+    """Runs tracker cycles at given times, keeping the memory between them."""
+
+    def __init__(self, ids: Sequence[str], **waits: float) -> None:
+        self.ids = list(ids)
+        self.waits = Waits(**waits)  # type: ignore[arg-type]
+        self.memory: dict[str, Seen] = {}
+        self.asked: list[str] = []
+
+    def cycle(self, now: float, queue: Mapping[str, Sighting],
+              history: Mapping[str, Sighting] | None = None, *, history_off: bool = False,
+              keep: bool = True) -> dict[str, tuple[str, str, int | None, bool]]:
+        tracker = Tracker(self.waits, self.memory, now=now, wall=1000.0 + now,
+                          history_off=history_off)
+        self.asked = tracker.queue(self.ids, queue)
+        tracker.history(None if history is None else dict(history))
+        if keep:
+            self.memory = tracker.seen
+        return {c.scheduler_id: (c.observation.status, c.observation.reason,
+                                 c.observation.exit_code, c.started)
+                for c in tracker.changes}
+
+
+def test_only_changes_are_reported_and_queued_jobs_need_no_history() -> None:
+    run = Cycles(["1_0", "1_1"])
+    assert run.cycle(0, {"1_0": PENDING, "1_1": RUNNING}, {}) == {
+        "1_0": ("submitted", "pending (Priority)", None, True),
+        "1_1": ("running", "running", None, True)}
+    assert run.asked == []  # nothing finished or missing: the history is not asked
+    assert run.cycle(1, {"1_0": PENDING, "1_1": RUNNING}, {}) == {}
+    assert run.cycle(2, {"1_0": RUNNING, "1_1": RUNNING}, {}) == {
+        "1_0": ("running", "running", None, True)}
+
+
+def test_a_job_finished_in_the_queue_waits_for_the_historys_exit_code() -> None:
+    run = Cycles(["5"], final_grace_seconds=10)
+    assert run.cycle(0, {"5": FAILED}, {}) == {}
+    assert run.asked == ["5"]
+    confirmed = Sighting(Observation("failed", "finished with exit code 3", 3),
+                         started=True, ended_at=42.0)
+    assert run.cycle(1, {"5": FAILED}, {"5": confirmed}) == {
+        "5": ("failed", "finished with exit code 3", 3, True)}
+
+
+def test_past_the_grace_the_queues_word_is_taken_and_completed_means_exit_code_0() -> None:
+    run = Cycles(["5", "6"], final_grace_seconds=10)
+    queue = {"5": DONE, "6": FAILED}
+    assert run.cycle(0, queue, {}) == {}
+    assert run.cycle(9.9, queue, {}) == {}
+    assert run.cycle(10, queue, {}) == {
+        "5": ("completed", "finished with exit code 0", 0, True),
+        "6": ("failed", "finished with a non-zero exit code", None, True)}
+
+
+def test_without_a_history_the_queue_is_believed_at_once() -> None:
+    run = Cycles(["5"])
+    assert run.cycle(0, {"5": DONE}, None, history_off=True) == {
+        "5": ("completed", "finished with exit code 0", 0, True)}
+
+
+def test_a_job_listed_nowhere_is_concluded_gone_after_enough_time_and_cycles() -> None:
+    run = Cycles(["1_0", "1_1"], vanish_seconds=5, vanish_cycles=3)
+    run.cycle(0, {"1_0": PENDING, "1_1": RUNNING}, {})
+    assert run.cycle(1, {}, {}) == {}
+    assert run.cycle(2, {}, {}, keep=False) == {}  # a cycle not committed does not count
+    assert run.cycle(3, {}, {}) == {}
+    assert run.cycle(4, {}, {}) == {}  # three cycles, but only 3 s
+    gone = run.cycle(6, {}, {})
+    assert gone == {
+        "1_0": ("killed", "cancelled while pending: the scheduler no longer lists it", None,
+                False),
+        "1_1": ("failed", "lost: the scheduler no longer lists it", None, True)}
+
+
+def test_a_history_that_does_not_answer_concludes_nothing_about_missing_jobs() -> None:
+    run = Cycles(["7"], vanish_seconds=0, vanish_cycles=1)
+    run.cycle(0, {"7": RUNNING}, {})
+    assert run.cycle(1, {}, None) == {}
+    assert run.memory["7"] == Seen(reported="running")
+    assert run.cycle(2, {}, {}) == {"7": ("failed", "lost: the scheduler no longer lists it",
+                                          None, True)}
+
+
+def test_an_unknown_state_leaves_the_job_as_it_was() -> None:
+    run = Cycles(["8"])
+    run.cycle(0, {"8": RUNNING}, {})
+    assert run.cycle(1, {"8": Sighting(None)}, {}) == {}
+    assert run.asked == [] and run.memory["8"] == Seen(reported="running")
+
+
+def test_a_job_killed_while_waiting_never_started() -> None:
+    run = Cycles(["9"], final_grace_seconds=0)
+    run.cycle(0, {"9": PENDING}, {})
+    killed = Sighting(Observation("killed", "cancelled"))
+    assert run.cycle(1, {"9": killed}, {}) == {"9": ("killed", "cancelled", None, False)}
+
+
+def test_slurm_rows_are_read_into_sightings() -> None:
+    queued = queue_sighting(SqueueRow("3_1", "4", "3", 1, "PENDING", "Priority"))
+    assert queued == Sighting(Observation("submitted", "pending (Priority)"))
+    ended = history_sighting(SacctRow("3_1", "4", "3", 1, "FAILED", None, "2:0", None,
+                                      "2030-01-01T10:00:00", "2030-01-01T10:00:05"))
+    assert ended.observation == Observation("failed", "finished with exit code 2", 2)
+    assert ended.started and ended.ended_at is not None
+    never = history_sighting(SacctRow("3_2", "5", "3", 2, "CANCELLED", "0", "0:0", None,
+                                      None, None))
+    assert not never.started and never.ended_at is None
+    assert queue_sighting(SqueueRow("3", "3", None, None, "NO_SUCH_STATE", None)) == \
+        Sighting(None)
+
+
+def test_ranges_of_indices_are_compressed() -> None:
+    assert compress([8, 0, 1, 2, 5, 7, 2]) == "0-2,5,7-8"
+    assert compress([]) == ""
+
+
+# --- a scheduler of its own plugs into the base's poll ---------------------------------
+
+
+class DictScheduler(BatchScheduler):
+    """A batch system whose queue is a dict (ids ``J`` and ``J.I``); no history."""
+
+    label: ClassVar[str] = "Toy"
+    submit_name: ClassVar[str] = "tsub"
+    query_name: ClassVar[str] = "tstat"
+    cancel_name: ClassVar[str] = "tdel"
+    log_dir_name: ClassVar[str] = "toy"
+
+    def __init__(self) -> None:
+        self.queue: dict[str, Sighting] = {}
+        self.down = False
+        self.queries: list[list[str]] = []
+
+    def valid_id(self, scheduler_id: str) -> bool:
+        return scheduler_id.replace(".", "").isdigit()
+
+    def split_id(self, scheduler_id: str) -> tuple[str, int | None]:
+        base, _, index = scheduler_id.partition(".")
+        return base, int(index) if index else None
+
+    def element_id(self, array_id: str, index: int) -> str:
+        return f"{array_id}.{index}"
+
+    def elements_target(self, array_id: str, indices: Sequence[int]) -> str:
+        return f"{array_id}.[{compress(indices)}]"
+
+    def submit(self, script: str, *, timeout: float) -> str:
+        raise NotImplementedError
+
+    def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
+        return {}
+
+    def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
+        raise NotImplementedError
+
+    def query(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
+        self.queries.append(list(job_ids))
+        if self.down:
+            raise CommandError("tstat: server not answering", transient=True)
+        return {k: v for k, v in self.queue.items() if k.split(".")[0] in job_ids}
+
+
+def test_a_new_scheduler_is_polled_once_per_cycle_and_a_dead_one_is_transient(
+        tmp_path: Path) -> None:
+    toy = DictScheduler()
+    ctx = PollContext(tmp_path, tmp_path / "workspace", {})
+    refs = [ActiveRef(4, i, 1, {"id": f"77.{i}"}) for i in range(3)]
+    refs.append(ActiveRef(5, None, 1, {"id": "not an id"}))  # skipped, not fatal
+    toy.queue = {"77.0": RUNNING, "77.1": PENDING, "77.2": DONE}
+    reports = polling.poll(toy, ctx, refs, Waits())
+    assert [(r.fqid, str(r.status), r.exit_code) for r in reports] == [
+        ("4.0", "running", None), ("4.1", "submitted", None), ("4.2", "completed", 0)]
+    assert toy.queries == [["77"]]  # the array's id, once
+    ctx.memory.update(ctx.staged)
+    toy.queue = {}
+    toy.down = True
+    with pytest.raises(BackendError, match="tstat: tstat: server not answering") as info:
+        polling.poll(toy, ctx, refs[:2], Waits())
+    assert info.value.transient
+
+
+def test_a_member_that_cannot_be_rendered_fails_alone() -> None:
+    from ganga_like.batch.planning import Member, render_pinned
+    from ganga_like.model.job import Job
+
+    def member(i: int, word: str) -> Member[str]:
+        job = Job()
+        job.__dict__["id"] = i
+        return Member(job, i, f"/w/{i}", word, ())
+
+    def render(members: Sequence[Member[str]]) -> str:
+        if any("\n" in m.command for m in members):
+            raise ValueError("a command must be one line")
+        return ";".join(m.command for m in members)
+
+    text, errors = render_pinned(render, [member(0, "a"), member(1, "b\nc"), member(2, "d")],
+                                 ValueError)
+    assert text == "a;d"
+    assert errors == {"1": "cannot write the batch script: a command must be one line"}
