@@ -27,6 +27,7 @@ from .planning import Batch, Member, compress
 from .records import log_submission, prepare_workspace, unconfirmed_submissions
 from .retry import RetrySettings
 from .scheduler import BatchScheduler
+from .script import read_missing_output
 from .tracker import Observation
 
 __all__ = ["BatchBackend", "BatchSettings", "ScriptPreview"]
@@ -97,8 +98,9 @@ class BatchBackend(IBackend):
     @classmethod
     def read_failure(cls, ctx: PollContext, ref: ActiveRef,
                      observation: Observation) -> Observation:
-        """A failure with exit code 1 may have left its real reason on disk."""
-        return observation
+        """A failure with exit code 1 may have left its real reason on disk: an output
+        pattern that matched nothing (see :mod:`.script`)."""
+        return read_missing_output(ctx, ref, observation)
 
     def plan_preview(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
                      settings: BatchSettings

@@ -22,11 +22,8 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
-from ganga_like.batch.tracker import Observation
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
-    ActiveRef,
-    PollContext,
     RunSpec,
     SubmitContext,
 )
@@ -34,7 +31,6 @@ from ganga_like.model.job import Job
 
 from . import commands
 from .commands import SlurmCommandError
-from .polling import read_missing_output
 from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
@@ -148,11 +144,6 @@ class Slurm(BatchBackend):
     @staticmethod
     def prepare(member: Member) -> None:
         prepare_workspace(member)
-
-    @classmethod
-    def read_failure(cls, ctx: PollContext, ref: ActiveRef,
-                     observation: Observation) -> Observation:
-        return read_missing_output(ctx, ref, observation)
 
     def plan_preview(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
                      settings: BatchSettings) -> tuple[list[Batch], dict[str, str], list[str]]:

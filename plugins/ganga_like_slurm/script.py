@@ -1,16 +1,19 @@
-"""Render a bash batch script for one job or one job array.
-
-Each element runs its argv through ``exec`` with every word quoted by
-:func:`shlex.quote`, so quotes, ``$``, backticks, spaces, newlines and unicode
-reach the program unchanged: bash never interprets the arguments.
+"""Render a Slurm batch script for one job or one job array: the ``#SBATCH`` directives,
+then the bash body the batch base writes (:mod:`ganga_like.batch.script`).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from ganga_like.batch.script import (
+    ElementCommand,
+    ScriptError,
+    array_dispatch,
+    compress_indices,
+    element_lines,
+)
 
 from .resource_spec import ResourceSpec
 
@@ -22,28 +25,6 @@ __all__ = [
     "expand_indices",
     "render_script",
 ]
-
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class ScriptError(ValueError):
-    """A batch script that cannot be written safely."""
-
-
-@dataclass(frozen=True)
-class ElementCommand:
-    """What one array element (or a plain job) executes.
-
-    ``stdout``/``stderr`` are literal paths (no Slurm ``%`` patterns); ``None``
-    leaves the stream going to the job's ``--output``/``--error`` file.  The same
-    path for both merges the streams.
-    """
-
-    argv: Sequence[str]
-    env: Mapping[str, str] = field(default_factory=dict)
-    workdir: str | None = None
-    stdout: str | None = None
-    stderr: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,25 +53,6 @@ class BatchScriptSpec:
     stdout: str | None = None
     stderr: str | None = None
     workdir: str | None = None
-
-
-def compress_indices(indices: Iterable[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2,5,7-8"`` (sorted, duplicates dropped)."""
-    ordered = sorted(set(indices))
-    if not ordered:
-        raise ScriptError("an array needs at least one index")
-    if ordered[0] < 0:
-        raise ScriptError(f"array indices must not be negative, got {ordered[0]}")
-    parts: list[str] = []
-    start = prev = ordered[0]
-    for index in ordered[1:]:
-        if index == prev + 1:
-            prev = index
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = index
-    parts.append(str(start) if start == prev else f"{start}-{prev}")
-    return ",".join(parts)
 
 
 def expand_indices(text: str) -> list[int]:
@@ -128,34 +90,6 @@ def _directive_value(value: str, what: str) -> str:
 def _check_line(text: str, what: str) -> None:
     if any(ch in text for ch in "\n\r\0"):
         raise ScriptError(f"{what} must be a single line: {text!r}")
-
-
-def _element_lines(command: ElementCommand, indent: str) -> list[str]:
-    if not command.argv:
-        raise ScriptError("a command needs at least a program name (argv is empty)")
-    lines: list[str] = []
-    for name, value in command.env.items():
-        if not _ENV_NAME_RE.match(name):
-            raise ScriptError(f"invalid environment variable name {name!r}")
-        if "\0" in value:
-            raise ScriptError(f"environment variable {name} contains a NUL byte")
-        lines.append(f"{indent}export {name}={shlex.quote(value)}")
-    if command.workdir is not None:
-        # `|| exit` keeps a missing directory from running the program elsewhere.
-        lines.append(f"{indent}cd -- {shlex.quote(command.workdir)} || exit 1")
-    for word in command.argv:
-        if "\0" in word:
-            raise ScriptError(f"argument contains a NUL byte: {word!r}")
-    words = ["exec", *(shlex.quote(word) for word in command.argv)]
-    if command.stdout is not None:
-        words.append(">" + shlex.quote(command.stdout))
-    if command.stderr is not None:
-        if command.stderr == command.stdout:
-            words.append("2>&1")
-        else:
-            words.append("2>" + shlex.quote(command.stderr))
-    lines.append(indent + " ".join(words))
-    return lines
 
 
 def _selected_indices(spec: BatchScriptSpec) -> list[int] | None:
@@ -211,17 +145,8 @@ def render_script(spec: BatchScriptSpec) -> str:
 
     if indices is None:
         assert isinstance(spec.commands, ElementCommand)
-        lines.extend(_element_lines(spec.commands, ""))
+        lines.extend(element_lines(spec.commands, ""))
     else:
         assert not isinstance(spec.commands, ElementCommand)
-        lines.append('case "${SLURM_ARRAY_TASK_ID-}" in')
-        for index in indices:
-            lines.append(f"{index})")
-            lines.extend(_element_lines(spec.commands[index], "    "))
-            lines.append("    ;;")
-        lines.append("*)")
-        lines.append('    echo "no command for array task ${SLURM_ARRAY_TASK_ID-unset}" >&2')
-        lines.append("    exit 1")
-        lines.append("    ;;")
-        lines.append("esac")
+        lines.extend(array_dispatch(spec.commands, indices, "SLURM_ARRAY_TASK_ID"))
     return "\n".join(lines) + "\n"

@@ -23,6 +23,12 @@ from ganga_like.batch.records import SUBMISSION_LOG, log_submission, unconfirmed
 from ganga_like.batch.records import prepare_workspace as _prepare_workspace
 from ganga_like.batch.retry import retry as _retry
 from ganga_like.batch.retry import submit_with_retry
+from ganga_like.batch.script import (
+    COLLECT_FUNCTION,
+    MISSING_OUTPUT_FILE,
+    element_command,
+    needs_collect,
+)
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
 
@@ -59,54 +65,6 @@ __all__ = [
     "unconfirmed_submissions",
 ]
 
-# Written by the batch script when an output pattern matched nothing; the poll reads it
-# (only for elements that failed with exit code 1) to report the real reason.
-MISSING_OUTPUT_FILE = "__ganga_output_missing__"
-
-# Output files must be moved out of the work directory after the program ends, so a job
-# with output patterns runs its program under this function instead of through `exec`.
-# It is exported so the `exec /bin/bash -c` of each array element sees it: the script
-# defines it once, not once per element. As with Local, a file keeps its path relative to
-# the work directory (`sub/out.txt` -> `output/sub/out.txt`; a file outside it, by an
-# absolute or `../` pattern, goes by its name), and nothing in the output directory is ever
-# overwritten: a file whose place is taken stays in the work directory and the element
-# fails, saying why. A match inside a directory already moved went with it.
-COLLECT_FUNCTION = (
-    "__ganga_collect() {  # usage: OUTDIR N PATTERN... PROGRAM ARG...",
-    '    local out=$1 n=$2; shift 2',
-    '    local patterns=("${@:1:n}"); shift "$n"',
-    '    "$@"; local rc=$?',
-    '    [ "$rc" -eq 0 ] || return "$rc"',
-    "    local p f place problem= IFS=",
-    "    shopt -s nullglob dotglob",
-    '    for p in "${patterns[@]}"; do',
-    "        local files=($p) present=",
-    "        for f in \"${files[@]}\"; do  # a literal name stays even when it is absent",
-    '            { [ -e "$f" ] || [ -L "$f" ]; } && present=1',
-    "        done",
-    '        if [ -z "$present" ]; then',
-    "            problem=${problem:-\"output pattern '$p' matched no file\"}; continue",
-    "        fi",
-    '        for f in "${files[@]}"; do',
-    '            [ -e "$f" ] || [ -L "$f" ] || continue',
-    '            case $f in /*|../*|..) place=${f##*/} ;; *) place=${f#./} ;; esac',
-    '            if [ -e "$out/$place" ] || [ -L "$out/$place" ]; then',
-    '                problem=${problem:-"output $f not collected: $place already exists in '
-    'the output directory (the file stays in the work directory)"}',
-    "                continue",
-    "            fi",
-    '            mkdir -p -- "$(dirname -- "$out/$place")" && mv -- "$f" "$out/$place" \\',
-    '                || problem=${problem:-"cannot collect output $f"}',
-    "        done",
-    "    done",
-    '    [ -z "$problem" ] && return 0',
-    "    printf '%s\\n' \"$problem\" "
-    f'| tee "$out/{MISSING_OUTPUT_FILE}" >&2',
-    "    return 1",
-    "}",
-    "export -f __ganga_collect",
-)
-_COLLECT_CALL = '__ganga_collect "$@"'
 
 
 @dataclass(frozen=True)
@@ -206,29 +164,8 @@ def _new_name(job: Job) -> str:
 
 
 def _element(job: Job, spec: RunSpec, root: str, options: Options) -> ElementCommand:
-    master = job.master
-    env = dict(spec.env)
-    env.update(
-        GANGA_JOB_ID=str(job.id),
-        GANGA_FQID=job.fqid,
-        GANGA_MASTER_ID=str(master.id) if master is not None else "",
-        GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
-    )
-    output = os.path.join(root, "output")
-    # srun inside the collecting wrapper: the files are collected once, after every
-    # process has ended.
-    argv: tuple[str, ...] = (*options.resources.launcher(), *spec.argv)
-    if spec.output_patterns:
-        patterns = spec.output_patterns
-        argv = ("/bin/bash", "-c", _COLLECT_CALL, "ganga-collect", output, str(len(patterns)),
-                *patterns, *argv)
-    return ElementCommand(
-        argv=argv,
-        env=env,
-        workdir=os.path.join(root, "work"),
-        stdout=os.path.join(output, "stdout"),
-        stderr=os.path.join(output, "stderr"),
-    )
+    # srun starts the processes when there are several.
+    return element_command(job, spec, root, options.resources.launcher())
 
 
 def plan(
@@ -309,7 +246,7 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
     else:
         commands_ = members[0].command
         stdout = os.path.join(_escape_pattern(members[0].root), "output", "slurm.out")
-    needs_collect = any(m.command.argv[2:3] == (_COLLECT_CALL,) for m in members)
+    collect = needs_collect(m.command for m in members)
     return BatchScriptSpec(
         job_name=batch.name,
         commands=commands_,
@@ -319,7 +256,7 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
         reservation=options.reservation or None,
         qos=options.qos or None,
         extra_options=options.extra_options,
-        setup=(*(COLLECT_FUNCTION if needs_collect else ()), *options.setup),
+        setup=(*(COLLECT_FUNCTION if collect else ()), *options.setup),
         array_throttle=options.array_throttle if batch.is_array else None,
         stdout=stdout,
         workdir=batch.top,
