@@ -14,7 +14,6 @@ from typing import ClassVar
 import pytest
 
 from ganga_like.batch import polling
-from ganga_like.batch.commands import CommandError
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.tracker import Observation, Seen, Sighting, Tracker
@@ -154,25 +153,28 @@ def test_ranges_of_indices_are_compressed() -> None:
     assert compress([]) == ""
 
 
-# --- a scheduler of its own plugs into the base's poll ---------------------------------
+# --- a scheduler of its own plugs into the base -----------------------------------------
 
 
-class DictScheduler(BatchScheduler):
-    """A batch system whose queue is a dict (ids ``J`` and ``J.I``); no history."""
+class FileScheduler(BatchScheduler):
+    """A batch system of a few lines: only its commands built and their output parsed,
+    run for real by the base. Its queue is a file of ``<id> <state>`` lines; ids are
+    ``J`` and ``J.I``; it keeps no history."""
 
     label: ClassVar[str] = "Toy"
     submit_name: ClassVar[str] = "tsub"
     query_name: ClassVar[str] = "tstat"
     cancel_name: ClassVar[str] = "tdel"
     log_dir_name: ClassVar[str] = "toy"
+    STATES: ClassVar[dict[str, Observation]] = {
+        "Q": Observation("submitted", "queued"), "R": Observation("running", "running"),
+        "C": Observation("completed", "completed")}
 
-    def __init__(self) -> None:
-        self.queue: dict[str, Sighting] = {}
-        self.down = False
-        self.queries: list[list[str]] = []
+    def __init__(self, queue: Path) -> None:
+        self.queue = queue
 
     def valid_id(self, scheduler_id: str) -> bool:
-        return scheduler_id.replace(".", "").isdigit()
+        return scheduler_id.replace(".", "", 1).isdigit()
 
     def split_id(self, scheduler_id: str) -> tuple[str, int | None]:
         base, _, index = scheduler_id.partition(".")
@@ -184,39 +186,55 @@ class DictScheduler(BatchScheduler):
     def elements_target(self, array_id: str, indices: Sequence[int]) -> str:
         return f"{array_id}.[{compress(indices)}]"
 
-    def submit(self, script: str, *, timeout: float) -> str:
-        raise NotImplementedError
+    def submit_command(self) -> list[str]:
+        return ["sh", "-c", 'n=$(wc -l); echo "job 42 queued ($n lines)"']
 
-    def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
+    def parse_submit_output(self, stdout: str) -> str:
+        return stdout.split()[1]
+
+    def query_command(self, job_ids: Sequence[str]) -> list[str]:
+        return ["sh", "-c", '[ -e "$0" ] || { echo "tstat: server not answering" >&2; '
+                'exit 2; }; cat "$0"', str(self.queue)]
+
+    def parse_query(self, stdout: str) -> dict[str, Sighting]:
+        rows = (line.split() for line in stdout.splitlines() if line.strip())
+        return {sid: Sighting(self.STATES.get(state)) for sid, state in rows}
+
+    def cancel_command(self, targets: Sequence[str]) -> list[str]:
+        return ["true", *targets]
+
+    def find_by_name_command(self, names: Sequence[str]) -> list[str]:
+        return ["true"]
+
+    def parse_found(self, stdout: str, names: Sequence[str]) -> dict[str, str]:
         return {}
 
-    def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
-        raise NotImplementedError
-
-    def query(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
-        self.queries.append(list(job_ids))
-        if self.down:
-            raise CommandError("tstat: server not answering", transient=True)
-        return {k: v for k, v in self.queue.items() if k.split(".")[0] in job_ids}
+    def is_transient(self, message: str) -> bool:
+        return "not answering" in message
 
 
-def test_a_new_scheduler_is_polled_once_per_cycle_and_a_dead_one_is_transient(
+def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(
         tmp_path: Path) -> None:
-    toy = DictScheduler()
+    toy = FileScheduler(tmp_path / "queue")
+    assert toy.submit("#!/bin/sh\necho hi\n", timeout=10) == "42"
+    (tmp_path / "queue").write_text("77.0 R\n77.1 Q\n77.2 C\n78 Q\n")
     ctx = PollContext(tmp_path, tmp_path / "workspace", {})
     refs = [ActiveRef(4, i, 1, {"id": f"77.{i}"}) for i in range(3)]
     refs.append(ActiveRef(5, None, 1, {"id": "not an id"}))  # skipped, not fatal
-    toy.queue = {"77.0": RUNNING, "77.1": PENDING, "77.2": DONE}
     reports = polling.poll(toy, ctx, refs, Waits())
     assert [(r.fqid, str(r.status), r.exit_code) for r in reports] == [
         ("4.0", "running", None), ("4.1", "submitted", None), ("4.2", "completed", 0)]
-    assert toy.queries == [["77"]]  # the array's id, once
     ctx.memory.update(ctx.staged)
-    toy.queue = {}
-    toy.down = True
+    assert polling.poll(toy, ctx, refs[:2], Waits()) == []  # nothing changed
+
+    (tmp_path / "queue").unlink()  # the server stops answering: transient, nothing lost
     with pytest.raises(BackendError, match="tstat: tstat: server not answering") as info:
         polling.poll(toy, ctx, refs[:2], Waits())
     assert info.value.transient
+    (tmp_path / "queue").mkdir()  # an answer it cannot give: permanent
+    with pytest.raises(BackendError, match="Is a directory") as info:
+        polling.poll(toy, ctx, refs[:2], Waits())
+    assert not info.value.transient
 
 
 def test_a_member_that_cannot_be_rendered_fails_alone() -> None:

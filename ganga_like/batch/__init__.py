@@ -13,17 +13,18 @@ A new batch backend plugs in with two classes (see ``ganga_like_slurm`` for a co
 one):
 
 1. a :class:`~.scheduler.BatchScheduler`: the id forms (``valid_id``, ``split_id``,
-   ``element_id``, ``elements_target``), its commands, each one call built and its
-   output parsed by the plugin (``submit`` a script and return the id, ``query`` and,
-   if the system keeps one, ``history`` for many ids returning rows read into
-   :class:`~.tracker.Sighting`\\ s, ``cancel``, ``find_by_name``), the names used in
-   messages, and the patterns telling transient failures from refusals (raise
-   :class:`~.commands.CommandError`; :func:`~.commands.run_command` runs a command);
+   ``element_id``, ``elements_target``), and each command built and its output parsed,
+   pure (``submit_command``/``parse_submit_output``, ``query_command``/``parse_query``,
+   optionally ``history_command``/``parse_history``, ``cancel_command``,
+   ``find_by_name_command``/``parse_found``, ``is_transient``): the base runs them, one
+   call for many ids, and raises :class:`~.commands.CommandError` on failure. Parsed
+   rows are :class:`~.tracker.Sighting` objects. Names in messages are class attributes;
 2. a :class:`~.backend.BatchBackend` subclass (the GangaObject users configure): its
    schema with a protected ``id``, ``scheduler = YourScheduler()``, and the hooks
    ``batch_settings`` (waits and limits, see :class:`~.backend.BatchSettings`), ``plan``
    (usually :func:`~.planning.plan_batches` with the job's options and a queue choice),
-   ``render`` (the batch script of a batch), and optionally ``before_submit``,
+   ``render`` (the batch script of a batch: the system's directives, then the bash body
+   :mod:`.script` writes), and optionally ``before_submit``,
    ``record`` and ``read_failure``. Register it in the ``ganga_like.plugins`` entry points.
 
 This package imports only the model, the errors and ``ganga_like.private``: never the

@@ -1,19 +1,22 @@
 """The interface a batch system implements: its id forms and its commands.
 
-Each operation is one scheduler command (a bulk one: many ids, one call), built and its
-output parsed by the implementation, and raises :class:`~.commands.CommandError` when it
-fails. Retrying, the submission log and the poll's rules are the base's.
+An implementation builds each command and parses its output (pure methods); the base
+runs them: each operation is one call (a bulk one: many ids, one call) and raises
+:class:`~.commands.CommandError` when it fails. An implementation may also override an
+operation whole, where its system has quirks. Retrying, the submission log and the poll's
+rules are the base's.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from .commands import CommandError
+from .commands import CommandError, command_failure, run_command
 from .retry import RetrySettings, retry, submit_with_retry
 from .tracker import Sighting
 
@@ -69,28 +72,87 @@ class BatchScheduler(ABC):
         """How the user finds the job called ``name`` by hand."""
         return f"{self.query_name} ({name})"
 
-    # -- commands (each one call; CommandError on failure) -----------------------------
+    # -- commands, built and parsed (pure) ---------------------------------------------
 
     @abstractmethod
+    def submit_command(self) -> list[str]:
+        """The command submitting the script it reads on stdin."""
+
+    @abstractmethod
+    def parse_submit_output(self, stdout: str) -> str:
+        """The id in the submit command's output (an array's id for an array); raise
+        :class:`CommandError` when there is none."""
+
+    @abstractmethod
+    def query_command(self, job_ids: Sequence[str]) -> list[str]:
+        """The queue query for these jobs or arrays (an array's id brings every element)."""
+
+    @abstractmethod
+    def parse_query(self, stdout: str) -> dict[str, Sighting]:
+        """The queue's rows, read, by element or job id."""
+
+    def history_command(self, job_ids: Sequence[str]) -> list[str]:
+        """The history query, when the system keeps one (:attr:`history_name`)."""
+        raise CommandError(f"{self.label} keeps no job history", transient=False)
+
+    def parse_history(self, stdout: str) -> dict[str, Sighting]:
+        return {}
+
+    @abstractmethod
+    def cancel_command(self, targets: Sequence[str]) -> list[str]:
+        """Cancelling jobs, arrays and elements in one call."""
+
+    @abstractmethod
+    def find_by_name_command(self, names: Sequence[str]) -> list[str]:
+        """Listing our jobs called one of ``names``."""
+
+    @abstractmethod
+    def parse_found(self, stdout: str, names: Sequence[str]) -> dict[str, str]:
+        """name -> id from :meth:`find_by_name_command`'s output."""
+
+    def is_transient(self, message: str) -> bool:
+        """True when the failure behind a command's ``message`` may go away by itself;
+        unknown messages are permanent (the user sees them instead of endless retries)."""
+        return False
+
+    # -- commands run (each one call; CommandError on failure) --------------------------
+
+    def run(self, args: Sequence[str], *, timeout: float,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+        return run_command(args, timeout=timeout, input_text=input_text)
+
+    def _call(self, args: Sequence[str], timeout: float, input_text: str | None = None) -> str:
+        result = self.run(args, timeout=timeout, input_text=input_text)
+        if result.returncode != 0:
+            raise command_failure(args, result, self.is_transient)
+        return result.stdout
+
     def submit(self, script: str, *, timeout: float) -> str:
         """Submit ``script``; its id (an array's id for an array)."""
+        return self.parse_submit_output(self._call(self.submit_command(), timeout, script))
 
-    @abstractmethod
     def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
         """Our jobs called one of ``names``: name -> id; names not found are absent."""
+        if not names:
+            return {}
+        return self.parse_found(self._call(self.find_by_name_command(names), timeout), names)
 
-    @abstractmethod
     def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
-        """Cancel jobs, arrays and elements; ones already ended are not an error."""
+        """Cancel jobs, arrays and elements."""
+        if targets:
+            self._call(self.cancel_command(targets), timeout)
 
-    @abstractmethod
     def query(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
-        """The queue's rows for these jobs or arrays (an array's id brings every element),
-        by element or job id; ids the queue does not know are absent."""
+        """The queue's rows for these jobs or arrays; ids it does not know are absent."""
+        if not job_ids:
+            return {}
+        return self.parse_query(self._call(self.query_command(job_ids), timeout))
 
     def history(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
         """The history's rows, like :meth:`query`."""
-        raise CommandError(f"{self.label} keeps no job history", transient=False)
+        if not job_ids:
+            return {}
+        return self.parse_history(self._call(self.history_command(job_ids), timeout))
 
     def history_unavailable(self, error: CommandError) -> bool:
         """True when ``error`` says the history is switched off (not merely down)."""

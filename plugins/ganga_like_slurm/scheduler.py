@@ -88,7 +88,42 @@ class SlurmScheduler(BatchScheduler):
     def lookup_hint(self, name: str) -> str:
         return f"squeue --me --name={name}"
 
-    # Through the modules' attributes, looked up at each call: tests replace them.
+    # -- the commands, built and parsed: commands.py's own functions -------------------
+
+    def submit_command(self) -> list[str]:
+        return commands.sbatch_command()
+
+    def parse_submit_output(self, stdout: str) -> str:
+        return commands.parse_sbatch_output(stdout)
+
+    def query_command(self, job_ids: Sequence[str]) -> list[str]:
+        return commands.squeue_command(job_ids)
+
+    def parse_query(self, stdout: str) -> dict[str, Sighting]:
+        return {key: queue_sighting(row) for key, row in commands.parse_squeue(stdout).items()}
+
+    def history_command(self, job_ids: Sequence[str]) -> list[str]:
+        return commands.sacct_command(job_ids)
+
+    def parse_history(self, stdout: str) -> dict[str, Sighting]:
+        rows = commands.parse_sacct(stdout)
+        return {key: history_sighting(row) for key, row in rows.items()}
+
+    def cancel_command(self, targets: Sequence[str]) -> list[str]:
+        return commands.scancel_command(targets)
+
+    def find_by_name_command(self, names: Sequence[str]) -> list[str]:
+        return commands.find_by_name_command(names)
+
+    def parse_found(self, stdout: str, names: Sequence[str]) -> dict[str, str]:
+        return commands.parse_names(stdout, names)
+
+    def is_transient(self, message: str) -> bool:
+        return commands.is_transient(message)
+
+    # -- run through commands.py's wrappers, which know Slurm's quirks (an unknown single
+    # id fails squeue; cancelling an ended job is no error) and count the calls. Looked up
+    # at each call: tests replace them.
 
     def submit(self, script: str, *, timeout: float) -> str:
         return commands.sbatch(script, timeout=timeout)
