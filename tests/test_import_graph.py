@@ -47,9 +47,6 @@ ALLOWED_UPWARD = {
     ("ganga_like.repository.integrity", "ganga_like.model.job"),
     ("ganga_like.repository.registry", "ganga_like.model.history"),
     ("ganga_like.repository.registry", "ganga_like.model.job"),
-    # Slurm reaches into the runtime; the batch base removes this.
-    ("ganga_like_slurm.backend", "ganga_like.runtime.session"),
-    ("ganga_like_slurm.backend", "ganga_like.runtime.splitting"),
 }
 
 LAYERS = {"shell": 5, "gpi": 4, "runtime": 3, "model": 2, "repository": 1, "base": 0}

@@ -24,6 +24,7 @@ import traitlets
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
+    PollContext,
     RunSpec,
     SubmitContext,
 )
