@@ -9,7 +9,6 @@ to or starting the shared server, creating the root) is retried the same way.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import threading
@@ -38,6 +37,7 @@ from ganga_like.repository.storage import (
     default_uri,
     ensure_private_dir,
     open_database,
+    write_errno,
 )
 
 __all__ = ["Repository", "write_errors"]
@@ -275,10 +275,6 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-# Errors of the filesystem under the repository: the commit did not happen.
-_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
-
-
 @contextlib.contextmanager
 def write_errors(gangadir: Path) -> Iterator[None]:
     """Turn a failed write of a commit into one clear RepositoryWriteError.
@@ -289,23 +285,10 @@ def write_errors(gangadir: Path) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        code = _write_errno(exc)
+        code = write_errno(exc)
         if code is None:
             raise
         raise RepositoryWriteError(
             f"the repository in {gangadir} could not be written ({os.strerror(code)}); "
             "this change was not saved and the repository is unchanged; free some space "
             "(or fix the filesystem) and try again") from None
-
-
-def _write_errno(exc: Exception) -> int | None:
-    """The errno of a failed write, here or on the shared server (which sends it back as
-    ``ServerException('builtins.OSError', (errno, text))``)."""
-    if isinstance(exc, OSError):
-        return exc.errno if exc.errno in _WRITE_ERRNOS else None
-    if type(exc).__name__ == "ServerException" and len(exc.args) == 2 \
-            and exc.args[0] == "builtins.OSError":
-        detail = exc.args[1]
-        if isinstance(detail, tuple) and detail and detail[0] in _WRITE_ERRNOS:
-            return int(detail[0])
-    return None

@@ -35,16 +35,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import zc.lockfile
 
 from ganga_like.detached import HelperNotReady, start_detached
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
-
-if TYPE_CHECKING:
-    from ganga_like.repository.storage import StorageOptions
+from ganga_like.repository.options import StorageOptions, ensure_private_dir
 
 __all__ = [
     "Address",
@@ -95,8 +93,6 @@ def server_address(repo_dir: Path, address: str = "") -> Address:
     path = str(repo_dir / SOCKET_NAME)
     if len(path.encode()) <= MAX_SOCKET_PATH:
         return path
-    from ganga_like.repository.storage import ensure_private_dir
-
     digest = hashlib.sha256(str(repo_dir.resolve()).encode()).hexdigest()[:20]
     short_dir = Path(tempfile.gettempdir()) / f"ganga-{os.getuid()}"
     ensure_private_dir(short_dir)

@@ -14,12 +14,11 @@ a damaged file is refused with a :class:`RepositoryCorruptError` instead of bein
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import pickle
-import stat
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -42,6 +41,7 @@ from ganga_like.errors import (
 from ganga_like.private import touch_private
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.integrity import check_file, corrupt
+from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "ensure_private_dir",
     "open_database",
     "open_file_storage",
+    "write_errno",
 ]
 
 log = logging.getLogger("ganga_like")
@@ -62,44 +63,8 @@ log = logging.getLogger("ganga_like")
 CACHE_SIZE = 100_000
 
 
-@dataclass(frozen=True)
-class StorageOptions:
-    """How a repository is served and kept (filled from ``Settings``)."""
-
-    # "" serves shared mode on a Unix socket inside the gangadir (owner only); "HOST:PORT"
-    # listens on TCP instead. Never set by default: nothing listens on the network.
-    address: str = ""
-    # Seconds the shared server stays up with no client before it exits.
-    idle_exit: float = 60.0
-    # Size of each session's persistent ZEO client cache, in MB.
-    cache_mb: float = 100.0
-    # Automatic packing when the file is opened: at this size (MB; 0: never) ...
-    pack_threshold_mb: float = 256.0
-    # ... keeping this many days of history (undo information).
-    pack_keep_days: float = 7.0
-    # Seconds to wait for a shared server to start or answer.
-    connect_timeout: float = 30.0
-
-
 def default_uri(gangadir: Path) -> str:
     return (gangadir / "repository" / "Data.fs").resolve().as_uri()
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) or check that an existing one is usable and ours."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RepositoryError(f"cannot create {path}: {exc.strerror}") from None
-    info = path.stat()
-    if not stat.S_ISDIR(info.st_mode):
-        raise RepositoryError(f"{path} exists and is not a directory")
-    if info.st_uid != os.getuid():
-        raise RepositoryError(f"{path} belongs to another user (uid {info.st_uid}); "
-                              "refusing to use it")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise RepositoryError(f"{path} is not writable; choose another gangadir "
-                              "(GANGA_DIR=...)")
 
 
 def database_mode(db: ZODB.DB) -> str:
@@ -335,18 +300,33 @@ class _OneLine(logging.Handler):
             log.warning("repository: %s", line if len(line) < 200 else line[:197] + "...")
 
 
+# Errors of the filesystem under the repository: the commit did not happen.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def write_errno(exc: BaseException) -> int | None:
+    """The errno of a failed write, here or on the shared server (which sends it back as
+    ``ServerException('builtins.OSError', (errno, text))``)."""
+    if isinstance(exc, OSError):
+        return exc.errno if exc.errno in WRITE_ERRNOS else None
+    if type(exc).__name__ == "ServerException" and len(exc.args) == 2 \
+            and exc.args[0] == "builtins.OSError":
+        detail = exc.args[1]
+        if isinstance(detail, tuple) and detail and detail[0] in WRITE_ERRNOS:
+            return int(detail[0])
+    return None
+
+
 def _write_failure(record: logging.LogRecord) -> bool:
     """Whether a log record reports a failed write (a full disk) with its exception, or an
     error met while aborting after one: in shared mode the server has already dropped
     the transaction whose write failed, so the client's abort fails too (the failed
     write is then the context of that error)."""
-    from ganga_like.repository.connection import _write_errno
-
     failure = record.exc_info[1] if record.exc_info else None
     for _depth in range(4):
         if not isinstance(failure, Exception):
             return False
-        if _write_errno(failure) is not None:
+        if write_errno(failure) is not None:
             return True
         failure = failure.__context__
     return False

@@ -1,0 +1,53 @@
+"""How a repository is served and kept, and its private directories.
+
+Shared by the opening code (:mod:`ganga_like.repository.storage`) and the shared-mode
+client and server (:mod:`ganga_like.repository.shared`), which import nothing of each
+other's through here.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ganga_like.errors import RepositoryError
+
+__all__ = ["StorageOptions", "ensure_private_dir"]
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """How a repository is served and kept (filled from ``Settings``)."""
+
+    # "" serves shared mode on a Unix socket inside the gangadir (owner only); "HOST:PORT"
+    # listens on TCP instead. Never set by default: nothing listens on the network.
+    address: str = ""
+    # Seconds the shared server stays up with no client before it exits.
+    idle_exit: float = 60.0
+    # Size of each session's persistent ZEO client cache, in MB.
+    cache_mb: float = 100.0
+    # Automatic packing when the file is opened: at this size (MB; 0: never) ...
+    pack_threshold_mb: float = 256.0
+    # ... keeping this many days of history (undo information).
+    pack_keep_days: float = 7.0
+    # Seconds to wait for a shared server to start or answer.
+    connect_timeout: float = 30.0
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) or check that an existing one is usable and ours."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RepositoryError(f"cannot create {path}: {exc.strerror}") from None
+    info = path.stat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise RepositoryError(f"{path} exists and is not a directory")
+    if info.st_uid != os.getuid():
+        raise RepositoryError(f"{path} belongs to another user (uid {info.st_uid}); "
+                              "refusing to use it")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RepositoryError(f"{path} is not writable; choose another gangadir "
+                              "(GANGA_DIR=...)")
