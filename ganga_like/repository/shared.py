@@ -43,6 +43,7 @@ from ganga_like.detached import HelperNotReady, start_detached
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
+from ganga_like.repository.zeo_client import client_storage_class
 
 __all__ = [
     "Address",
@@ -303,7 +304,7 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
     false and no server runs (``auto`` mode then opens the file itself)."""
     from ZEO.Exceptions import ClientDisconnected
 
-    ClientStorage = _client_storage_class()
+    ClientStorage = client_storage_class()
     repo_dir = path.parent
     address = server_address(repo_dir, options.address)
     for _attempt in range(3):
@@ -328,101 +329,6 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
         return storage
     raise RepositoryError(f"cannot connect to the repository server of {repo_dir}; see "
                           f"{repo_dir / LOG_NAME}: {_last_log_line(repo_dir)}")
-
-
-_client_class: Any = None
-
-# New object ids asked of the server at a time: 100 (ZEO's size) at first, doubling each
-# time a session runs out, up to this many; a 10,000-subjob submission creates 21,000
-# objects, which took 210 round trips at 100.
-MAX_OID_BATCH = 3200
-# Stores sent to the server in one message to its I/O thread, rather than one each.
-STORE_BATCH = 512
-SMALL_COMMIT = 16
-
-
-def _client_storage_class() -> Any:
-    """ZEO's ClientStorage, forgetting its spare object ids when the server goes away, and
-    quicker at large commits.
-
-    A client takes new object ids from the server a batch at a time. A server that was
-    killed forgets which ids it gave out beyond the last commit, and its successor gives
-    them out again: two sessions would create different objects under one id (a new
-    object then clashes with one already loaded). Spare ids are dropped on disconnection.
-
-    Large commits: ids come in growing batches (our server gives up to MAX_OID_BATCH at a
-    time; another ZEO server caps them at 100, as before), and the records of a
-    transaction go to the I/O thread STORE_BATCH at a time instead of waking it for each
-    record; they are all sent before the vote, in the order they were stored.
-    """
-    global _client_class
-    if _client_class is None:
-        from ZEO.ClientStorage import ClientStorage
-
-        class SparelessClientStorage(ClientStorage):  # type: ignore[misc]
-            _oid_batch = 100
-            _pending: list[tuple[str, tuple[Any, ...]]] | None = None
-
-            def notify_disconnected(self) -> None:
-                del self._oids[:]
-                super().notify_disconnected()
-
-            def new_oid(self) -> bytes:
-                if self._is_read_only:
-                    super().new_oid()  # raises ReadOnlyError
-                while not self._oids:
-                    fresh = self._call("new_oids", self._oid_batch)
-                    self._oid_batch = min(MAX_OID_BATCH, self._oid_batch * 2)
-                    self._oids[:0] = reversed(fresh)
-                oid: bytes = self._oids.pop()
-                return oid
-
-            def store(self, oid: bytes, serial: bytes, data: bytes, version: str,
-                      txn: Any) -> None:
-                assert not version
-                tbuf = self._check_trans(txn, "store")
-                if self._pending is None:
-                    self._pending = []
-                self._pending.append(("storea", (oid, serial, data, id(txn))))
-                tbuf.store(oid, data)
-                if len(self._pending) >= STORE_BATCH:
-                    self._send_stores()
-
-            def _send_stores(self) -> None:
-                pending, self._pending = self._pending, None
-                if not pending:
-                    return
-                if len(pending) > SMALL_COMMIT:
-                    self._async_iter(iter(pending))
-                    return
-                # A small commit (a status change): handing over an iterator makes the
-                # I/O thread sleep-switch once (0.25 ms), more than the records cost.
-                for method, args in pending:
-                    self._async(method, *args)
-
-            def tpc_vote(self, txn: Any) -> Any:
-                self._send_stores()
-                return super().tpc_vote(txn)
-
-            def checkCurrentSerialInTransaction(self, oid: bytes, serial: bytes,
-                                                txn: Any) -> None:
-                self._send_stores()
-                super().checkCurrentSerialInTransaction(oid, serial, txn)
-
-            def deleteObject(self, oid: bytes, serial: bytes, txn: Any) -> None:
-                self._send_stores()
-                super().deleteObject(oid, serial, txn)
-
-            def storeBlob(self, *args: Any, **kwargs: Any) -> Any:
-                self._send_stores()
-                return super().storeBlob(*args, **kwargs)
-
-            def tpc_abort(self, txn: Any, timeout: float | None = None) -> None:
-                self._pending = None  # never sent: the server has nothing of them
-                super().tpc_abort(txn, timeout)
-
-        _client_class = SparelessClientStorage
-    return _client_class
 
 
 # Caches of this process by path: a slot whose cache is open here is taken, even though

@@ -250,6 +250,16 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def _storage_path(self) -> Path:
         return Path(self.db().storage.getName())
 
+    def tpc_vote(self, transaction: Any) -> None:
+        # Alone in the transaction, nothing can fail between this vote and the finish:
+        # the shared-mode client may then commit at the vote, in one round trip.
+        commit_at_vote = getattr(self._db.storage, "commit_at_vote", None)
+        resources = getattr(transaction, "_resources", None)  # the transaction package's
+        if commit_at_vote is not None and resources is not None and len(resources) == 1 \
+                and resources[0] is self and self._storage is self._normal_storage:
+            commit_at_vote(transaction.data(self), self._storage)
+        super().tpc_vote(transaction)
+
 
 def _server_read_damage(exc: BaseException) -> bool:
     """In shared mode the server's failure to read a record comes back as a
@@ -342,6 +352,11 @@ class _AbortAfterWriteError(_OneLine):
             super().emit(record)
 
 
+class _NotLostConnectionWrites(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "socket.send() raised exception."
+
+
 _quieted = False
 
 
@@ -357,6 +372,10 @@ def quiet_zodb_logging() -> None:
         if not logger.handlers:
             logger.addHandler(_OneLine())
             logger.propagate = False
+    # A connection to the server that dropped in the middle of a transaction makes asyncio
+    # log a line for each message it could then not send; the transaction itself fails
+    # (and is retried, or reported in one line), which says it all.
+    logging.getLogger("asyncio").addFilter(_NotLostConnectionWrites())
     txn = logging.getLogger("txn")  # its per-thread loggers ("txn.<id>") propagate here
     if not txn.handlers:
         txn.addHandler(_AbortAfterWriteError())

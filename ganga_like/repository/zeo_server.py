@@ -23,13 +23,15 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
-from ganga_like.repository.shared import MAX_OID_BATCH, PID_NAME, server_address
+from ganga_like.repository.shared import PID_NAME, server_address
 from ganga_like.repository.storage import ensure_private_dir, open_file_storage
+from ganga_like.repository.zeo_client import FEATURES, MAX_OID_BATCH, STORE_BATCHES, VOTE_FINISH
 
 log = logging.getLogger("ganga_like.zeo_server")
 
@@ -133,15 +135,22 @@ def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolic
     packer = maybe_pack_in_background(storage, repo_dir / "Data.fs", policy)
     try:
         _wait_until_idle(server, idle_exit, stop)
+        # Leaving: first no new session can connect (a session starting now finds no
+        # server and waits for this process to be gone before it starts the next one:
+        # the file stays held until then), then the sessions still connected are
+        # dropped (they reconnect to the next server) and the file is closed.
+        _test_hold("exiting")
+        _stop_listening(server)
+        if socket_inode is not None and isinstance(address, str):
+            _unlink_if(address, socket_inode)
+        _test_hold("stopped-listening")
     finally:
         if packer is not None:
             packer.join()  # a pack cannot be interrupted; it finishes before the storage closes
         with contextlib.suppress(Exception):
             server.close()
         if socket_inode is not None and isinstance(address, str):
-            with contextlib.suppress(FileNotFoundError):
-                if os.stat(address).st_ino == socket_inode:
-                    os.unlink(address)
+            _unlink_if(address, socket_inode)
         with contextlib.suppress(OSError, ValueError, IndexError):
             if int(pid_file.read_text().split()[0]) == os.getpid():
                 pid_file.unlink()
@@ -149,28 +158,255 @@ def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolic
     return 0
 
 
+def _unlink_if(path: str, inode: int) -> None:
+    """Remove our socket (not one a later server made in its place)."""
+    with contextlib.suppress(FileNotFoundError):
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)
+
+
+def _stop_listening(server: Any) -> None:
+    """Close the listening socket, in the server's thread; connected sessions stay."""
+    stopped = threading.Event()
+    loop = server.acceptor.event_loop
+
+    def close() -> None:
+        try:
+            server.acceptor.server.close()
+        finally:
+            stopped.set()
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed already: nothing listens
+        loop.call_soon_threadsafe(close)
+        stopped.wait(5)
+
+
+# Test hook: a directory. At each step of leaving (``exiting``: the idle timer fired,
+# sessions can still connect; ``stopped-listening``: none can, the file is still held)
+# the server creates DIR/STEP and waits (at most 300 s) for DIR/STEP.go, so that a test
+# can start sessions at exactly that moment. Unset (always, outside tests) it does nothing.
+TEST_HOLD_VARIABLE = "GANGA_LIKE_TEST_HOLD_SERVER_EXIT"
+
+
+def _test_hold(step: str) -> None:
+    place = os.environ.get(TEST_HOLD_VARIABLE)
+    if not place:
+        return
+    with contextlib.suppress(OSError):
+        (Path(place) / step).touch()
+    go = Path(place) / f"{step}.go"
+    deadline = time.monotonic() + 300
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _server_class() -> Any:
-    """ZEO's StorageServer, giving new object ids in batches of up to MAX_OID_BATCH (ZEO's
-    own cap is 100), which our clients ask for when they create many objects at once."""
-    from ZEO.StorageServer import StorageServer, ZEOStorage
+    """ZEO's StorageServer, with what our clients ask of it beyond ZEO's protocol
+    (:mod:`ganga_like.repository.zeo_client`): new object ids in batches of up to
+    MAX_OID_BATCH (ZEO's own cap is 100), records in batches (``storeb``), a commit's
+    vote and finish in one call (``vote_finish``), a transaction's records kept in memory
+    until the vote (ZEO pickles each into a temporary file and reads it back), and a
+    client that leaves always forgotten."""
+    from ZEO.StorageServer import StorageServer, ZEOStorage, registered_methods
+    from ZODB.Connection import TransactionMetaData
+    from ZODB.POSException import ReadOnlyError, StorageTransactionError
+
+    methods = frozenset(registered_methods | {STORE_BATCHES, VOTE_FINISH})
 
     class BatchZEOStorage(ZEOStorage):  # type: ignore[misc]
+        def setup_delegation(self) -> None:
+            super().setup_delegation()
+            self.connection.methods = methods
+
+        def get_info(self) -> dict[str, Any]:
+            info: dict[str, Any] = super().get_info()
+            if not self.client_conflict_resolution:  # vote_finish resolves them here
+                info[FEATURES] = (STORE_BATCHES, VOTE_FINISH)
+            return info
+
         def new_oids(self, n: int = 100) -> list[bytes]:
             if self.read_only:
                 return list(super().new_oids(n))  # raises ReadOnlyError
             return [self.storage.new_oid() for _ in range(max(1, min(n, MAX_OID_BATCH)))]
 
+        def tpc_begin(self, id: int, user: bytes, description: bytes, ext: Any,
+                      tid: bytes | None = None, status: str = " ") -> None:
+            # ZEO's, with the commit log in memory.
+            if self.read_only:
+                raise ReadOnlyError()
+            current: Any = getattr(self, "transaction", None)
+            if current is not None:
+                if current.id == id:
+                    self.log(f"duplicate tpc_begin({id!r})")
+                    return
+                raise StorageTransactionError("Multiple simultaneous tpc_begin"
+                                              " requests from one client.")
+            t = TransactionMetaData(user, description, ext)
+            t.id = id
+            self.serials: list[bytes] = []
+            self.conflicts: dict[bytes, Any] = {}
+            self.invalidated: list[bytes] = []
+            self.txnlog = MemoryCommitLog()
+            self.blob_log: list[Any] = []
+            self.tid = tid
+            self.status = status
+            self.stats.active_txns += 1
+            self.transaction = t
+
+        def storeb(self, records: list[tuple[bytes, bytes, bytes]], id: int) -> None:
+            self._check_tid(id, exc=StorageTransactionError)
+            self.stats.stores += len(records)
+            txnlog = self.txnlog
+            for oid, serial, data in records:
+                txnlog.store(oid, serial, data)
+
+        def vote_finish(self, id: int) -> Any:
+            self._check_tid(id, exc=StorageTransactionError)
+            return self.lock_manager.lock(self, self._vote_finish)
+
+        def _vote_finish(self) -> tuple[list[bytes], bytes] | None:
+            resolved = self._vote()
+            if not self.locked:
+                return None  # the client left meanwhile
+            try:
+                # ZEO's tpc_finish. The lock is released before the answer is sent, but
+                # a client waiting for it runs only after this call has answered (the
+                # same thread), so no later commit is announced to this client first.
+                self.stats.commits += 1
+                self.storage.tpc_finish(self.transaction, self._invalidate)
+                self.async_("info", self.get_size_info())
+                tid: bytes = self.storage.lastTransaction()
+            finally:
+                self._clear_transaction()
+            return list(resolved or ()), tid
+
+        def notify_disconnected(self) -> None:
+            # ZEO's aborts the client's transaction first: when that fails (a full
+            # disk), the client would stay registered for ever and the server never
+            # go idle.
+            try:
+                super().notify_disconnected()
+            except Exception as exc:
+                log.warning("a client left in the middle of a transaction that could not "
+                            "be aborted: %s", exc)
+                self.transaction = None
+                self.connected = False
+                self.server.close_conn(self)
+
     class BatchStorageServer(StorageServer):  # type: ignore[misc]
         def create_client_handler(self) -> Any:
             return BatchZEOStorage(self, self.read_only)
 
+        def invalidate(self, zeo_storage: Any, storage_id: str, tid: bytes,
+                       invalidated: list[bytes]) -> None:
+            # ZEO's, but from the server's own thread (a commit) the other clients are
+            # told at once, while the commit is made durable, rather than after it has
+            # answered: those that had the records ask for them again sooner.
+            invq = self.invq[storage_id]
+            if len(invq) >= self.invq_bound:
+                invq.pop()
+            invq.insert(0, (tid, invalidated))
+            here = threading.current_thread() is self.ganga_loop_thread
+            for zs in self.zeo_storages_by_storage_id[storage_id]:
+                if zs is not zeo_storage:
+                    send = zs.async_ if here else zs.async_threadsafe
+                    send("invalidateTransaction", tid, invalidated)
+
+        ganga_loop_thread: threading.Thread | None = None
+
+        def start_thread(self, daemon: bool = True) -> None:
+            super().start_thread(daemon)
+            self.ganga_loop_thread = self._StorageServer__thread
+
     return BatchStorageServer
+
+
+# Bytes of one transaction's records the server keeps in memory before the rest goes to
+# ZEO's temporary file.
+MEMORY_LOG = 256 << 20
+
+
+class MemoryCommitLog:
+    """ZEO's CommitLog (a client's records between its stores and its vote) in memory,
+    until it grows past MEMORY_LOG."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[str, tuple[Any, ...]]] = []
+        self.stores = 0
+        self.bytes = 0
+        self.spilled: Any = None
+
+    def size(self) -> int:
+        return self.bytes
+
+    def _add(self, op: str, args: tuple[Any, ...], size: int) -> None:
+        self.stores += 1
+        self.bytes += size
+        if self.spilled is not None:
+            self.spilled.pickler.dump((op, args))
+            return
+        self.ops.append((op, args))
+        if self.bytes > MEMORY_LOG:
+            from ZEO.StorageServer import CommitLog
+
+            self.spilled = CommitLog()
+            for entry in self.ops:
+                self.spilled.pickler.dump(entry)
+            self.ops = []
+
+    def store(self, oid: bytes, serial: bytes, data: bytes | None) -> None:
+        self._add("_store", (oid, serial, data), len(data or b"") + 16)
+
+    def delete(self, oid: bytes, serial: bytes) -> None:
+        self._add("_delete", (oid, serial), 16)
+
+    def checkread(self, oid: bytes, serial: bytes) -> None:
+        self._add("_checkread", (oid, serial), 16)
+
+    def restore(self, oid: bytes, serial: bytes, data: bytes | None, prev_txn: bytes) -> None:
+        self._add("_restore", (oid, serial, data, prev_txn), len(data or b"") + 24)
+
+    def undo(self, transaction_id: bytes) -> None:
+        self._add("_undo", (transaction_id,), 8)
+
+    def __iter__(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        if self.spilled is not None:
+            self.spilled.stores = self.stores
+            return iter(self.spilled)
+        return iter(self.ops)
+
+    def close(self) -> None:
+        self.ops = []
+        if self.spilled is not None:
+            self.spilled.close()
+            self.spilled = None
+
+
+def live_clients(server: Any) -> int:
+    """How many clients are still connected.
+
+    ZEO forgets a client when its connection drops, but not when the server closed the
+    connection itself (it does when an asynchronous call fails, e.g. a client's second
+    tpc_begin after a transaction that could not be aborted on a full disk): such a
+    client is not counted, and is forgotten here, in the server's thread (its
+    transaction aborted, as for any client that leaves)."""
+    live = 0
+    for clients in list(server.zeo_storages_by_storage_id.values()):
+        for zs in list(clients):
+            connection = getattr(zs, "connection", None)
+            if connection is not None and connection.connected:
+                live += 1
+            elif connection is not None and not getattr(zs, "ganga_forgotten", False):
+                zs.ganga_forgotten = True
+                with contextlib.suppress(RuntimeError):  # the loop is already closed
+                    server.acceptor.event_loop.call_soon_threadsafe(zs.notify_disconnected)
+    return live
 
 
 def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event) -> None:
     idle_since: float | None = None
     while not stop.wait(IDLE_CHECK):
-        clients = sum(len(c) for c in server.zeo_storages_by_storage_id.values())
+        clients = live_clients(server)
         now = time.monotonic()
         if clients:
             idle_since = None
