@@ -8,25 +8,29 @@ the Local runner's outputs agree with what the repository says.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from ganga_like.repository import shared
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.repository import shared, zeo_server
 from ganga_like.repository.connection import Repository
+from ganga_like.repository.registry import Registry
 from ganga_like.repository.storage import StorageOptions
 from ganga_like_local.backend import runner_dir
 from ganga_like_local.runner import client as runner_client
 
 from .test_notebook import install_kernel, run_notebook
 from .test_shell import Shell
+from .waiting import wait_until
 
 SUBJOBS = 3
 
@@ -211,29 +215,100 @@ def test_the_same_sessions_started_the_other_way_round(
     check_truth(gangadir, env, {"shell": 2, "script": 2, "nb": 2}, ["cli-a", "cli-b"])
 
 
+def _spawn_lock_taken(repo_dir: Path) -> bool:
+    """Whether a session holds the lock under which it looks for a server or starts one
+    (flock: another open file of the same process conflicts too)."""
+    fd = os.open(repo_dir / shared.SPAWN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases it if it was ours
+    return False
+
+
 def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_another(
+        gangadir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server is held at each step of its idle exit (a test hook): a session that
+    joins it while it still listens keeps working after it has gone, and a session
+    started once it stopped listening (it still holds the file) waits for it to go and
+    starts the next server. No session fails."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    monkeypatch.setenv(zeo_server.TEST_HOLD_VARIABLE, str(hold))
+    repo_dir = gangadir / "repository"
+    options = StorageOptions(idle_exit=0.2)
+    first = Repository(gangadir, "shared", options=options)
+    old = shared.server_pid(repo_dir)
+    first.close()
+
+    assert wait_until(lambda: (hold / "exiting").exists())  # the idle timer fired
+    joined = Repository(gangadir, "shared", options=options)
+    try:
+        assert shared.server_pid(repo_dir) == old  # it joined the exiting server
+        assert len(joined.registry().jobs) == 0
+        (hold / "exiting.go").touch()
+        assert wait_until(lambda: (hold / "stopped-listening").exists())
+
+        started: list[Repository] = []
+        failed: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                started.append(Repository(gangadir, "shared", options=options))
+            except BaseException as exc:
+                failed.append(exc)
+
+        starter = threading.Thread(target=start)
+        starter.start()
+        # It found no server and waits, under the spawn lock, for the old one to go: it
+        # neither fails nor starts a server the held file would refuse ("busy").
+        assert wait_until(lambda: _spawn_lock_taken(repo_dir) or not starter.is_alive())
+        log = repo_dir / shared.LOG_NAME
+        assert not wait_until(lambda: not starter.is_alive() or "busy" in log.read_text(),
+                              timeout=2.0), (failed, log.read_text()[-500:])
+        (hold / "stopped-listening.go").touch()
+        starter.join(60)
+        assert not failed, failed
+        later = started[0]
+        try:
+            new = shared.server_pid(repo_dir)
+            assert new is not None and new != old
+            later.in_transaction(lambda: Registry(later.connection().root()).add(JobImpl()))
+            # The session that had joined the old server reconnects to the new one and
+            # sees that commit.
+
+            def seen() -> bool:
+                joined.abort()
+                return len(joined.registry().jobs) == 1
+
+            assert wait_until(seen)
+        finally:
+            later.close()
+    finally:
+        joined.close()
+
+
+def test_a_client_the_server_dropped_itself_does_not_keep_it_from_exiting_idle(
         gangadir: Path) -> None:
-    """The server's idle timer fires while sessions keep starting: each one either joins
-    the server, waits for the exiting one to go and starts a new one, or joins that."""
+    """ZEO drops a client whose asynchronous call fails (here a second tpc_begin while
+    its first transaction is open, as after a transaction that could not be aborted on a
+    full disk) without forgetting it: the server must still exit once idle."""
     repo_dir = gangadir / "repository"
     options = StorageOptions(idle_exit=0.3)
-    servers: set[int] = set()
-    log = repo_dir / shared.LOG_NAME
-    deadline = time.monotonic() + 60
-    opened = 0
-    while len(servers) < 4 and time.monotonic() < deadline:
-        repo = Repository(gangadir, "shared", options=options)
-        try:
-            assert len(repo.registry().jobs) == 0  # a read through the server
-            pid = shared.server_pid(repo_dir)
-            assert pid is not None
-            servers.add(pid)
-        finally:
-            repo.close()
-        opened += 1
-        exits = log.read_text().count("exiting")
-        # Start the next session exactly as the server decides to exit: wait for the
-        # line it logs then, and open at once.
-        while log.read_text().count("exiting") == exits and time.monotonic() < deadline:
-            time.sleep(0.002)
-    assert len(servers) >= 4, f"{opened} sessions, servers {servers}"
+    repo = Repository(gangadir, "shared", options=options)
+    pid = shared.server_pid(repo_dir)
+    storage = repo.db.storage
+    try:
+        storage._async("tpc_begin", 1, b"", b"", {}, None, " ")
+        storage._async("tpc_begin", 2, b"", b"", {}, None, " ")  # the server drops us
+        assert wait_until(lambda: "Multiple simultaneous tpc_begin" in
+                          (repo_dir / shared.LOG_NAME).read_text())
+        # The client reconnects by itself, and works.
+        repo.abort()
+        assert len(repo.registry().jobs) == 0
+    finally:
+        repo.close()
+    assert wait_until(lambda: shared.server_pid(repo_dir) != pid, timeout=30), \
+        "the server kept counting the client it had dropped"
