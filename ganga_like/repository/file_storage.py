@@ -7,6 +7,13 @@ cutting the file flushes them first, which fails the same way: the cut is not ma
 those bytes are written at the next seek once space is free again, leaving the rest of the
 failed transaction behind the next one (a file that no longer reads to its end). Here the
 file object and its unwritten bytes are dropped, and the file is cut through a fresh one.
+
+The temporary file the transaction was first written to is on the same disk and keeps its
+largest size: after a failed write it is emptied (a fresh file object, whose unwritten
+bytes go with the old one), so that a small commit - the rollback of what failed - fits
+again. The shared server's file storage is this one too: without it the server's abort
+failed the same way, left the client's transaction open, and the client's next
+transaction was refused and its connection dropped.
 """
 
 from __future__ import annotations
@@ -22,13 +29,48 @@ __all__ = ["RepositoryFileStorage"]
 
 
 class RepositoryFileStorage(FileStorage):  # type: ignore[misc]
+    _write_failed = False
+
+    def store(self, oid: bytes, oldserial: bytes, data: bytes, version: str,
+              transaction: Any) -> Any:
+        try:
+            return super().store(oid, oldserial, data, version, transaction)
+        except OSError:
+            self._write_failed = True  # into the temporary file
+            raise
+
     def tpc_vote(self, transaction: Any) -> Any:
         try:
             return super().tpc_vote(transaction)
         except OSError:
             with self._lock:
                 self._drop_unwritten()
+                self._write_failed = True
             raise
+
+    def _clear_temp(self) -> None:
+        # Between transactions (under the storage's lock).
+        self._tindex.clear()
+        if self._tfile is None:
+            return
+        if self._write_failed:
+            self._write_failed = False
+            self._renew_temporary_file()
+            return
+        try:
+            self._tfile.seek(0)  # flushes what it still buffers
+        except OSError:
+            self._renew_temporary_file()
+
+    def _renew_temporary_file(self) -> None:
+        """An empty temporary file: the space the failed transaction took is given back."""
+        from ZODB.FileStorage.FileStorage import TempFormatter
+
+        stale: Any = getattr(self, "_tfile")  # noqa: B009 - untyped in ZODB
+        with contextlib.suppress(OSError):
+            stale.close()  # its flush may fail again; the unwritten bytes go with it
+        self._tfile = open(self._file_name + ".tmp", "w+b")  # noqa: SIM115 - truncated, kept open
+        self._tfmt = TempFormatter(self._tfile)
 
     def _drop_unwritten(self) -> None:
         stale: Any = getattr(self, "_file")  # noqa: B009 - untyped in ZODB
