@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
     logging.getLogger("ganga_like").setLevel(logging.INFO)  # packing reports too
-    # A session that exits drops its connection: ZEO logs that as an error; it is not.
+    # A session that exits drops its connection (the server may be writing to it then):
+    # ZEO logs that as an error; it is not.
     logging.getLogger("ZEO.asyncio.server").addFilter(_NotClientExits())
     ready = _Ready(args.ready_fd)
     try:
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 class _NotClientExits(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        return not (text.startswith("Disconnected") and "ConnectionResetError" in text)
+        return not (text.startswith("Disconnected")
+                    and ("ConnectionResetError" in text or "BrokenPipeError" in text))
 
 
 class _Ready:
