@@ -23,7 +23,8 @@ def find_job(session: Session, text: str) -> Job | None:
         job_id, sub = int(head), int(tail) if tail else None
     except ValueError:
         raise UsageError(f"not a job id: {text!r}; use 12 or 12.3") from None
-    return session.registry().lookup(job_id, sub)
+    found: Job | None = session.registry().lookup(job_id, sub)
+    return found
 
 
 def matching_jobs(session: Session, text: str) -> list[Job]:

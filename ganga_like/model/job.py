@@ -149,6 +149,25 @@ class Job(GangaObject):
         label = self.current_status().label
         self.history = (*self.history, make_entry(when, label, label, cause))
 
+    # -- as the registry lists it (ganga_like.repository.stored) -----------------------
+
+    def index_label(self) -> str | None:
+        """The status a top-level job is listed under; None for a subjob (not listed)."""
+        if self._master is not None:
+            return None
+        return self.current_status().label
+
+    def indexed_as(self, label: str) -> None:
+        """The registry now lists this job under ``label``.
+
+        A master's status is derived, never set: its changes are noticed here, when the
+        registry reindexes it after its subjobs changed, and logged so that its history
+        and ``time`` show them too."""
+        history = self.history
+        if self.is_master and history and history[-1][2] != label:
+            self.history = (*history, make_entry(_time.time(), history[-1][2], label,
+                                                 "derived from its subjobs"))
+
     # -- subjobs ---------------------------------------------------------------------
 
     @property
@@ -165,6 +184,12 @@ class Job(GangaObject):
             raise JobError(f"job {self.fqid} has no subjob {index}")
         result: Job = subjobs[index]
         return result
+
+    def find_subjob(self, index: int) -> Job | None:
+        """The subjob ``index``, or None (no such subjob, or not a master)."""
+        subjobs = self._subjobs
+        found: Job | None = subjobs.get(index) if subjobs else None
+        return found
 
     def iter_subjobs(self) -> Iterator[Job]:
         subjobs = self._subjobs

@@ -28,7 +28,6 @@ and created again at the next submission.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,12 @@ from BTrees.IOBTree import IOBTree
 from BTrees.OOBTree import OOBTree
 from persistent import Persistent
 
-from ganga_like.model.history import make_entry
-from ganga_like.model.job import Job
 from ganga_like.repository.orphans import first_free_id
+from ganga_like.repository.stored import StoredJob
 from ganga_like.repository.trees import IdMap, IdSet, KeyMap
 
-__all__ = ["FORMAT", "KEEP", "TOP", "IdAllocator", "IdSet", "Registry", "active_key"]
+__all__ = ["FORMAT", "KEEP", "TOP", "IdAllocator", "IdSet", "Registry", "StoredJob",
+           "active_key"]
 
 FORMAT = 1
 TOP = -1  # subjob id used in the active index for a job without subjobs
@@ -79,13 +78,17 @@ _TREES: dict[str, type] = {"jobs": IdMap, "active": KeyMap, "submitting": IdMap,
                            "by_status": KeyMap, "status_of": IdMap, "by_name": KeyMap}
 
 
-def active_key(job: Job) -> tuple[int, int]:
+def active_key(job: StoredJob) -> tuple[int, int]:
     master = job.master
     return (master.id, job.id) if master is not None else (job.id, TOP)
 
 
 class Registry:
     """Typed access to the root mapping of one connection.
+
+    Jobs are typed as :class:`StoredJob`, what the registry needs of them; what it hands
+    back (``get``, ``lookup``) is the stored object itself, the model's job or a broken
+    object, which the layers above know how to tell apart.
 
     ``workspace``, when given, is where job workspaces live: a new job never takes an id
     whose workspace directory exists. ``ids`` hands out job ids (the shared-mode blocks of
@@ -155,7 +158,7 @@ class Registry:
         """The submissions in progress: (job id, intent)."""
         return [(k, v) for k, v in self.submitting.items() if k != KEEP]
 
-    def add(self, job: Job) -> int:
+    def add(self, job: StoredJob) -> int:
         take = self._ids
         job_id = first_free_id(
             (lambda: take(self.root)) if take is not None else self.root["ids"].allocate,
@@ -181,11 +184,15 @@ class Registry:
 
     # -- indexes ---------------------------------------------------------------------
 
-    def reindex(self, job: Job) -> None:
-        """Bring the status index up to date for a top-level job (O(log n))."""
-        if not isinstance(job, Job) or job.master is not None:
+    def reindex(self, job: StoredJob) -> None:
+        """Bring the status index up to date for a top-level job (O(log n)).
+
+        The job says which label it is listed under and is told when that changed; an
+        object without those methods (a broken one) keeps the entries it has."""
+        index_label = getattr(job, "index_label", None)
+        label = index_label() if index_label is not None else None
+        if label is None:
             return
-        label = job.current_status().label
         status_of = self.root["status_of"]
         old = status_of.get(job.id)
         if old == label:
@@ -194,16 +201,11 @@ class Registry:
             _discard(self.root["by_status"], old, job.id, keep_empty=True)
         _insert(self.root["by_status"], label, job.id)
         status_of[job.id] = label
-        history = job.history
-        if job.is_master and history and history[-1][2] != label:
-            # A master's status is derived, never set: log its changes here, where they
-            # are noticed, so its history and time show them too.
-            job.history = (*history, make_entry(time.time(), history[-1][2], label,
-                                                "derived from its subjobs"))
+        job.indexed_as(label)
         if old is None:
             _insert(self.root["by_name"], job.name, job.id)
 
-    def rename(self, job: Job, old_name: str) -> None:
+    def rename(self, job: StoredJob, old_name: str) -> None:
         if job.master is None and old_name != job.name:
             _discard(self.root["by_name"], old_name, job.id)
             _insert(self.root["by_name"], job.name, job.id)
@@ -223,23 +225,22 @@ class Registry:
         found: str | None = self.root["status_of"].get(job_id)
         return found
 
-    def get(self, job_id: int) -> Job | None:
-        result: Job | None = self.jobs.get(job_id)
-        return result
+    def get(self, job_id: int) -> Any:
+        """The job stored under ``job_id``, or None."""
+        return self.jobs.get(job_id)
 
-    def lookup(self, job_id: int, subjob_id: int | None) -> Job | None:
+    def lookup(self, job_id: int, subjob_id: int | None) -> Any:
+        """The job or subjob of these ids, or None."""
         job = self.get(job_id)
         if job is None or subjob_id is None or subjob_id == TOP:
             return job
-        subjobs = job._subjobs
-        found: Job | None = subjobs.get(subjob_id) if subjobs else None
-        return found
+        return job.find_subjob(subjob_id)
 
-    def follow(self, job: Job, data: Any) -> None:
+    def follow(self, job: StoredJob, data: Any) -> None:
         """Put ``job`` in the active index with what its backend needs to poll it."""
         self.active[active_key(job)] = (type(job.backend).__name__, job.submit_count, data)
 
-    def unfollow(self, job: Job) -> None:
+    def unfollow(self, job: StoredJob) -> None:
         key = active_key(job)
         if key in self.active:
             del self.active[key]
