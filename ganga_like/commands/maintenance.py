@@ -41,18 +41,18 @@ def repository_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def run_repository(args: argparse.Namespace) -> int:
-    from ganga_like.repository import integrity
+    from ganga_like.runtime import repository_check
 
     gangadir = configured_settings().gangadir
     if args.action == "recover":
-        print(integrity.recover_repository(gangadir))
+        print(repository_check.recover_repository(gangadir))
         return OK
     if args.action == "reset":
         from ganga_like.repository.reset import reset_orphans
 
         print(reset_orphans(gangadir))
         return OK
-    report = integrity.full_check(gangadir)
+    report = repository_check.full_check(gangadir)
     for line in report.lines():
         print(line)
     print(report.summary())

@@ -16,6 +16,10 @@ Three passes, each finding what the one before cannot:
 
 Nothing is written. The result names each damaged record (object id, class, owning job,
 where in the file) and what is wrong with it.
+
+What only the model knows of a job (which objects are jobs, which statuses exist, where a
+master keeps its subjobs) is asked of the :class:`~ganga_like.repository.stored.JobChecks`
+the caller gives (``ganga_like.runtime.repository_check`` gives the model's).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import DATA_HDR, DATA_HDR_LEN, TRANS_HDR, TRANS_HDR_LEN
+
+from ganga_like.repository.stored import JobChecks
 
 __all__ = ["CheckReport", "check_file_deeply", "record_is_readable", "scan_records",
            "zodb_silenced"]
@@ -107,13 +113,14 @@ class _Record:
     has_data: bool
 
 
-def check_file_deeply(path: Path) -> CheckReport:
-    """Run the three passes over ``path`` (a FileStorage ``Data.fs``)."""
+def check_file_deeply(path: Path, checks: JobChecks) -> CheckReport:
+    """Run the three passes over ``path`` (a FileStorage ``Data.fs``); ``checks``: the
+    model's part of checking a job."""
     report = CheckReport()
     current = _scan_file(path, report)
     if not current:  # unreadable, or no record at all
         return report
-    owners = _check_objects(path, current, report)
+    owners = _check_objects(path, current, report, checks)
     if report.old_only:
         report.notes.append(f"{len(report.old_only)} of the damaged object(s) are damaged "
                             "in old revisions only: their current state reads")
@@ -388,18 +395,18 @@ def _class_name(klass: Any) -> str:
 
 
 def _check_objects(path: Path, current: dict[int, _Record],
-                   report: CheckReport) -> dict[int, str]:
+                   report: CheckReport, checks: JobChecks) -> dict[int, str]:
     """Load every current object and check the registry's layout; who owns which oid."""
     from ganga_like.repository.storage import quiet_zodb_logging
 
     quiet_zodb_logging()
     owners: dict[int, str] = {}
     with zodb_silenced():
-        return _load_objects(path, current, report, owners)
+        return _load_objects(path, current, report, owners, checks)
 
 
 def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
-                  owners: dict[int, str]) -> dict[int, str]:
+                  owners: dict[int, str], checks: JobChecks) -> dict[int, str]:
     import transaction
     from ZODB.FileStorage import FileStorage
 
@@ -442,7 +449,7 @@ def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
                 conn.cacheGC()
         if 0 not in report.current_damage:
             try:
-                _check_layout(conn, report, owners)
+                _check_layout(conn, report, owners, checks)
             except Exception as exc:  # a record the layout needs could not be read
                 report.problem(f"the job registry cannot be read ({_describe(exc)})")
     finally:
@@ -470,14 +477,14 @@ def _after_path(message: str) -> str:
     return text.split(". Nothing was changed", 1)[0]
 
 
-def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str]) -> None:
+def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str],
+                  checks: JobChecks) -> None:
     from BTrees.check import check as check_tree
     from BTrees.IOBTree import IOBTree
     from BTrees.OOBTree import OOBTree
     from persistent.mapping import PersistentMapping
     from ZODB.broken import Broken
 
-    from ganga_like.model.job import Job
     from ganga_like.repository.registry import FORMAT, IdAllocator
 
     root = conn.root()
@@ -518,20 +525,18 @@ def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str]) -> Non
             report.notes.append(f"job {job_id} is of a class that is not installed "
                                 f"({type(job).__name__}): it lists as broken")
             continue
-        if not isinstance(job, Job):
+        if not checks.is_job(job):
             report.problem(f"job {job_id} is a {type(job).__name__}, not a job", _oid(job))
             continue
-        _check_job(job, job_id, None, report, owners)
+        _check_job(job, job_id, None, report, owners, checks)
         if next_id is not None and job_id >= next_id:
             report.problem(f"job {job_id} is at or above the next id to be given out "
                            f"({next_id})", _oid(ids))
 
 
 def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
-               owners: dict[int, str]) -> None:
+               owners: dict[int, str], checks: JobChecks) -> None:
     from BTrees.check import check as check_tree
-
-    from ganga_like.model.status import Status
 
     label = f"job {job_id}" if master is None else f"job {master.id}.{job_id}"
     if _oid(job) in report.current_damage:
@@ -539,11 +544,11 @@ def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
     try:
         if job.id != job_id:
             report.problem(f"{label} says it is job {job.id}", _oid(job))
-        Status.parse(job.status)
+        checks.validate(job)
         if (job.master is None) != (master is None) or (
                 master is not None and job.master is not master):
             report.problem(f"{label} names the wrong master", _oid(job))
-        subjobs = job._subjobs
+        subjobs = checks.subjobs(job)
     except Exception as exc:
         report.problem(f"{label} is inconsistent ({_describe(exc)})", _oid(job))
         return
@@ -558,7 +563,7 @@ def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
         return
     for sub_id, sub in _items(subjobs, report):
         owners.setdefault(_oid(sub), f"job {job_id}.{sub_id}")
-        _check_job(sub, sub_id, job, report, owners)
+        _check_job(sub, sub_id, job, report, owners, checks)
 
 
 def _items(tree: Any, report: CheckReport) -> Iterator[tuple[int, Any]]:

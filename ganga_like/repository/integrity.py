@@ -16,6 +16,11 @@ FileStorage (``Data.fs``) is an append-only log of transactions. What can go wro
 rebuilt on opening), and the job registry is then checked object by object: a job that
 lost records it needs is taken out of the registry and named in the report (its workspace
 stays on disk).
+
+The full check and the recovery ask what only the model knows of a job of the
+:class:`~ganga_like.repository.stored.JobChecks` their caller gives:
+``ganga_like.runtime.repository_check`` (and ``ganga repository check|recover``) gives the
+model's, and is where to call them from.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ import logging
 import os
 import pickle
 import struct
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +42,11 @@ from ZODB.FileStorage.format import TRANS_HDR, TRANS_HDR_LEN
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.repository.fullcheck import CheckReport, check_file_deeply
+from ganga_like.repository.stored import JobChecks
 
 __all__ = [
     "RecoveryReport",
     "check_file",
-    "check_repository",
     "corrupt",
     "full_check",
     "lock_for_maintenance",
@@ -65,7 +69,7 @@ def corrupt(path: Path, detail: str) -> RepositoryCorruptError:
     return RepositoryCorruptError(
         f"repository {path} is damaged: {detail}. Nothing was changed. To keep everything "
         f"that is intact run `ganga repository recover` (or python -m "
-        f"ganga_like.repository.integrity recover {gangadir}); the damaged file is kept "
+        f"ganga_like.runtime.repository_check recover {gangadir}); the damaged file is kept "
         "as a backup", path=str(path))
 
 
@@ -185,14 +189,10 @@ def _zodb_log_captured() -> Any:
 # -- the full check -------------------------------------------------------------------
 
 
-def check_repository(gangadir: Path) -> list[str]:
-    """Read every transaction, record and object; return the problems found (empty:
-    sound). See :mod:`ganga_like.repository.fullcheck`."""
-    return full_check(gangadir).problems
-
-
-def full_check(gangadir: Path) -> CheckReport:
-    """The full check's report (problems, notes and what was read)."""
+def full_check(gangadir: Path, checks: JobChecks) -> CheckReport:
+    """Read every transaction, record and object (see
+    :mod:`ganga_like.repository.fullcheck`); the report: problems, notes and what was
+    read. ``checks``: the model's part of checking a job."""
     from ganga_like.repository.orphans import check_before_open, job_dirs
 
     gangadir = gangadir.expanduser().resolve()
@@ -206,7 +206,7 @@ def full_check(gangadir: Path) -> CheckReport:
         return report
     if not path.exists():
         return CheckReport()
-    report = check_file_deeply(path)
+    report = check_file_deeply(path, checks)
     if report.sound:
         orphaned = [i for i in job_dirs(workspace) if i >= report.next_id]
         if orphaned:
@@ -243,11 +243,12 @@ class RecoveryReport:
         return "\n".join(lines)
 
 
-def recover_repository(gangadir: Path) -> RecoveryReport:
+def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
     """Rebuild ``Data.fs`` from its intact transactions, keeping the damaged file.
 
     The repository must not be open anywhere (close the sessions, ``ganga monitor stop``;
-    the shared server exits by itself when idle).
+    the shared server exits by itself when idle). ``checks``: the model's part of reading
+    a job back.
     """
     from ZODB import fsrecover
 
@@ -293,7 +294,7 @@ def recover_repository(gangadir: Path) -> RecoveryReport:
 
     with zodb_silenced():  # what cannot be read is said in the report, once
         report.notes.extend(revert_unreadable(path))
-        _check_registry(path, report)
+        _check_registry(path, report, checks)
         report.notes.extend(drop_history(path))
     log.info("%s", report)  # the caller shows the report (the command prints it)
     return report
@@ -307,7 +308,7 @@ def _bytes_removed(text: str) -> int:
     return 0
 
 
-def _check_registry(path: Path, report: RecoveryReport) -> None:
+def _check_registry(path: Path, report: RecoveryReport, checks: JobChecks) -> None:
     """Load every job and subjob; take out what cannot be read; rebuild the indexes."""
     import transaction
     import ZODB
@@ -344,7 +345,7 @@ def _check_registry(path: Path, report: RecoveryReport) -> None:
             Registry.initialise(root)
             jobs = root["jobs"]
             for job_id in job_ids:
-                if _job_readable(jobs, job_id, report):
+                if _job_readable(jobs, job_id, report, checks):
                     report.jobs_kept += 1
                     continue
                 report.lost_jobs.append(job_id)
@@ -448,53 +449,18 @@ def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
         ids.next_id = used[-1] + 1
 
 
-def _job_readable(jobs: Any, job_id: int, report: RecoveryReport) -> bool:
-    from ganga_like.model.job import Job
-
+def _job_readable(jobs: Any, job_id: int, report: RecoveryReport,
+                  checks: JobChecks) -> bool:
     try:
         job = jobs[job_id]
         job._p_activate()
-        if not isinstance(job, Job):
+        if not checks.is_job(job):
             return True  # a job of a missing plugin: kept, it lists as broken
-        subjobs = job._subjobs
-        if subjobs:
-            counts: dict[str, int] = {}
-            for sj in subjobs.values():
-                sj._p_activate()
-                counts[sj.status] = counts.get(sj.status, 0) + 1
-            counter = job._counter
-            if counter is not None and counter.counts != counts:
-                counter.counts = counts
-                report.notes.append(f"job {job_id}: its subjob counts were recomputed")
+        if checks.recount(job):
+            report.notes.append(f"job {job_id}: its subjob counts were recomputed")
         return True
     except Exception:  # a record it needs was lost with a damaged transaction
         return False
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ganga_like.repository.integrity check|recover GANGADIR``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] not in ("check", "recover"):
-        print("usage: python -m ganga_like.repository.integrity check|recover GANGADIR",
-              file=sys.stderr)
-        return 2
-    gangadir = Path(args[1])
-    try:
-        if args[0] == "check":
-            report = full_check(gangadir)
-            for line in report.lines():
-                print(line)
-            print(report.summary())
-            return 0 if report.sound else 1
-        print(recover_repository(gangadir))
-    except RepositoryError as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def lock_for_maintenance(path: Path, doing: str) -> zc.lockfile.LockFile:

@@ -7,13 +7,17 @@ model's, under which status label a job is listed and what a change of that labe
 the job, are its methods. An object of the job table that lacks them (a job whose class
 cannot be loaded comes back as a ZODB broken object) is stored, listed and removed, but
 never indexed anew.
+
+:class:`JobChecks` is what the full check and the recovery need to know of the jobs they
+find; the layer that knows the model gives it to them
+(``ganga_like.runtime.repository_check``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StoredJob"]
+__all__ = ["JobChecks", "StoredJob"]
 
 
 @runtime_checkable
@@ -48,3 +52,23 @@ class StoredJob(Protocol):
     def find_subjob(self, subjob_id: int) -> StoredJob | None:
         """The subjob of that id, or None."""
 
+
+class JobChecks(Protocol):
+    """The model's part of checking and recovering the jobs of a repository.
+
+    The repository checks its own part: every job under its own id and below the next id,
+    every subjob under its own id naming its master, every table consistent."""
+
+    def is_job(self, obj: object) -> bool:
+        """Whether an object of the job table that is not a broken one is a job."""
+
+    def validate(self, job: Any) -> None:
+        """Raise when the job's own state does not read as the model's (say, a status the
+        model does not have)."""
+
+    def subjobs(self, job: Any) -> Any:
+        """The table of a master's subjobs (an integer-keyed B-tree), or None."""
+
+    def recount(self, job: Any) -> bool:
+        """Read every subjob of a master and correct the master's status counts; whether
+        they were wrong. Raises when a subjob cannot be read."""

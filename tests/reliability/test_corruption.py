@@ -17,8 +17,8 @@ from ZODB.utils import newTid
 from ganga_like.errors import RepositoryCorruptError, RepositoryError
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.repository.connection import Repository
-from ganga_like.repository.integrity import check_repository, recover_repository
 from ganga_like.repository.registry import Registry
+from ganga_like.runtime.repository_check import check_repository, recover_repository
 
 from .conftest import child_env, python, run_python
 
@@ -309,7 +309,7 @@ def test_the_full_check_names_the_damaged_job(gangadir: Path) -> None:
     data = bytearray(path.read_bytes())
     data[(start + 42 + end) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    from ganga_like.repository.integrity import full_check
+    from ganga_like.runtime.repository_check import full_check
 
     report = full_check(gangadir)
     assert not report.sound
@@ -325,7 +325,7 @@ def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(
     import io
     import pickletools
 
-    from ganga_like.repository.fullcheck import check_file_deeply
+    from ganga_like.runtime.repository_check import check_file_deeply
 
     path = _make_repository(gangadir)
     pristine = path.read_bytes()
@@ -485,7 +485,7 @@ def test_recovery_leaves_a_sound_repository_after_each_kind_of_damage(
 
 
 def test_damage_in_an_old_revision_is_reported_as_such(gangadir: Path) -> None:
-    from ganga_like.repository.integrity import full_check
+    from ganga_like.runtime.repository_check import full_check
 
     path = _make_repository(gangadir)
     data = bytearray(path.read_bytes())

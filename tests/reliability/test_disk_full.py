@@ -23,7 +23,7 @@ from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.repository import shared
 from ganga_like.repository.connection import Repository
-from ganga_like.repository.integrity import check_repository
+from ganga_like.runtime.repository_check import check_repository
 from ganga_like.repository.registry import Registry
 
 from ..waiting import wait_until
