@@ -114,6 +114,10 @@ def test_the_check_runs_as_a_module(gangadir: Path) -> None:
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1].startswith("repository is sound: ")
+    mended = subprocess.run([*command, "recover", str(gangadir)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert mended.returncode == 0, mended.stderr
+    assert mended.stdout.startswith("repository recovered: 1 job(s) kept")
     wrong = subprocess.run([*command, "mend", str(gangadir)], env=env, capture_output=True,
                            text=True, timeout=120)
     assert wrong.returncode == 2
