@@ -163,8 +163,10 @@ class Job(GangaObject):
         A master's status is derived, never set: its changes are noticed here, when the
         registry reindexes it after its subjobs changed, and logged so that its history
         and ``time`` show them too."""
+        if not self._subjobs:
+            return  # any other job logged its change when its status was set
         history = self.history
-        if self.is_master and history and history[-1][2] != label:
+        if history and history[-1][2] != label:
             self.history = (*history, make_entry(_time.time(), history[-1][2], label,
                                                  "derived from its subjobs"))
 
