@@ -17,10 +17,10 @@ rebuilt on opening), and the job registry is then checked object by object: a jo
 lost records it needs is taken out of the registry and named in the report (its workspace
 stays on disk).
 
-The full check and the recovery ask what only the model knows of a job of the
-:class:`~ganga_like.repository.stored.JobChecks` their caller gives:
-``ganga_like.runtime.repository_check`` (and ``ganga repository check|recover``) gives the
-model's, and is where to call them from.
+What only the model knows of a job, the full check and the recovery ask of the
+:class:`~ganga_like.repository.stored.JobChecks` their caller gives. Call them from
+``ganga_like.runtime.repository_check``, which gives the model's (``ganga repository
+check|recover`` do).
 """
 
 from __future__ import annotations
