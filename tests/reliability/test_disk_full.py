@@ -23,8 +23,8 @@ from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.repository import shared
 from ganga_like.repository.connection import Repository
-from ganga_like.runtime.repository_check import check_repository
 from ganga_like.repository.registry import Registry
+from ganga_like.runtime.repository_check import check_repository
 
 from ..waiting import wait_until
 from .conftest import shared_settings
