@@ -1,0 +1,291 @@
+"""What every backend must do, run through the GPI against real processes.
+
+Each test runs once per entry of ``tests/backends.py``'s ``BACKENDS`` (Local, and Slurm
+when a cluster answers): a new backend passes this suite by adding its entry there, and
+needs no test of its own for these behaviours.
+
+The programs the jobs run wait on a gate file the test creates, so a test decides when
+they end and never sleeps for a fixed time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.runtime.session import Session, close_session
+from ganga_like_local import runner_client
+from ganga_like_local.backend import runner_dir
+
+from .backends import BackendCase, case_params, open_case_session
+from .waiting import wait_for
+
+# Longest a job of a few short subjobs may take to end on a loaded machine.
+PATIENCE = 120
+
+
+@pytest.fixture(params=case_params())
+def case(request: pytest.FixtureRequest) -> BackendCase:
+    chosen: BackendCase = request.param
+    chosen.available()
+    return chosen
+
+
+@pytest.fixture
+def backend_session(case: BackendCase, gangadir: Path) -> Iterator[Session]:
+    """An open session (embedded repository, monitoring on) with the case's settings."""
+    session = open_case_session(case, gangadir, repository_mode="embedded")
+    try:
+        yield session
+    finally:
+        _cleanup(session, gangadir)
+
+
+def _cleanup(session: Session | None, gangadir: Path) -> None:
+    """Close the session; end whatever its jobs left running at the backend."""
+    active: list[str] = []
+    if session is not None:
+        with contextlib.suppress(Exception):
+            active = [str(data.get("id") or "")
+                      for (_b, _r, data) in session.registry().active.values()]
+    close_session()
+    runner_client.stop(runner_dir(gangadir))
+    slurm_ids = {a.split("_")[0] for a in active if a and a[0].isdigit()}
+    if slurm_ids:
+        from ganga_like_slurm import commands
+
+        with contextlib.suppress(Exception):
+            commands.scancel(sorted(slurm_ids))
+
+
+class Gated:
+    """A program that records its pid, waits for a gate file, prints ``done <arg1>`` and
+    exits with ``<arg2>`` (default 0), or exits 0 at once with ``<arg2>`` = ``now``."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.dir = tmp_path
+        self.gate = tmp_path / "gate"
+        self.exe = tmp_path / "gated.sh"
+        self.exe.write_text(textwrap.dedent(f"""\
+            #!/bin/sh
+            echo $$ > "{tmp_path}/pid.$1"
+            echo "$1" >> "{tmp_path}/ran"
+            code=${{2:-0}}
+            if [ "$code" = now ]; then
+                code=0
+            else
+                n=0
+                while [ ! -e "{self.gate}" ] && [ $n -lt 3000 ]; do sleep 0.1; n=$((n+1)); done
+            fi
+            echo "done $1"
+            [ -e "{tmp_path}/fixed" ] && exit 0
+            exit "$code"
+            """))
+        self.exe.chmod(0o755)
+
+    def job(self, case: BackendCase, args: list[list[Any]]) -> Any:
+        return Job(application=Executable(exe=str(self.exe)),
+                   splitter=ArgSplitter(args=args), backend=case.make())
+
+    def open(self) -> None:
+        self.gate.touch()
+
+    def fix(self) -> None:
+        """From now on every run exits 0."""
+        (self.dir / "fixed").touch()
+
+    def pid(self, arg: object) -> int:
+        path = self.dir / f"pid.{arg}"
+        wait_for(path.exists, 60, f"the program for {arg} to start")
+        return int(path.read_text())
+
+    def runs(self) -> list[str]:
+        path = self.dir / "ran"
+        return sorted(path.read_text().split()) if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _stdout(job: Any) -> str:
+    return (job.outputdir / "stdout").read_text()
+
+
+@pytest.fixture
+def gated(tmp_path: Path) -> Gated:
+    return Gated(tmp_path)
+
+
+def test_one_job_completes_with_its_stdout_in_the_output_dir(
+        case: BackendCase, backend_session: Session, tmp_path: Path) -> None:
+    exe = tmp_path / "hello.sh"
+    exe.write_text('#!/bin/sh\necho "hello $1"\n')
+    exe.chmod(0o755)
+    j = Job(application=Executable(exe=str(exe), args=["world"]), backend=case.make())
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert _stdout(j) == "hello world\n"
+    assert j.exit_code == 0
+    assert j.history[-1].new == "completed"
+
+
+def test_a_split_job_completes_every_subjob_and_then_its_master(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    gated.open()
+    j = gated.job(case, [[i] for i in range(4)])
+    j.submit()
+    assert len(j.subjobs) == 4
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert [s.status for s in j.subjobs] == ["completed"] * 4
+    assert [_stdout(s) for s in j.subjobs] == [f"done {i}\n" for i in range(4)]
+    assert all(s.exit_code == 0 for s in j.subjobs)
+
+
+def test_a_failing_program_fails_with_its_exit_code_and_a_resubmission_completes(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    gated.open()
+    j = Job(application=Executable(exe=str(gated.exe), args=["solo", 3]), backend=case.make())
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "failed"
+    assert j.exit_code == 3
+    assert _stdout(j) == "done solo\n"
+    gated.fix()
+    j.resubmit()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert j.exit_code == 0
+
+
+def test_a_failed_subjob_resubmitted_alone_completes_and_so_does_its_master(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    gated.open()
+    j = gated.job(case, [[0, 0], [1, 5], [2, 0]])
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "failed"
+    assert [s.status for s in j.subjobs] == ["completed", "failed", "completed"]
+    assert j.subjobs[1].exit_code == 5
+    gated.fix()
+    assert j.subjobs[1].resubmit()
+    assert j.subjobs[1].wait(timeout=PATIENCE) == "completed"
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert gated.runs() == ["0", "1", "1", "2"]  # only the failed one ran again
+
+
+def test_a_failed_master_resubmitted_reruns_only_its_failed_subjobs(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    gated.open()
+    j = gated.job(case, [[0, 4], [1, 0], [2, 4]])
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "failed"
+    assert [s.exit_code for s in j.subjobs] == [4, 0, 4]
+    gated.fix()
+    j.resubmit()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert [s.status for s in j.subjobs] == ["completed"] * 3
+    assert gated.runs() == ["0", "0", "1", "2", "2"]
+
+
+def test_killing_one_running_subjob_kills_only_that_one(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    j = gated.job(case, [[0], [1], [2]])
+    j.submit()
+    victim = j.subjobs[0]
+    assert victim.wait(timeout=PATIENCE, until="running") == "running"
+    pid = gated.pid(0)
+    assert victim.kill()
+    assert victim.status == "killed"
+    wait_for(lambda: not _alive(pid), 60, "the killed subjob's process to end")
+    gated.open()
+    assert j.wait(timeout=PATIENCE) == "completed"  # killed and completed: completed
+    assert [s.status for s in j.subjobs] == ["killed", "completed", "completed"]
+    assert [_stdout(s) for s in j.subjobs[1:]] == ["done 1\n", "done 2\n"]
+    assert victim.history[-1].new == "killed"
+
+
+def test_killing_the_master_kills_every_subjob(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    j = gated.job(case, [[0], [1], [2]])
+    j.submit()
+    assert j.subjobs[0].wait(timeout=PATIENCE, until="running") == "running"
+    pid = gated.pid(0)
+    assert j.kill()
+    assert j.status == "killed"
+    assert [s.status for s in j.subjobs] == ["killed"] * 3
+    wait_for(lambda: not _alive(pid), 60, "the running subjob's process to end")
+    backend_session.monitor.run_once()  # what the backend now reports changes nothing
+    assert j.status == "killed" and [s.status for s in j.subjobs] == ["killed"] * 3
+    assert all(s.history[-1].cause == "user: kill" for s in j.subjobs)
+
+
+SUBMITTER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from tests.backends import CASES, open_case_session
+    from ganga_like import ArgSplitter, Executable, Job
+
+    case = CASES[sys.argv[1]]
+    open_case_session(case, Path(sys.argv[2]), repository_mode="embedded")
+    j = Job(application=Executable(exe=sys.argv[3]),
+            splitter=ArgSplitter(args=[[0], [1], [2]]), backend=case.make())
+    j.submit()
+    print(j.id, j.status, flush=True)
+""")
+
+
+def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
+        case: BackendCase, gangadir: Path, env_for: dict[str, str], gated: Gated) -> None:
+    # The submitter ends (its session closed at exit) while its subjobs still wait on the gate.
+    done = subprocess.run([sys.executable, "-c", SUBMITTER, case.name, str(gangadir),
+                           str(gated.exe)], env=env_for, capture_output=True, text=True,
+                          timeout=PATIENCE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "submitted"]
+    gated.pid(0)  # running at the backend, with nobody watching
+    gated.open()
+    session = open_case_session(case, gangadir, repository_mode="embedded")
+    try:
+        from ganga_like import jobs
+
+        j = jobs(0)
+        assert j.wait(timeout=PATIENCE) == "completed"
+        assert [_stdout(s) for s in j.subjobs] == [f"done {i}\n" for i in range(3)]
+        assert gated.runs() == ["0", "1", "2"]  # each ran once
+    finally:
+        _cleanup(session, gangadir)
+
+
+def test_a_monitor_stopped_mid_run_and_restarted_loses_and_repeats_nothing(
+        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    j = gated.job(case, [[0], [1], [2], [3, "now"]])
+    j.submit()
+    assert j.subjobs[0].wait(timeout=PATIENCE, until="running") == "running"
+    monitor = backend_session.monitor
+    monitor.stop()
+    assert not monitor.running
+    # While nobody watches, every subjob ends.
+    gated.open()
+    for i in range(4):
+        gated.pid(i)
+    wait_for(lambda: len(gated.runs()) == 4 and all(
+        (gated.dir / f"pid.{i}").exists() and not _alive(gated.pid(i)) for i in range(4)),
+        PATIENCE, "every program to end")
+    monitor.start()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    for s in j.subjobs:
+        steps = [e.new for e in s.history]
+        assert steps[0] == "submitted" and steps[-1] == "completed", steps
+        assert len(steps) == len(set(steps)), steps  # no transition applied twice
+    assert gated.runs() == ["0", "1", "2", "3"]
