@@ -237,7 +237,7 @@ SUBMITTER = textwrap.dedent("""
     from ganga_like import ArgSplitter, Executable, Job
 
     case = CASES[sys.argv[1]]
-    open_case_session(case, Path(sys.argv[2]), repository_mode="embedded")
+    open_case_session(case, Path(sys.argv[2]))
     j = Job(application=Executable(exe=sys.argv[3]),
             splitter=ArgSplitter(args=[[0], [1], [2]]), backend=case.make())
     j.submit()
@@ -247,7 +247,8 @@ SUBMITTER = textwrap.dedent("""
 
 def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
         case: BackendCase, gangadir: Path, env_for: dict[str, str], gated: Gated) -> None:
-    # The submitter ends (its session closed at exit) while its subjobs still wait on the gate.
+    # The submitter ends (its session closed at exit) while its subjobs still wait on the
+    # gate. Both processes use the default repository mode, as a script and a shell would.
     done = subprocess.run([sys.executable, "-c", SUBMITTER, case.name, str(gangadir),
                            str(gated.exe)], env=env_for, capture_output=True, text=True,
                           timeout=PATIENCE)
@@ -255,7 +256,7 @@ def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
     assert done.stdout.split() == ["0", "submitted"]
     gated.pid(0)  # running at the backend, with nobody watching
     gated.open()
-    session = open_case_session(case, gangadir, repository_mode="embedded")
+    session = open_case_session(case, gangadir)
     try:
         from ganga_like import jobs
 

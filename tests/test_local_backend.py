@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -178,29 +177,6 @@ def test_kill_of_a_queued_subjob_and_resubmit(session: Session) -> None:
     assert j.status == "completed"
     assert [e.new for e in j.subjobs[2].history] == [
         "submitted", "killed", "submitting", "submitted", "running", "completed"]
-
-
-def test_the_runner_keeps_going_after_the_submitting_process_exits(
-        gangadir: Path, env_for: dict[str, str]) -> None:
-    code = textwrap.dedent("""
-        from ganga_like import *
-        j = Job(application=Executable(exe="sleep"), splitter=ArgSplitter(args=[[1], [1]]))
-        j.submit()
-        print(j.status)
-    """)
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code], env=env_for, capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 5
-    assert done.stdout.strip() == "submitted"
-    check = textwrap.dedent("""
-        from ganga_like import *
-        print(jobs(0).wait(timeout=60))
-    """)
-    later = subprocess.run([sys.executable, "-c", check], env=env_for, capture_output=True,
-                           text=True, timeout=90)
-    assert later.stdout.strip() == "completed", later.stderr
 
 
 def test_removing_a_running_job_kills_it(session: Session) -> None:
