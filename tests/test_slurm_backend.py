@@ -761,7 +761,11 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     j.kill()
     assert cancelled[-1] == [array]  # the whole array, in one word
     assert [s.status for s in j.subjobs] == ["killed"] * 4
-    time.sleep(2)  # the monitor must not turn a killed subjob into anything else
+    # Once Slurm has ended them all, what it reports must not turn a killed subjob into
+    # anything else.
+    _until(lambda: all(r.state == "CANCELLED" for r in commands.squeue([array]).values()),
+           60, "every element to be cancelled")
+    slurm_session.monitor.run_once()
     assert j.status == "killed"
     assert all(s.history[-1].cause == "user: kill" for s in j.subjobs)
 
