@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
 
@@ -49,6 +51,35 @@ def _real_slurm_only_when_marked(request: pytest.FixtureRequest,
     monkeypatch.setattr(commands, "_run", refuse)
     for query in (submission.ARRAY_LIMIT, submission.PARTITIONS):
         monkeypatch.setattr(query, "_value", None)  # no answer cached from a real cluster
+
+
+@pytest.fixture(scope="session")
+def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """The Slurm id of a plain job over its 1-minute walltime (None without a cluster).
+
+    Slurm's limits are whole minutes, checked about every 30 s, so it ends 60-90 s after
+    it starts: the first Slurm test of the run submits it (below) and
+    tests/test_slurm_commands.py checks it, the wait overlapping everything in between."""
+    from ganga_like_slurm import commands
+    from ganga_like_slurm.resources import ResourceSpec
+    from ganga_like_slurm.script import BatchScriptSpec, ElementCommand, render_script
+
+    if shutil.which("sbatch") is None or not commands.ping():
+        yield None  # the Slurm tests skip, saying why
+        return
+    out = tmp_path_factory.mktemp("timeout")
+    job = commands.sbatch(render_script(BatchScriptSpec(
+        job_name="timeout-test", resources=ResourceSpec(walltime=timedelta(minutes=1)),
+        stdout=str(out / "slurm-%j.out"), commands=ElementCommand(["sleep", "600"]))))
+    yield job
+    with contextlib.suppress(Exception):
+        commands.scancel([job])
+
+
+@pytest.fixture(autouse=True)
+def _slurm_walltime_job_started_early(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("slurm") is not None:
+        request.getfixturevalue("slurm_walltime_job")
 
 
 @pytest.fixture
