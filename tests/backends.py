@@ -34,6 +34,9 @@ class BackendCase:
     marks: tuple[pytest.MarkDecorator, ...] = ()
     # Raises pytest's skip when the backend cannot run here (called in the test).
     available: Callable[[], None] = lambda: None
+    # Ends what a test left running: given the gangadir and the backend ids of the
+    # subjobs still active when its session closed.
+    leftovers: Callable[[Path, list[str]], None] = lambda gangadir, ids: None
 
 
 class CaseSettings(Settings):
@@ -59,6 +62,21 @@ def _slurm() -> Any:
     return Slurm(partition="debug")
 
 
+def _local_leftovers(gangadir: Path, ids: list[str]) -> None:
+    from ganga_like_local import runner_client
+    from ganga_like_local.backend import runner_dir
+
+    runner_client.stop(runner_dir(gangadir))  # and with it whatever it still runs
+
+
+def _slurm_leftovers(gangadir: Path, ids: list[str]) -> None:
+    from ganga_like_slurm import commands
+
+    arrays = sorted({i.split("_")[0] for i in ids if i})
+    if arrays:
+        commands.scancel(arrays)
+
+
 def _slurm_available() -> None:
     """Skip, saying why, unless a Slurm controller answers (as tests/test_slurm_backend.py)."""
     from ganga_like_slurm import commands
@@ -71,7 +89,8 @@ def _slurm_available() -> None:
 
 
 BACKENDS: list[BackendCase] = [
-    BackendCase("Local", _local, settings={"local_max_concurrent": 4, "local_idle_exit": 5.0}),
+    BackendCase("Local", _local, settings={"local_max_concurrent": 4, "local_idle_exit": 5.0},
+                leftovers=_local_leftovers),
     BackendCase(
         "Slurm", _slurm,
         settings={"monitor_max_interval": 0.5},
@@ -81,7 +100,7 @@ BACKENDS: list[BackendCase] = [
                           "slurm_submit_attempts": 2, "slurm_submit_backoff": 0.5,
                           "slurm_submit_patience": 5.0, "slurm_command_timeout": 30.0},
         marks=(pytest.mark.slurm,),
-        available=_slurm_available),
+        available=_slurm_available, leftovers=_slurm_leftovers),
 ]
 
 CASES = {case.name: case for case in BACKENDS}

@@ -22,8 +22,6 @@ import pytest
 
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.runtime.session import Session, close_session
-from ganga_like_local import runner_client
-from ganga_like_local.backend import runner_dir
 
 from .backends import BackendCase, case_params, open_case_session
 from .waiting import wait_for
@@ -46,10 +44,10 @@ def backend_session(case: BackendCase, gangadir: Path) -> Iterator[Session]:
     try:
         yield session
     finally:
-        _cleanup(session, gangadir)
+        _cleanup(case, session, gangadir)
 
 
-def _cleanup(session: Session | None, gangadir: Path) -> None:
+def _cleanup(case: BackendCase, session: Session | None, gangadir: Path) -> None:
     """Close the session; end whatever its jobs left running at the backend."""
     active: list[str] = []
     if session is not None:
@@ -57,13 +55,8 @@ def _cleanup(session: Session | None, gangadir: Path) -> None:
             active = [str(data.get("id") or "")
                       for (_b, _r, data) in session.registry().active.values()]
     close_session()
-    runner_client.stop(runner_dir(gangadir))
-    slurm_ids = {a.split("_")[0] for a in active if a and a[0].isdigit()}
-    if slurm_ids:
-        from ganga_like_slurm import commands
-
-        with contextlib.suppress(Exception):
-            commands.scancel(sorted(slurm_ids))
+    with contextlib.suppress(Exception):
+        case.leftovers(gangadir, active)
 
 
 class Gated:
@@ -258,7 +251,7 @@ def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
         assert [_stdout(s) for s in j.subjobs] == [f"done {i}\n" for i in range(3)]
         assert gated.runs() == ["0", "1", "2"]  # each ran once
     finally:
-        _cleanup(session, gangadir)
+        _cleanup(case, session, gangadir)
 
 
 def test_a_monitor_stopped_mid_run_and_restarted_loses_and_repeats_nothing(
