@@ -61,7 +61,7 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     it starts: the first Slurm test of the run submits it (below) and
     tests/test_slurm_commands.py checks it, the wait overlapping everything in between."""
     from ganga_like_slurm import commands
-    from ganga_like_slurm.resources import ResourceSpec
+    from ganga_like_slurm.resource_spec import ResourceSpec
     from ganga_like_slurm.script import BatchScriptSpec, ElementCommand, render_script
 
     if shutil.which("sbatch") is None or not commands.ping():
