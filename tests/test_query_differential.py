@@ -29,7 +29,7 @@ from ganga_like.query.ast import EQUALITY_OPERATORS, GLOB_OPERATORS, OPERATORS
 from ganga_like.runtime.search import KNOWN_ROOTS, getter_for, search
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.runtime.submission.splitting import build_subjobs
 
 BASE = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 NOW = BASE + dt.timedelta(days=10)

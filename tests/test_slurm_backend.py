@@ -38,7 +38,7 @@ from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.runtime.submission.splitting import build_subjobs
 from ganga_like_slurm import commands, polling, submission
 from ganga_like_slurm.commands import SacctRow, SlurmCommandError, SqueueRow
 from ganga_like_slurm.settings import SlurmSettings

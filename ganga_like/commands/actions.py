@@ -25,8 +25,8 @@ from ganga_like.commands.context import (
 from ganga_like.commands.lookup import Selection, select
 from ganga_like.errors import GangaError
 from ganga_like.model.job import Job
-from ganga_like.runtime import actions as job_actions
 from ganga_like.runtime.session import Session
+from ganga_like.runtime.submission import actions as job_actions
 
 __all__ = ["first_ids", "kill_parser", "remove_parser", "resubmit_parser"]
 

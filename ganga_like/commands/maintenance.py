@@ -17,7 +17,7 @@ def monitor_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def run_monitor(args: argparse.Namespace) -> int:
-    from ganga_like.runtime import daemon
+    from ganga_like.runtime.monitoring import daemon
 
     settings = configured_settings()
     if args.action == "start":

@@ -27,7 +27,7 @@ from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
-from ganga_like.runtime import actions
+from ganga_like.runtime.submission import actions
 
 __all__ = ["Job", "JobRegistry", "JobSlice", "SubjobSlice", "jobs"]
 

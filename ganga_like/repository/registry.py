@@ -8,7 +8,7 @@
             of them, see ganga_like.repository.ids)
 ``submitting`` IOBTree: job id -> the intent of a submission in progress (kind, subjob ids,
             owner process), removed when its outcome is recorded; what is left after a crash
-            is recovered at startup (see ganga_like.runtime.recovery). It always holds
+            is recovered at startup (see ganga_like.runtime.submission.recovery). It always holds
             ``KEEP`` -> None as its first entry (see below); ``intents()`` leaves it out.
 ``by_status`` OOBTree: status -> IdSet (an IITreeSet) of top-level job ids, and
             ``status_of`` IOBTree: id -> the status it is indexed under; ``by_name``

@@ -21,14 +21,14 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
-from ganga_like.runtime.monitor import Monitor
+from ganga_like.runtime.monitoring.monitor import Monitor
 from ganga_like.runtime.settings import (
     SETTINGS_FIELDS,
     Settings,
     configured_settings,
     plugin_option_keys,
 )
-from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.runtime.submission.splitting import build_subjobs
 
 __all__ = [
     "Session",
@@ -64,7 +64,7 @@ class Session:
         self._refreshed_at = 0.0
         try:
             if not self.repo.read_only:
-                from ganga_like.runtime.recovery import recover_interrupted_submissions
+                from ganga_like.runtime.submission.recovery import recover_interrupted_submissions
 
                 self.recovered = recover_interrupted_submissions(self.repo, self.submit_context)
         except BaseException:

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from ganga_like.repository import shared
-from ganga_like.runtime import daemon
+from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import close_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir

@@ -18,7 +18,7 @@ import pytest
 
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.model.status import Status
-from ganga_like.runtime import daemon
+from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like_local.backend import JOURNAL
 from ganga_like_local.runner import client as runner_client

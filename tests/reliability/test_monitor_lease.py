@@ -14,8 +14,8 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job, jobs
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
-from ganga_like.runtime import daemon
-from ganga_like.runtime.lease import lease_holder
+from ganga_like.runtime.monitoring import daemon
+from ganga_like.runtime.monitoring.lease import lease_holder
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL

@@ -6,7 +6,7 @@ poll interval shrinks to ``min_interval`` while things change and doubles up to
 ``max_interval`` when nothing does. A backend that cannot be reached leaves its jobs as they
 were (they are "stale", not failed) and is asked again next cycle.
 
-Only the holder of the monitor lease (``ganga_like.runtime.lease``) polls: with several
+Only the holder of the monitor lease (``ganga_like.runtime.monitoring.lease``) polls: with several
 sessions on one repository (shared mode), the others only follow its commits, and one of
 them takes the lease over when its holder exits or dies.
 """
@@ -27,8 +27,8 @@ from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import ActiveRef, IBackend, PollContext, StatusReport
 from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import TOP, Registry
-from ganga_like.runtime.engine import apply_report
-from ganga_like.runtime.lease import MonitorLease
+from ganga_like.runtime.monitoring.engine import apply_report
+from ganga_like.runtime.monitoring.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
 
 __all__ = ["CycleResult", "Monitor", "next_interval"]

@@ -31,7 +31,7 @@ from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
-from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.runtime.submission.splitting import build_subjobs
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session

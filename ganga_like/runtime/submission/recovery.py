@@ -32,7 +32,7 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
-from ganga_like.runtime.splitting import build_subjobs
+from ganga_like.runtime.submission.splitting import build_subjobs
 
 __all__ = ["owner_alive", "recover_interrupted_submissions"]
 

@@ -23,7 +23,7 @@ __all__ = ["DAEMON_LOCK", "LEASE_NAME", "MonitorLease", "daemon_running", "lease
 
 LEASE_NAME = "monitor.lease"
 DAEMON_LOCK = "monitor-daemon.lock"
-DAEMON_MODULE = "ganga_like.runtime.daemon"
+DAEMON_MODULE = "ganga_like.runtime.monitoring.daemon"
 # How long an answer to "is a daemon running?" is reused (it is asked every cycle).
 DAEMON_CHECK_SECONDS = 1.0
 WAKE_EVERY_SECONDS = 0.5

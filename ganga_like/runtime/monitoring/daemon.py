@@ -1,6 +1,6 @@
 """The monitor daemon: follows jobs after every shell has exited (``ganga monitor ...``).
 
-    python -m ganga_like.runtime.daemon start|stop|status [GANGADIR]
+    python -m ganga_like.runtime.monitoring.daemon start|stop|status [GANGADIR]
 
 ``start`` launches a detached process that opens the repository in shared mode and runs
 the monitor with the daemon's lease (it has priority: sessions give the lease up and only
@@ -34,7 +34,12 @@ from ganga_like.detached import HelperNotReady, start_detached
 from ganga_like.errors import GangaError
 from ganga_like.private import write_private
 from ganga_like.repository.storage import ensure_private_dir
-from ganga_like.runtime.lease import DAEMON_LOCK, DAEMON_MODULE, MonitorLease, lease_holder
+from ganga_like.runtime.monitoring.lease import (
+    DAEMON_LOCK,
+    DAEMON_MODULE,
+    MonitorLease,
+    lease_holder,
+)
 from ganga_like.runtime.settings import Settings
 
 __all__ = ["DaemonStatus", "main", "run", "start", "status", "stop"]
@@ -276,7 +281,7 @@ def _settings_from_json(text: str) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    usage = "usage: python -m ganga_like.runtime.daemon start|stop|status [GANGADIR]"
+    usage = "usage: python -m ganga_like.runtime.monitoring.daemon start|stop|status [GANGADIR]"
     if not args or args[0] not in ("start", "stop", "status", "run"):
         print(usage, file=sys.stderr)
         return 2
