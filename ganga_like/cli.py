@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # A subcommand with options of ganga (``ganga --gangadir=X jobs``, ``ganga jobs
         # --readonly``) goes through the application, which reads them first.
-        code = (dispatch(args, settings=configured_settings)
-                if not _has_ganga_options(args) else None)
+        code = (
+            dispatch(args, settings=configured_settings) if not _has_ganga_options(args) else None
+        )
         if code is None:
             from ganga_like.shell.app import main as shell_main
 

@@ -81,9 +81,17 @@ def start_detached(
         log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked_signals)
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_fd,
-                                    stderr=log_fd, cwd="/", env=env, pass_fds=tuple(fds),
-                                    close_fds=True, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                cwd="/",
+                env=env,
+                pass_fds=tuple(fds),
+                close_fds=True,
+                start_new_session=True,
+            )
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             os.close(log_fd)

@@ -28,8 +28,7 @@ def install() -> None:
     if previous is not sys.__excepthook__:
         return
 
-    def hook(kind: type[BaseException], value: BaseException,
-             tb: TracebackType | None) -> None:
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if isinstance(value, GangaError) and os.environ.get(TRACEBACK_ENV, "") in ("", "0"):
             print(f"ERROR: {_one_line(str(value))} {HINT}", file=sys.stderr)
             return

@@ -15,8 +15,14 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "copy_private", "make_private_dirs", "touch_private",
-           "write_private"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "copy_private",
+    "make_private_dirs",
+    "touch_private",
+    "write_private",
+]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700

@@ -28,8 +28,12 @@ def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "notebook-demo").resolve()
     out.mkdir(parents=True, exist_ok=True)
     install_kernel(out / "jupyter")
-    os.environ.update(JUPYTER_PATH=str(out / "jupyter"), GANGA_DIR=str(out / "gangadir"),
-                      XDG_CONFIG_HOME=str(out / "xdg"), IPYTHONDIR=str(out / "ipython"))
+    os.environ.update(
+        JUPYTER_PATH=str(out / "jupyter"),
+        GANGA_DIR=str(out / "gangadir"),
+        XDG_CONFIG_HOME=str(out / "xdg"),
+        IPYTHONDIR=str(out / "ipython"),
+    )
     nb = run_notebook(build_notebook(), out)
     nbformat.write(nb, out / "demo.ipynb")
     body, _ = HTMLExporter().from_notebook_node(nb)
@@ -37,10 +41,21 @@ def main() -> None:
     print(f"wrote {out / 'demo.ipynb'} and {out / 'demo.html'}")
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser:
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                        "--hide-scrollbars", "--window-size=1100,1900",
-                        f"--screenshot={out / 'demo.png'}", (out / "demo.html").as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--window-size=1100,1900",
+                f"--screenshot={out / 'demo.png'}",
+                (out / "demo.html").as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         print(f"wrote {out / 'demo.png'}")
 
 

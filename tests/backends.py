@@ -84,23 +84,38 @@ def _slurm_available() -> None:
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
     if not commands.ping():
-        pytest.skip("the Slurm controller does not answer `scontrol ping` "
-                    f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})")
+        pytest.skip(
+            "the Slurm controller does not answer `scontrol ping` "
+            f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
+        )
 
 
 BACKENDS: list[BackendCase] = [
-    BackendCase("Local", _local, settings={"local_max_concurrent": 4, "local_idle_exit": 5.0},
-                leftovers=_local_leftovers),
     BackendCase(
-        "Slurm", _slurm,
+        "Local",
+        _local,
+        settings={"local_max_concurrent": 4, "local_idle_exit": 5.0},
+        leftovers=_local_leftovers,
+    ),
+    BackendCase(
+        "Slurm",
+        _slurm,
         settings={"monitor_max_interval": 0.5},
         # Short waits, so that each poll rule concludes within a test's patience.
-        backend_settings={"slurm_poll_interval": 0.3, "slurm_vanish_seconds": 3.0,
-                          "slurm_vanish_cycles": 3, "slurm_final_grace_seconds": 30.0,
-                          "slurm_submit_attempts": 2, "slurm_submit_backoff": 0.5,
-                          "slurm_submit_patience": 5.0, "slurm_command_timeout": 30.0},
+        backend_settings={
+            "slurm_poll_interval": 0.3,
+            "slurm_vanish_seconds": 3.0,
+            "slurm_vanish_cycles": 3,
+            "slurm_final_grace_seconds": 30.0,
+            "slurm_submit_attempts": 2,
+            "slurm_submit_backoff": 0.5,
+            "slurm_submit_patience": 5.0,
+            "slurm_command_timeout": 30.0,
+        },
         marks=(pytest.mark.slurm,),
-        available=_slurm_available, leftovers=_slurm_leftovers),
+        available=_slurm_available,
+        leftovers=_slurm_leftovers,
+    ),
 ]
 
 CASES = {case.name: case for case in BACKENDS}
@@ -113,5 +128,6 @@ def case_params() -> list[Any]:
 
 def open_case_session(case: BackendCase, gangadir: Path, **fields: Any) -> Session:
     """Open this process's session on ``gangadir`` with the case's settings."""
-    return open_session(CaseSettings(case.backend_settings, gangadir=gangadir,
-                                     **{**case.settings, **fields}))
+    return open_session(
+        CaseSettings(case.backend_settings, gangadir=gangadir, **{**case.settings, **fields})
+    )

@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def _private_config(tmp_path_factory: pytest.TempPathFactory,
-                    monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _private_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """No test reads the user's ganga config file; runtime config changes do not leak."""
     from ganga_like.config.store import store
 
@@ -36,8 +37,9 @@ def _private_config(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.fixture(autouse=True)
-def _real_slurm_only_when_marked(request: pytest.FixtureRequest,
-                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def _real_slurm_only_when_marked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A test not marked ``slurm`` never runs a Slurm command: its fakes must answer for
     every command its code path calls, so it passes the same whether Slurm's client
     commands are installed, answering, or absent."""
@@ -68,9 +70,16 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         yield None  # the Slurm tests skip, saying why
         return
     out = tmp_path_factory.mktemp("timeout")
-    job = commands.sbatch(render_script(BatchScriptSpec(
-        job_name="timeout-test", resources=ResourceSpec(walltime=timedelta(minutes=1)),
-        stdout=str(out / "slurm-%j.out"), commands=ElementCommand(["sleep", "600"]))))
+    job = commands.sbatch(
+        render_script(
+            BatchScriptSpec(
+                job_name="timeout-test",
+                resources=ResourceSpec(walltime=timedelta(minutes=1)),
+                stdout=str(out / "slurm-%j.out"),
+                commands=ElementCommand(["sleep", "600"]),
+            )
+        )
+    )
     yield job
     with contextlib.suppress(Exception):
         commands.scancel([job])
@@ -102,8 +111,9 @@ def session(gangadir: Path, request: pytest.FixtureRequest) -> Iterator[Session]
     The repository is opened embedded: these tests are about jobs, not about sessions
     sharing a gangadir (tests/test_sessions.py covers the default, shared, mode)."""
     extra = {"repository_mode": "embedded", **getattr(request.module, "SESSION_SETTINGS", {})}
-    s = open_session(Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0,
-                              **extra))
+    s = open_session(
+        Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0, **extra)
+    )
     try:
         yield s
     finally:

@@ -52,8 +52,9 @@ def _cleanup(case: BackendCase, session: Session | None, gangadir: Path) -> None
     active: list[str] = []
     if session is not None:
         with contextlib.suppress(Exception):
-            active = [str(data.get("id") or "")
-                      for (_b, _r, data) in session.registry().active.values()]
+            active = [
+                str(data.get("id") or "") for (_b, _r, data) in session.registry().active.values()
+            ]
     close_session()
     with contextlib.suppress(Exception):
         case.leftovers(gangadir, active)
@@ -67,7 +68,8 @@ class Gated:
         self.dir = tmp_path
         self.gate = tmp_path / "gate"
         self.exe = tmp_path / "gated.sh"
-        self.exe.write_text(textwrap.dedent(f"""\
+        self.exe.write_text(
+            textwrap.dedent(f"""\
             #!/bin/sh
             echo $$ > "{tmp_path}/pid.$1"
             echo "$1" >> "{tmp_path}/ran"
@@ -81,12 +83,16 @@ class Gated:
             echo "done $1"
             [ -e "{tmp_path}/fixed" ] && exit 0
             exit "$code"
-            """))
+            """)
+        )
         self.exe.chmod(0o755)
 
     def job(self, case: BackendCase, args: list[list[Any]]) -> Any:
-        return Job(application=Executable(exe=str(self.exe)),
-                   splitter=ArgSplitter(args=args), backend=case.make())
+        return Job(
+            application=Executable(exe=str(self.exe)),
+            splitter=ArgSplitter(args=args),
+            backend=case.make(),
+        )
 
     def open(self) -> None:
         self.gate.touch()
@@ -111,7 +117,7 @@ def _alive(pid: int) -> bool:
             stat = handle.read()
     except FileNotFoundError:
         return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 def _stdout(job: Any) -> str:
@@ -124,7 +130,8 @@ def gated(tmp_path: Path) -> Gated:
 
 
 def test_one_job_completes_with_its_stdout_in_the_output_dir(
-        case: BackendCase, backend_session: Session, tmp_path: Path) -> None:
+    case: BackendCase, backend_session: Session, tmp_path: Path
+) -> None:
     exe = tmp_path / "hello.sh"
     exe.write_text('#!/bin/sh\necho "hello $1"\n')
     exe.chmod(0o755)
@@ -137,7 +144,8 @@ def test_one_job_completes_with_its_stdout_in_the_output_dir(
 
 
 def test_a_split_job_completes_every_subjob_and_then_its_master(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     gated.open()
     j = gated.job(case, [[i] for i in range(4)])
     j.submit()
@@ -149,7 +157,8 @@ def test_a_split_job_completes_every_subjob_and_then_its_master(
 
 
 def test_a_failing_program_fails_with_its_exit_code_and_a_resubmission_completes(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     gated.open()
     j = Job(application=Executable(exe=str(gated.exe), args=["solo", 3]), backend=case.make())
     j.submit()
@@ -163,7 +172,8 @@ def test_a_failing_program_fails_with_its_exit_code_and_a_resubmission_completes
 
 
 def test_failed_subjobs_resubmitted_alone_or_through_their_master_complete(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     gated.open()
     j = gated.job(case, [[0, 0], [1, 5], [2, 4]])
     j.submit()
@@ -185,7 +195,8 @@ def test_failed_subjobs_resubmitted_alone_or_through_their_master_complete(
 
 
 def test_killing_one_running_subjob_kills_only_that_one(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     j = gated.job(case, [[0], [1], [2]])
     j.submit()
     victim = j.subjobs[0]
@@ -202,7 +213,8 @@ def test_killing_one_running_subjob_kills_only_that_one(
 
 
 def test_killing_the_master_kills_every_subjob(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     j = gated.job(case, [[0], [1], [2]])
     j.submit()
     assert j.subjobs[0].wait(timeout=PATIENCE, until="running") == "running"
@@ -232,12 +244,17 @@ SUBMITTER = textwrap.dedent("""
 
 
 def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
-        case: BackendCase, gangadir: Path, env_for: dict[str, str], gated: Gated) -> None:
+    case: BackendCase, gangadir: Path, env_for: dict[str, str], gated: Gated
+) -> None:
     # The submitter ends (its session closed at exit) while its subjobs still wait on the
     # gate. Both processes use the default repository mode, as a script and a shell would.
-    done = subprocess.run([sys.executable, "-c", SUBMITTER, case.name, str(gangadir),
-                           str(gated.exe)], env=env_for, capture_output=True, text=True,
-                          timeout=PATIENCE)
+    done = subprocess.run(
+        [sys.executable, "-c", SUBMITTER, case.name, str(gangadir), str(gated.exe)],
+        env=env_for,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "submitted"]
     gated.pid(0)  # running at the backend, with nobody watching
@@ -255,7 +272,8 @@ def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
 
 
 def test_a_monitor_stopped_mid_run_and_restarted_loses_and_repeats_nothing(
-        case: BackendCase, backend_session: Session, gated: Gated) -> None:
+    case: BackendCase, backend_session: Session, gated: Gated
+) -> None:
     j = gated.job(case, [[0], [1], [2], [3, "now"]])
     j.submit()
     assert j.subjobs[0].wait(timeout=PATIENCE, until="running") == "running"
@@ -266,9 +284,16 @@ def test_a_monitor_stopped_mid_run_and_restarted_loses_and_repeats_nothing(
     gated.open()
     for i in range(4):
         gated.pid(i)
-    wait_for(lambda: len(gated.runs()) == 4 and all(
-        (gated.dir / f"pid.{i}").exists() and not _alive(gated.pid(i)) for i in range(4)),
-        PATIENCE, "every program to end")
+    wait_for(
+        lambda: (
+            len(gated.runs()) == 4
+            and all(
+                (gated.dir / f"pid.{i}").exists() and not _alive(gated.pid(i)) for i in range(4)
+            )
+        ),
+        PATIENCE,
+        "every program to end",
+    )
     monitor.start()
     assert j.wait(timeout=PATIENCE) == "completed"
     for s in j.subjobs:

@@ -40,18 +40,26 @@ def test_submitting_a_job_twice_is_refused(session: Session) -> None:
     assert stored_state(session, j.id) == before
 
 
-@pytest.mark.parametrize(("splitter", "message"), [
-    (DatasetSplitter(files_per_subjob=2), "DatasetSplitter needs job.inputdata"),
-    (GenericSplitter(multi_attrs={"application.args": [["1"]], "name": ["a", "b"]}),
-     "value lists differ in length"),
-    (GenericSplitter(), "set attribute and values, or multi_attrs"),
-    (GenericSplitter(attribute="application.args", values=["not-a-list"]),
-     r"subjob 0: Executable\.args: expected a list"),
-    (GenericSplitter(attribute="status", values=["completed"]), "cannot set 'status'"),
-    (ArgSplitter(args=[]), "produced no subjobs"),
-])
+@pytest.mark.parametrize(
+    ("splitter", "message"),
+    [
+        (DatasetSplitter(files_per_subjob=2), "DatasetSplitter needs job.inputdata"),
+        (
+            GenericSplitter(multi_attrs={"application.args": [["1"]], "name": ["a", "b"]}),
+            "value lists differ in length",
+        ),
+        (GenericSplitter(), "set attribute and values, or multi_attrs"),
+        (
+            GenericSplitter(attribute="application.args", values=["not-a-list"]),
+            r"subjob 0: Executable\.args: expected a list",
+        ),
+        (GenericSplitter(attribute="status", values=["completed"]), "cannot set 'status'"),
+        (ArgSplitter(args=[]), "produced no subjobs"),
+    ],
+)
 def test_impossible_splits_leave_the_job_new_and_unchanged(
-        session: Session, splitter: object, message: str) -> None:
+    session: Session, splitter: object, message: str
+) -> None:
     j = Job(application=Executable(exe="echo"), splitter=splitter)
     before = stored_state(session, j.id)
     with pytest.raises(JobError, match=message):

@@ -46,39 +46,56 @@ class Cycles:
         self.memory: dict[str, Seen] = {}
         self.asked: list[str] = []
 
-    def cycle(self, now: float, queue: Mapping[str, Sighting],
-              history: Mapping[str, Sighting] | None = None, *, history_off: bool = False,
-              keep: bool = True) -> dict[str, tuple[str, str, int | None, bool]]:
-        tracker = Tracker(self.waits, self.memory, now=now, wall=1000.0 + now,
-                          history_off=history_off)
+    def cycle(
+        self,
+        now: float,
+        queue: Mapping[str, Sighting],
+        history: Mapping[str, Sighting] | None = None,
+        *,
+        history_off: bool = False,
+        keep: bool = True,
+    ) -> dict[str, tuple[str, str, int | None, bool]]:
+        tracker = Tracker(
+            self.waits, self.memory, now=now, wall=1000.0 + now, history_off=history_off
+        )
         self.asked = tracker.queue(self.ids, queue)
         tracker.history(None if history is None else dict(history))
         if keep:
             self.memory = tracker.seen
-        return {c.scheduler_id: (c.observation.status, c.observation.reason,
-                                 c.observation.exit_code, c.started)
-                for c in tracker.changes}
+        return {
+            c.scheduler_id: (
+                c.observation.status,
+                c.observation.reason,
+                c.observation.exit_code,
+                c.started,
+            )
+            for c in tracker.changes
+        }
 
 
 def test_only_changes_are_reported_and_queued_jobs_need_no_history() -> None:
     run = Cycles(["1_0", "1_1"])
     assert run.cycle(0, {"1_0": PENDING, "1_1": RUNNING}, {}) == {
         "1_0": ("submitted", "pending (Priority)", None, True),
-        "1_1": ("running", "running", None, True)}
+        "1_1": ("running", "running", None, True),
+    }
     assert run.asked == []  # nothing finished or missing: the history is not asked
     assert run.cycle(1, {"1_0": PENDING, "1_1": RUNNING}, {}) == {}
     assert run.cycle(2, {"1_0": RUNNING, "1_1": RUNNING}, {}) == {
-        "1_0": ("running", "running", None, True)}
+        "1_0": ("running", "running", None, True)
+    }
 
 
 def test_a_job_finished_in_the_queue_waits_for_the_historys_exit_code() -> None:
     run = Cycles(["5"], final_grace_seconds=10)
     assert run.cycle(0, {"5": FAILED}, {}) == {}
     assert run.asked == ["5"]
-    confirmed = Sighting(Observation("failed", "finished with exit code 3", 3),
-                         started=True, ended_at=42.0)
+    confirmed = Sighting(
+        Observation("failed", "finished with exit code 3", 3), started=True, ended_at=42.0
+    )
     assert run.cycle(1, {"5": FAILED}, {"5": confirmed}) == {
-        "5": ("failed", "finished with exit code 3", 3, True)}
+        "5": ("failed", "finished with exit code 3", 3, True)
+    }
 
 
 def test_past_the_grace_the_queues_word_is_taken_and_completed_means_exit_code_0() -> None:
@@ -88,13 +105,15 @@ def test_past_the_grace_the_queues_word_is_taken_and_completed_means_exit_code_0
     assert run.cycle(9.9, queue, {}) == {}
     assert run.cycle(10, queue, {}) == {
         "5": ("completed", "finished with exit code 0", 0, True),
-        "6": ("failed", "finished with a non-zero exit code", None, True)}
+        "6": ("failed", "finished with a non-zero exit code", None, True),
+    }
 
 
 def test_without_a_history_the_queue_is_believed_at_once() -> None:
     run = Cycles(["5"])
     assert run.cycle(0, {"5": DONE}, None, history_off=True) == {
-        "5": ("completed", "finished with exit code 0", 0, True)}
+        "5": ("completed", "finished with exit code 0", 0, True)
+    }
 
 
 def test_a_job_listed_nowhere_is_concluded_gone_after_enough_time_and_cycles() -> None:
@@ -106,9 +125,9 @@ def test_a_job_listed_nowhere_is_concluded_gone_after_enough_time_and_cycles() -
     assert run.cycle(4, {}, {}) == {}  # three cycles, but only 3 s
     gone = run.cycle(6, {}, {})
     assert gone == {
-        "1_0": ("killed", "cancelled while pending: the scheduler no longer lists it", None,
-                False),
-        "1_1": ("failed", "lost: the scheduler no longer lists it", None, True)}
+        "1_0": ("killed", "cancelled while pending: the scheduler no longer lists it", None, False),
+        "1_1": ("failed", "lost: the scheduler no longer lists it", None, True),
+    }
 
 
 def test_a_history_that_does_not_answer_concludes_nothing_about_missing_jobs() -> None:
@@ -116,8 +135,9 @@ def test_a_history_that_does_not_answer_concludes_nothing_about_missing_jobs() -
     run.cycle(0, {"7": RUNNING}, {})
     assert run.cycle(1, {}, None) == {}
     assert run.memory["7"] == Seen(reported="running")
-    assert run.cycle(2, {}, {}) == {"7": ("failed", "lost: the scheduler no longer lists it",
-                                          None, True)}
+    assert run.cycle(2, {}, {}) == {
+        "7": ("failed", "lost: the scheduler no longer lists it", None, True)
+    }
 
 
 def test_an_unknown_state_leaves_the_job_as_it_was() -> None:
@@ -137,15 +157,27 @@ def test_a_job_killed_while_waiting_never_started() -> None:
 def test_slurm_rows_are_read_into_sightings() -> None:
     queued = queue_sighting(SqueueRow("3_1", "4", "3", 1, "PENDING", "Priority"))
     assert queued == Sighting(Observation("submitted", "pending (Priority)"))
-    ended = history_sighting(SacctRow("3_1", "4", "3", 1, "FAILED", None, "2:0", None,
-                                      "2030-01-01T10:00:00", "2030-01-01T10:00:05"))
+    ended = history_sighting(
+        SacctRow(
+            "3_1",
+            "4",
+            "3",
+            1,
+            "FAILED",
+            None,
+            "2:0",
+            None,
+            "2030-01-01T10:00:00",
+            "2030-01-01T10:00:05",
+        )
+    )
     assert ended.observation == Observation("failed", "finished with exit code 2", 2)
     assert ended.started and ended.ended_at is not None
-    never = history_sighting(SacctRow("3_2", "5", "3", 2, "CANCELLED", "0", "0:0", None,
-                                      None, None))
+    never = history_sighting(
+        SacctRow("3_2", "5", "3", 2, "CANCELLED", "0", "0:0", None, None, None)
+    )
     assert not never.started and never.ended_at is None
-    assert queue_sighting(SqueueRow("3", "3", None, None, "NO_SUCH_STATE", None)) == \
-        Sighting(None)
+    assert queue_sighting(SqueueRow("3", "3", None, None, "NO_SUCH_STATE", None)) == Sighting(None)
 
 
 def test_ranges_of_indices_are_compressed() -> None:
@@ -167,8 +199,10 @@ class FileScheduler(BatchScheduler):
     cancel_name: ClassVar[str] = "tdel"
     log_dir_name: ClassVar[str] = "toy"
     STATES: ClassVar[dict[str, Observation]] = {
-        "Q": Observation("submitted", "queued"), "R": Observation("running", "running"),
-        "C": Observation("completed", "completed")}
+        "Q": Observation("submitted", "queued"),
+        "R": Observation("running", "running"),
+        "C": Observation("completed", "completed"),
+    }
 
     def __init__(self, queue: Path) -> None:
         self.queue = queue
@@ -193,8 +227,12 @@ class FileScheduler(BatchScheduler):
         return stdout.split()[1]
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
-        return ["sh", "-c", '[ -e "$0" ] || { echo "tstat: server not answering" >&2; '
-                'exit 2; }; cat "$0"', str(self.queue)]
+        return [
+            "sh",
+            "-c",
+            '[ -e "$0" ] || { echo "tstat: server not answering" >&2; exit 2; }; cat "$0"',
+            str(self.queue),
+        ]
 
     def parse_query(self, stdout: str) -> dict[str, Sighting]:
         rows = (line.split() for line in stdout.splitlines() if line.strip())
@@ -213,8 +251,7 @@ class FileScheduler(BatchScheduler):
         return "not answering" in message
 
 
-def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(
-        tmp_path: Path) -> None:
+def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(tmp_path: Path) -> None:
     toy = FileScheduler(tmp_path / "queue")
     assert toy.submit("#!/bin/sh\necho hi\n", timeout=10) == "42"
     (tmp_path / "queue").write_text("77.0 R\n77.1 Q\n77.2 C\n78 Q\n")
@@ -223,7 +260,10 @@ def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(
     refs.append(ActiveRef(5, None, 1, {"id": "not an id"}))  # skipped, not fatal
     reports = polling.poll(toy, ctx, refs, Waits())
     assert [(r.fqid, str(r.status), r.exit_code) for r in reports] == [
-        ("4.0", "running", None), ("4.1", "submitted", None), ("4.2", "completed", 0)]
+        ("4.0", "running", None),
+        ("4.1", "submitted", None),
+        ("4.2", "completed", 0),
+    ]
     ctx.memory.update(ctx.staged)
     assert polling.poll(toy, ctx, refs[:2], Waits()) == []  # nothing changed
 
@@ -251,7 +291,8 @@ def test_a_member_that_cannot_be_rendered_fails_alone() -> None:
             raise ValueError("a command must be one line")
         return ";".join(m.command for m in members)
 
-    text, errors = render_pinned(render, [member(0, "a"), member(1, "b\nc"), member(2, "d")],
-                                 ValueError)
+    text, errors = render_pinned(
+        render, [member(0, "a"), member(1, "b\nc"), member(2, "d")], ValueError
+    )
     assert text == "a;d"
     assert errors == {"1": "cannot write the batch script: a command must be one line"}

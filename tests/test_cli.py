@@ -12,10 +12,16 @@ import ganga_like
 from .conftest import ROOT
 
 
-def ganga(args: list[str], env: dict[str, str],
-          timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def ganga(
+    args: list[str], env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_version_and_help(env_for: dict[str, str]) -> None:
@@ -27,17 +33,21 @@ def test_version_and_help(env_for: dict[str, str]) -> None:
 
 
 def test_script_gets_gpi_names_and_argv_and_its_exit_status(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "s.py"
-    script.write_text("import sys\nprint(sys.argv)\nprint(Job.__name__, len(jobs), "
-                      "Executable.__name__)\nsys.exit(int(sys.argv[1]))\n")
+    script.write_text(
+        "import sys\nprint(sys.argv)\nprint(Job.__name__, len(jobs), "
+        "Executable.__name__)\nsys.exit(int(sys.argv[1]))\n"
+    )
     result = ganga([str(script), "3", "x y"], env_for)
     assert result.returncode == 3, result.stderr
     assert result.stdout.splitlines() == [f"[{str(script)!r}, '3', 'x y']", "Job 0 Executable"]
 
 
 def test_a_gpi_error_in_a_script_is_one_line_and_exit_status_1(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "bad.py"
     script.write_text("j = Job()\nj.nmae = 'x'\n")
     result = ganga([str(script)], env_for)
@@ -45,8 +55,9 @@ def test_a_gpi_error_in_a_script_is_one_line_and_exit_status_1(
     assert result.stderr.strip() == "ERROR: Job has no attribute 'nmae'; did you mean 'name'?"
 
 
-def test_a_python_error_in_a_script_shows_the_traceback(tmp_path: Path,
-                                                        env_for: dict[str, str]) -> None:
+def test_a_python_error_in_a_script_shows_the_traceback(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "boom.py"
     script.write_text("1 / 0\n")
     result = ganga([str(script)], env_for)
@@ -59,13 +70,15 @@ def test_missing_script(env_for: dict[str, str]) -> None:
 
 
 def test_process_exits_within_a_second_of_the_script_end_with_jobs_running(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "long.py"
     script.write_text(
         "import time\n"
         "j = Job(application=Executable(exe='sleep'), splitter=ArgSplitter(args=[[30], [30]]))\n"
         "j.submit()\n"
-        "print(time.time(), flush=True)\n")
+        "print(time.time(), flush=True)\n"
+    )
     result = ganga([str(script)], env_for)
     ended = time.time()
     assert result.returncode == 0, result.stderr
@@ -79,12 +92,19 @@ def test_process_exits_within_a_second_of_the_script_end_with_jobs_running(
 
 
 def test_a_repository_held_alone_in_embedded_mode_is_one_clear_line(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "from ganga_like import *\nlen(jobs)\nimport time\n"
-         "print('ready', flush=True)\ntime.sleep(30)\n"],
-        env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"), stdout=subprocess.PIPE,
-        text=True)
+        [
+            sys.executable,
+            "-c",
+            "from ganga_like import *\nlen(jobs)\nimport time\n"
+            "print('ready', flush=True)\ntime.sleep(30)\n",
+        ],
+        env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         script = tmp_path / "list.py"
@@ -107,9 +127,17 @@ def test_the_example_scan_runs_and_a_second_process_sees_it(env_for: dict[str, s
     assert "200 (done:200)" in result.stdout
     assert "point 2 x^2=4" in result.stdout
     check = subprocess.run(
-        [sys.executable, "-c", "from ganga_like import *\nj = jobs(0)\n"
-         "print(j.status, sum(s.exit_code == 0 for s in j.subjobs))\n"
-         "print(all((s.outputdir / 'stdout').exists() and (s.outputdir / 'stderr').exists() "
-         "and (s.outputdir / '__run__').exists() for s in j.subjobs))"],
-        env=env_for, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "from ganga_like import *\nj = jobs(0)\n"
+            "print(j.status, sum(s.exit_code == 0 for s in j.subjobs))\n"
+            "print(all((s.outputdir / 'stdout').exists() and (s.outputdir / 'stderr').exists() "
+            "and (s.outputdir / '__run__').exists() for s in j.subjobs))",
+        ],
+        env=env_for,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert check.stdout.split() == ["completed", "200", "True"], check.stderr

@@ -18,8 +18,12 @@ def other(tmp_path: Path, env_for: dict[str, str]) -> Path:
     """A second gangadir holding one job named ``in-other``; GANGA_DIR names another."""
     gangadir = tmp_path / "other"
     env = {**env_for, "GANGA_DIR": str(gangadir)}
-    subprocess.run([sys.executable, "-c", "from ganga_like import *\nJob(name='in-other')"],
-                   env=env, check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", "from ganga_like import *\nJob(name='in-other')"],
+        env=env,
+        check=True,
+        timeout=120,
+    )
     return gangadir
 
 
@@ -29,21 +33,25 @@ def _names(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def test_the_gangadir_option_chooses_the_repository_of_a_subcommand(
-        other: Path, env_for: dict[str, str]) -> None:
+    other: Path, env_for: dict[str, str]
+) -> None:
     assert _names(ganga(["jobs", "--json"], env_for)) == []  # GANGA_DIR's repository
-    for args in (["--gangadir=" + str(other), "jobs", "--json"],
-                 ["--gangadir", str(other), "jobs", "--json"],
-                 [f"--Repository.gangadir={other}", "jobs", "--json"],
-                 ["jobs", "--json", f"--gangadir={other}"],
-                 ["jobs", "--gangadir", str(other), "--json"],
-                 ["--no-monitor", "jobs", "0", "--json", "--Repository.gangadir", str(other)]):
+    for args in (
+        ["--gangadir=" + str(other), "jobs", "--json"],
+        ["--gangadir", str(other), "jobs", "--json"],
+        [f"--Repository.gangadir={other}", "jobs", "--json"],
+        ["jobs", "--json", f"--gangadir={other}"],
+        ["jobs", "--gangadir", str(other), "--json"],
+        ["--no-monitor", "jobs", "0", "--json", "--Repository.gangadir", str(other)],
+    ):
         assert _names(ganga(args, env_for)) == ["in-other"], args
     shown = ganga([f"--gangadir={other}", "show", "0"], env_for)
     assert shown.returncode == 0 and "in-other" in shown.stdout, shown.stderr
 
 
 def test_the_config_option_names_the_file_a_subcommand_reads(
-        other: Path, tmp_path: Path, env_for: dict[str, str]) -> None:
+    other: Path, tmp_path: Path, env_for: dict[str, str]
+) -> None:
     config = tmp_path / "elsewhere.py"
     config.write_text(f"c.Repository.gangadir = {str(other)!r}\n")
     env = {k: v for k, v in env_for.items() if k != "GANGA_DIR"}  # the file decides
@@ -51,29 +59,35 @@ def test_the_config_option_names_the_file_a_subcommand_reads(
 
 
 def test_the_readonly_options_open_the_repository_of_a_subcommand_read_only(
-        env_for: dict[str, str], gangadir: Path) -> None:
+    env_for: dict[str, str], gangadir: Path
+) -> None:
     """A read-only view needs an existing repository: an empty gangadir shows the option
     reached the repository (a writer would create the file)."""
-    for args in (["--readonly", "jobs"], ["--Repository.mode=readonly", "jobs"],
-                 ["--mode", "readonly", "jobs"], ["jobs", "--readonly"]):
+    for args in (
+        ["--readonly", "jobs"],
+        ["--Repository.mode=readonly", "jobs"],
+        ["--mode", "readonly", "jobs"],
+        ["jobs", "--readonly"],
+    ):
         result = ganga(args, env_for)
         assert result.returncode == 1, (args, result.stdout, result.stderr)
         assert result.stderr.strip().splitlines() == [
             f"ganga: no repository at {gangadir.resolve() / 'repository' / 'Data.fs'} to "
-            "open read-only"], (args, result.stderr)
+            "open read-only"
+        ], (args, result.stderr)
     assert ganga(["jobs"], env_for).returncode == 0
     assert ganga(["--readonly", "jobs"], env_for).returncode == 0  # now it exists
 
 
 def test_options_that_are_not_settings_are_refused_with_a_subcommand(
-        env_for: dict[str, str]) -> None:
-    for args, message in ((["-i", "jobs"], "ganga: -i cannot be used with the subcommand"),
-                          (["--generate-config", "status"], "ganga: --generate-config "
-                                                            "cannot be used"),
-                          (["--Monitor.bogus=1", "jobs"], "ganga: unknown option "
-                                                          "--Monitor.bogus"),
-                          (["jobs", "--Monitor.bogus=1"], "ganga: unknown option "
-                                                          "--Monitor.bogus")):
+    env_for: dict[str, str],
+) -> None:
+    for args, message in (
+        (["-i", "jobs"], "ganga: -i cannot be used with the subcommand"),
+        (["--generate-config", "status"], "ganga: --generate-config cannot be used"),
+        (["--Monitor.bogus=1", "jobs"], "ganga: unknown option --Monitor.bogus"),
+        (["jobs", "--Monitor.bogus=1"], "ganga: unknown option --Monitor.bogus"),
+    ):
         result = ganga(args, env_for)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith(message), (args, result.stderr)

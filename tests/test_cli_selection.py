@@ -19,9 +19,13 @@ from .test_commands import ganga
 
 
 def make_jobs(env: dict[str, str], code: str) -> None:
-    done = subprocess.run([sys.executable, "-c", "from ganga_like import *\n"
-                           + textwrap.dedent(code)],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "from ganga_like import *\n" + textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -34,9 +38,17 @@ def ids(env: dict[str, str], *query: str) -> list[int]:
 def info(env: dict[str, str]) -> dict[int, tuple[str, int]]:
     """Job id -> (status, times submitted), read by a separate process."""
     listed = subprocess.run(
-        [sys.executable, "-c", "from ganga_like import *\nimport json\n"
-         "print(json.dumps({j.id: [j.status, j.info['submit_count']] for j in jobs}))"],
-        env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "from ganga_like import *\nimport json\n"
+            "print(json.dumps({j.id: [j.status, j.info['submit_count']] for j in jobs}))",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert listed.returncode == 0, listed.stderr
     return {int(k): (v[0], v[1]) for k, v in json.loads(listed.stdout).items()}
 
@@ -70,7 +82,8 @@ def test_a_query_selecting_every_job_needs_all(twelve: dict[str, str]) -> None:
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "ganga: 'name~j*' selects every job in the repository (12: 0, 1, 2, 3, 4, 5, 6, 7, "
-        "8, 9, ... (2 more)); add --all to remove them all"]
+        "8, 9, ... (2 more)); add --all to remove them all"
+    ]
     assert ganga(["remove", "--yes"], twelve).returncode == 2
     assert ids(twelve) == list(range(12))
     asked = ganga(["remove", "id<=10"], twelve, stdin="n\n")
@@ -84,8 +97,11 @@ def test_a_query_selecting_every_job_needs_all(twelve: dict[str, str]) -> None:
 
 
 def test_kill_and_resubmit_touch_only_the_jobs_named(
-        env_for: dict[str, str], runner_stopped: None) -> None:
-    make_jobs(env_for, """
+    env_for: dict[str, str], runner_stopped: None
+) -> None:
+    make_jobs(
+        env_for,
+        """
         config.Local.max_concurrent = 4  # all three sleeps at once, whatever the cores
         quick = [Job(name=f"quick{i}", application=Executable(exe="false")) for i in range(3)]
         slow = [Job(name=f"slow{i}", application=Executable(exe="sleep", args=["60"]))
@@ -96,7 +112,8 @@ def test_kill_and_resubmit_touch_only_the_jobs_named(
             j.wait(timeout=60)
         for j in slow:
             j.wait(timeout=60, until="running")
-    """)
+    """,
+    )
     before = info(env_for)
     assert [before[i][0] for i in range(6)] == ["failed"] * 3 + ["running"] * 3
     killed = ganga(["kill", "--yes", "id=3,5"], env_for)
@@ -119,14 +136,27 @@ def test_each_exit_status_of_the_table(twelve: dict[str, str]) -> None:
     nothing_to_kill = ganga(["kill", "--yes", "0"], twelve)  # a new job
     assert nothing_to_kill.returncode == 1
     assert nothing_to_kill.stderr == "ganga: job 0 is new: nothing to kill\n"
-    for usage in (["jobs", "status=>x"], ["jobs", "id > 1e3"], ["jobs", "subjobs.nwe>0"],
-                  ["jobs", "stauts=new"], ["show", "abc"], ["show"], ["kill", "--yes"],
-                  ["kill", "--nope", "1"], ["jbos"]):
+    for usage in (
+        ["jobs", "status=>x"],
+        ["jobs", "id > 1e3"],
+        ["jobs", "subjobs.nwe>0"],
+        ["jobs", "stauts=new"],
+        ["show", "abc"],
+        ["show"],
+        ["kill", "--yes"],
+        ["kill", "--nope", "1"],
+        ["jbos"],
+    ):
         bad = ganga(usage, twelve)
         assert bad.returncode == 2, (usage, bad.stderr)
         assert "Traceback" not in bad.stderr and "ganga" in bad.stderr, usage
-    for nothing in (["jobs", "name=nobody"], ["jobs", "99"], ["show", "99"],
-                    ["kill", "--yes", "99"], ["remove", "--yes", "name=nobody"]):
+    for nothing in (
+        ["jobs", "name=nobody"],
+        ["jobs", "99"],
+        ["show", "99"],
+        ["kill", "--yes", "99"],
+        ["remove", "--yes", "name=nobody"],
+    ):
         assert ganga(nothing, twelve).returncode == 3, nothing
     assert ganga(["remove", "0"], twelve, stdin="n\n").returncode == 4
 
@@ -140,37 +170,62 @@ def test_a_huge_id_is_one_line_not_a_traceback(twelve: dict[str, str]) -> None:
 
 
 def test_a_closed_output_pipe_ends_quietly(twelve: dict[str, str]) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ganga_like.cli", "jobs"], env=twelve,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ganga_like.cli", "jobs"],
+        env=twelve,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # nobody reads: as `ganga jobs | head -1` once head has exited
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) == 141
     assert stderr == b""
-    head = subprocess.run(f"{sys.executable} -m ganga_like.cli jobs | head -1", shell=True,
-                          env=twelve, capture_output=True, text=True, timeout=60)
+    head = subprocess.run(
+        f"{sys.executable} -m ganga_like.cli jobs | head -1",
+        shell=True,
+        env=twelve,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert head.stdout == "jobs: 12\n" and head.stderr == ""
 
 
 def test_help_lists_the_subcommands_and_a_typo_gets_a_hint(env_for: dict[str, str]) -> None:
     helped = ganga(["--help"], env_for)
     assert helped.returncode == 0
-    for name in ("jobs", "show", "log", "status", "kill", "resubmit", "remove", "export",
-                 "import", "monitor", "repository"):
+    for name in (
+        "jobs",
+        "show",
+        "log",
+        "status",
+        "kill",
+        "resubmit",
+        "remove",
+        "export",
+        "import",
+        "monitor",
+        "repository",
+    ):
         assert f"  ganga {name} " in helped.stdout
     typo = ganga(["jbos"], env_for)
     assert typo.returncode == 2
-    assert typo.stderr == ("ganga: no subcommand 'jbos'; did you mean `jobs`? "
-                           "(ganga --help lists them)\n")
+    assert typo.stderr == (
+        "ganga: no subcommand 'jbos'; did you mean `jobs`? (ganga --help lists them)\n"
+    )
     unknown = ganga(["frobnicate"], env_for)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
 
 
 def test_show_shortens_long_values_and_full_shows_them(env_for: dict[str, str]) -> None:
-    make_jobs(env_for, """
+    make_jobs(
+        env_for,
+        """
         Job(name="n" * 5000, application=Executable(exe="echo"),
             splitter=ArgSplitter(args=[[str(i)] for i in range(20000)]))
-    """)
+    """,
+    )
     shown = ganga(["show", "0"], env_for)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout) < 3000
@@ -184,15 +239,24 @@ def test_show_shortens_long_values_and_full_shows_them(env_for: dict[str, str]) 
 
 
 def test_an_odd_name_keeps_one_row_per_job(env_for: dict[str, str]) -> None:
-    make_jobs(env_for, """
+    make_jobs(
+        env_for,
+        """
         Job(name="first line\\nsecond line\\r\\tthird")
         Job(name="x" * 5000)
         Job(name="plain")
-    """)
-    for listing in (ganga(["jobs"], env_for).stdout,
-                    subprocess.run([sys.executable, "-c", "from ganga_like import *\n"
-                                    "print(jobs)"], env=env_for, capture_output=True,
-                                   text=True, timeout=60).stdout):
+    """,
+    )
+    for listing in (
+        ganga(["jobs"], env_for).stdout,
+        subprocess.run(
+            [sys.executable, "-c", "from ganga_like import *\nprint(jobs)"],
+            env=env_for,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout,
+    ):
         lines = listing.splitlines()
         assert len(lines) == 3 + 3, listing
         assert max(len(line) for line in lines) < 120

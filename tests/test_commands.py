@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 
 
-def ganga(args: list[str], env: dict[str, str], stdin: str = "",
-          timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
-                          input=stdin, capture_output=True, text=True, timeout=timeout)
+def ganga(
+    args: list[str], env: dict[str, str], stdin: str = "", timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -32,9 +39,13 @@ def populated(env_for: dict[str, str]) -> dict[str, str]:
             j.wait(timeout=60)
     """)
     # Filled alone (embedded): no repository server is left running for the commands.
-    done = subprocess.run([sys.executable, "-c", code],
-                          env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(env_for, GANGA_REPOSITORY_MODE="embedded"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return env_for
 
@@ -56,8 +67,10 @@ def test_show_and_log(populated: dict[str, str]) -> None:
     assert "hello" in show.stdout.splitlines()[-2:]
     log = ganga(["log", "2.0"], populated)
     assert [line.split()[2:5] for line in log.stdout.splitlines()] == [
-        ["new", "->", "submitted"], ["submitted", "->", "running"],
-        ["running", "->", "failed"]]
+        ["new", "->", "submitted"],
+        ["submitted", "->", "running"],
+        ["running", "->", "failed"],
+    ]
     assert ganga(["show", "99"], populated).returncode == 3
 
 
@@ -100,20 +113,30 @@ def test_export_and_import_round_trip(populated: dict[str, str], tmp_path: Path)
     imported = ganga(["import", str(target)], populated)
     assert imported.returncode == 0 and "imported as job 4" in imported.stdout
     assert "split" in ganga(["jobs", "id=4"], populated).stdout
-    target.write_text(json.dumps({"format": "ganga_like.job/1",
-                                  "job": {"application": {"type": "Executable", "ex": 1}}}))
+    target.write_text(
+        json.dumps(
+            {"format": "ganga_like.job/1", "job": {"application": {"type": "Executable", "ex": 1}}}
+        )
+    )
     broken = ganga(["import", str(target)], populated)
     assert broken.returncode == 1
     assert "Executable has no settable attribute 'ex'" in broken.stderr
 
 
 def test_read_commands_work_beside_an_embedded_session_that_refuses_writes(
-        populated: dict[str, str]) -> None:
+    populated: dict[str, str],
+) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "from ganga_like import *\nlen(jobs)\nimport time\n"
-         "print('ready', flush=True)\ntime.sleep(30)\n"],
-        env=dict(populated, GANGA_REPOSITORY_MODE="embedded"), stdout=subprocess.PIPE,
-        text=True)
+        [
+            sys.executable,
+            "-c",
+            "from ganga_like import *\nlen(jobs)\nimport time\n"
+            "print('ready', flush=True)\ntime.sleep(30)\n",
+        ],
+        env=dict(populated, GANGA_REPOSITORY_MODE="embedded"),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         table = ganga(["jobs"], populated)

@@ -45,8 +45,9 @@ def test_an_unreadable_state_is_refused_with_its_type() -> None:
 
 
 def test_the_compact_form_is_smaller_than_the_attribute_dict(session: Session) -> None:
-    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[["1"]]),
-            backend=Local())
+    j = Job(
+        application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[["1"]]), backend=Local()
+    )
     impl: JobImpl = unwrap(j)
     state = impl.__getstate__()
     assert isinstance(state, tuple)

@@ -34,31 +34,43 @@ def test_defaults_without_a_config_file(monkeypatch: pytest.MonkeyPatch) -> None
     assert settings.repository_mode == "shared"  # sessions share a gangadir unasked
     assert (settings.monitor_min_interval, settings.monitor_max_interval) == (0.05, 2.0)
     assert settings.monitoring is True
-    assert config.Display.columns == ("fqid", "status", "name", "subjobs", "application",
-                                      "backend")
+    assert config.Display.columns == ("fqid", "status", "name", "subjobs", "application", "backend")
 
 
-def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch,
-                                         tmp_path: Path) -> None:
+def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("GANGA_DIR", raising=False)
-    write_config(f"c.Repository.gangadir = {str(tmp_path / 'from-file')!r}\n"
-                 "c.Monitor.max_interval = 7.0\n"
-                 "c.Monitor.min_interval = 0.5\n"
-                 "c.Local.max_concurrent = 3\n"
-                 "c.Display.max_rows = 10\n")
+    write_config(
+        f"c.Repository.gangadir = {str(tmp_path / 'from-file')!r}\n"
+        "c.Monitor.max_interval = 7.0\n"
+        "c.Monitor.min_interval = 0.5\n"
+        "c.Local.max_concurrent = 3\n"
+        "c.Display.max_rows = 10\n"
+    )
     s = configured_settings()
     assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
-        tmp_path / "from-file", 7.0, 3)
+        tmp_path / "from-file",
+        7.0,
+        3,
+    )
 
     monkeypatch.setenv("GANGA_DIR", str(tmp_path / "from-env"))
     assert configured_settings().gangadir == tmp_path / "from-env"
 
     app = GangaApp()
-    app.initialize([f"--gangadir={tmp_path / 'from-cli'}", "--Monitor.max_interval=9",
-                    "--Local.max_concurrent", "4"])
+    app.initialize(
+        [
+            f"--gangadir={tmp_path / 'from-cli'}",
+            "--Monitor.max_interval=9",
+            "--Local.max_concurrent",
+            "4",
+        ]
+    )
     s = configured_settings()
     assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
-        tmp_path / "from-cli", 9.0, 4)
+        tmp_path / "from-cli",
+        9.0,
+        4,
+    )
     assert s.monitor_min_interval == 0.5  # only in the file: still there
     assert config.Display.max_rows == 10
 
@@ -80,23 +92,34 @@ def test_runtime_changes_reach_the_open_session(session: Session) -> None:
     assert session.monitor.running
 
 
-@pytest.mark.parametrize(("section", "option", "value", "message"), [
-    ("Monitor", "max_interval", -1, "Monitor.max_interval: should not be less than"),
-    ("Monitor", "max_interval", "soon", "Monitor.max_interval: expected a float"),
-    ("Monitor", "min_interval", 10.0, "Monitor.min_interval (10.0) is larger than "
-                                      "Monitor.max_interval (2.0)"),
-    ("Monitor", "max_intervl", 3, "Monitor has no option 'max_intervl'; did you mean "
-                                  "'max_interval'?"),
-    ("Monitr", "max_interval", 3, "no configuration section 'Monitr'; did you mean "
-                                  "'Monitor'?"),
-    ("Local", "max_concurrent", 0, "Local.max_concurrent: should not be less than 1"),
-    ("Display", "columns", ["fqid", "colour"], "Display.columns:"),
-    ("Display", "status_colours", {"failed": "reddish"}, "'reddish' (for failed) is not a"),
-    ("Display", "status_colours", {"broken": "red"}, "unknown status 'broken'"),
-    ("Repository", "mode", "cloud", "Repository.mode: expected any of"),
-])
-def test_bad_values_are_refused_and_change_nothing(section: str, option: str, value: object,
-                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("section", "option", "value", "message"),
+    [
+        ("Monitor", "max_interval", -1, "Monitor.max_interval: should not be less than"),
+        ("Monitor", "max_interval", "soon", "Monitor.max_interval: expected a float"),
+        (
+            "Monitor",
+            "min_interval",
+            10.0,
+            "Monitor.min_interval (10.0) is larger than Monitor.max_interval (2.0)",
+        ),
+        (
+            "Monitor",
+            "max_intervl",
+            3,
+            "Monitor has no option 'max_intervl'; did you mean 'max_interval'?",
+        ),
+        ("Monitr", "max_interval", 3, "no configuration section 'Monitr'; did you mean 'Monitor'?"),
+        ("Local", "max_concurrent", 0, "Local.max_concurrent: should not be less than 1"),
+        ("Display", "columns", ["fqid", "colour"], "Display.columns:"),
+        ("Display", "status_colours", {"failed": "reddish"}, "'reddish' (for failed) is not a"),
+        ("Display", "status_colours", {"broken": "red"}, "unknown status 'broken'"),
+        ("Repository", "mode", "cloud", "Repository.mode: expected any of"),
+    ],
+)
+def test_bad_values_are_refused_and_change_nothing(
+    section: str, option: str, value: object, message: str
+) -> None:
     before = configured_settings()
     with pytest.raises(ConfigError) as err:
         setattr(getattr(config, section), option, value)
@@ -105,15 +128,15 @@ def test_bad_values_are_refused_and_change_nothing(section: str, option: str, va
     assert configured_settings() == before
 
 
-def test_repository_options_are_fixed_while_it_is_open(session: Session,
-                                                       tmp_path: Path) -> None:
+def test_repository_options_are_fixed_while_it_is_open(session: Session, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot change while the repository is open"):
         config.Repository.gangadir = str(tmp_path / "elsewhere")
     assert session.repo.gangadir == (tmp_path / "gangadir").resolve()
 
 
 def test_repository_options_apply_to_the_session_opened_next(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ganga_like.runtime.session import close_session
 
     monkeypatch.setenv("GANGA_DIR", str(tmp_path / "env"))
@@ -138,7 +161,8 @@ def test_config_file_errors_name_the_file() -> None:
 
 
 def test_xdg_config_home_is_respected_and_a_relative_one_ignored(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert config_dir() == tmp_path / "xdg" / "ganga_like"
     monkeypatch.setenv("XDG_CONFIG_HOME", "relative/dir")
@@ -173,12 +197,18 @@ def test_every_setting_has_help_text() -> None:
 
 
 def ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_generate_config_then_help_all_and_precedence_in_a_real_process(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     generated = ganga(["--generate-config"], env_for)
     assert generated.returncode == 0, generated.stderr
     path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
@@ -195,31 +225,37 @@ def test_generate_config_then_help_all_and_precedence_in_a_real_process(
             assert f"--{cls.__name__}.{option}=" in help_all
 
     # The file sets three values, the environment overrides one, the command line another.
-    path.write_text(text + "\nc.Monitor.max_interval = 6.0\nc.Local.idle_exit = 12.0\n"
-                    "c.Local.max_concurrent = 3\n")
+    path.write_text(
+        text + "\nc.Monitor.max_interval = 6.0\nc.Local.idle_exit = 12.0\n"
+        "c.Local.max_concurrent = 3\n"
+    )
     script = tmp_path / "show.py"
-    script.write_text("from ganga_like.runtime.session import current_session\n"
-                      "s = current_session().settings\n"
-                      "print(s.gangadir, s.monitor_max_interval, s.local_idle_exit, "
-                      "s.local_max_concurrent)\n"
-                      "config.Local.idle_exit = 1.5\n"
-                      "print(current_session().settings.local_idle_exit)\n")
+    script.write_text(
+        "from ganga_like.runtime.session import current_session\n"
+        "s = current_session().settings\n"
+        "print(s.gangadir, s.monitor_max_interval, s.local_idle_exit, "
+        "s.local_max_concurrent)\n"
+        "config.Local.idle_exit = 1.5\n"
+        "print(current_session().settings.local_idle_exit)\n"
+    )
     result = ganga(["--Local.max_concurrent=5", str(script)], env_for)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [env_for["GANGA_DIR"], "6.0", "12.0", "5", "1.5"]
 
     bad = ganga(["--Monitor.max_interval=-2", str(script)], env_for)
     assert bad.returncode == 2
-    assert bad.stderr.strip() == ("ganga: command line: Monitor.max_interval: should not be "
-                                  "less than 0.001, but a value of -2.0 was specified")
+    assert bad.stderr.strip() == (
+        "ganga: command line: Monitor.max_interval: should not be "
+        "less than 0.001, but a value of -2.0 was specified"
+    )
 
 
-def test_options_after_the_script_belong_to_the_script(tmp_path: Path,
-                                                       env_for: dict[str, str]) -> None:
+def test_options_after_the_script_belong_to_the_script(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "args.py"
     script.write_text("import sys\nprint(sys.argv[1:])\n")
-    result = ganga(["--Monitor.enabled=False", str(script), "--help", "-i", "--x.y=1"],
-                   env_for)
+    result = ganga(["--Monitor.enabled=False", str(script), "--help", "-i", "--x.y=1"], env_for)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['--help', '-i', '--x.y=1']"
 

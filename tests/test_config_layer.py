@@ -22,31 +22,43 @@ from ganga_like_local.settings import Local as LocalSection
 from ganga_like_slurm.settings import Slurm as SlurmSection
 from ganga_like_slurm.settings import SlurmSettings
 
-ABOVE_THE_MODEL = ("ZODB", "ZEO", "ganga_like.repository", "ganga_like.runtime",
-                   "ganga_like.shell", "ganga_like.gpi", "IPython")
+ABOVE_THE_MODEL = (
+    "ZODB",
+    "ZEO",
+    "ganga_like.repository",
+    "ganga_like.runtime",
+    "ganga_like.shell",
+    "ganga_like.gpi",
+    "IPython",
+)
 
 
-@pytest.mark.parametrize("module", ["ganga_like.model.status", "ganga_like.config",
-                                    "ganga_like"])
+@pytest.mark.parametrize("module", ["ganga_like.model.status", "ganga_like.config", "ganga_like"])
 def test_importing_the_model_or_the_configuration_loads_nothing_above_it(module: str) -> None:
-    probe = (f"import sys, {module}\n"
-             f"print([m for m in sys.modules if m.startswith({ABOVE_THE_MODEL!r})])")
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           timeout=60, check=True)
+    probe = (
+        f"import sys, {module}\n"
+        f"print([m for m in sys.modules if m.startswith({ABOVE_THE_MODEL!r})])"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     assert found.stdout.strip() == "[]"
 
 
 def test_the_gpi_names_resolve_on_first_use_and_star_import_gives_them_all() -> None:
-    probe = ("import sys, ganga_like\n"
-             "assert 'ganga_like.gpi.job' not in sys.modules\n"
-             "ns = {}\n"
-             "exec('from ganga_like import *', ns)\n"
-             "import ganga_like.gpi.job as gj, ganga_like.config as gc\n"
-             "assert ns['Job'] is gj.Job and ns['jobs'] is gj.jobs and ns['config'] is gc\n"
-             "assert all(n in ns for n in ganga_like.__all__)\n"
-             "print(sorted(n for n in ('Local', 'Slurm', 'Executable') if n in ns))")
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           timeout=60)
+    probe = (
+        "import sys, ganga_like\n"
+        "assert 'ganga_like.gpi.job' not in sys.modules\n"
+        "ns = {}\n"
+        "exec('from ganga_like import *', ns)\n"
+        "import ganga_like.gpi.job as gj, ganga_like.config as gc\n"
+        "assert ns['Job'] is gj.Job and ns['jobs'] is gj.jobs and ns['config'] is gc\n"
+        "assert all(n in ns for n in ganga_like.__all__)\n"
+        "print(sorted(n for n in ('Local', 'Slurm', 'Executable') if n in ns))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "['Executable', 'Local', 'Slurm']"
 
@@ -66,19 +78,20 @@ def test_the_slurm_section_is_read_from_the_config_file() -> None:
     store.reset()
     settings = configured_settings()
     assert settings.slurm_poll_interval == 7.5
-    section = SubmitContext(Path("/g"), Path("/g/w"),
-                            settings.backend_settings()).config_for(SlurmSection)
+    section = SubmitContext(Path("/g"), Path("/g/w"), settings.backend_settings()).config_for(
+        SlurmSection
+    )
     assert (section.poll_interval, section.max_array_size) == (7.5, 100)
-    assert SlurmSettings.from_section(section) == SlurmSettings(poll_interval=7.5,
-                                                                 max_array_size=100)
+    assert SlurmSettings.from_section(section) == SlurmSettings(
+        poll_interval=7.5, max_array_size=100
+    )
     path.write_text("c.Slurm.poll_intervl = 1\n")
     store.reset()
     with pytest.raises(ConfigError, match="did you mean 'poll_interval'"):
         configured_settings()
 
 
-def test_a_runtime_slurm_change_reaches_the_backends_of_the_open_session(
-        session: Session) -> None:
+def test_a_runtime_slurm_change_reaches_the_backends_of_the_open_session(session: Session) -> None:
     config.Slurm.poll_interval = 1
     config.Local.max_concurrent = 3
     ctx = session.submit_context()
@@ -91,30 +104,32 @@ def test_a_runtime_slurm_change_reaches_the_backends_of_the_open_session(
 
 
 def test_a_backend_gets_its_section_typed_from_a_hand_built_context(tmp_path: Path) -> None:
-    poll = PollContext(tmp_path, tmp_path / "w", {"slurm_vanish_cycles": 1,
-                                                   "slurm_poll_interval": None})
+    poll = PollContext(
+        tmp_path, tmp_path / "w", {"slurm_vanish_cycles": 1, "slurm_poll_interval": None}
+    )
     section = poll.config_for(SlurmSection)
     assert (section.vanish_cycles, section.poll_interval) == (1, 5.0)
     assert SlurmSettings.from_mapping(poll.settings) == SlurmSettings.from_section(section)
     submit = SubmitContext(tmp_path, tmp_path / "w", {})
     assert submit.config_for(LocalSection).max_concurrent == (os.cpu_count() or 1)
     with pytest.raises(ConfigError, match=r"Local\.max_concurrent"):
-        SubmitContext(tmp_path, tmp_path / "w",
-                      {"local_max_concurrent": 0}).config_for(LocalSection)
+        SubmitContext(tmp_path, tmp_path / "w", {"local_max_concurrent": 0}).config_for(
+            LocalSection
+        )
 
 
 def test_plugin_options_are_settings_keywords_and_attributes() -> None:
     settings = Settings(local_max_concurrent=2, slurm_poll_interval=0.5)
     assert (settings.local_max_concurrent, settings.slurm_poll_interval) == (2, 0.5)
-    assert settings.backend_settings() == {"local_max_concurrent": 2,
-                                           "slurm_poll_interval": 0.5}
+    assert settings.backend_settings() == {"local_max_concurrent": 2, "slurm_poll_interval": 0.5}
     assert Settings().local_idle_exit == 30.0  # a section default
     with pytest.raises(TypeError, match="local_max_concurent"):
         Settings(local_max_concurent=2)
 
 
-def test_a_subcommand_uses_the_settings_it_is_given(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_subcommand_uses_the_settings_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     given = tmp_path / "given"
     open_session(Settings(gangadir=given, repository_mode="embedded", monitoring=False))
     from ganga_like.gpi.job import Job
@@ -122,26 +137,34 @@ def test_a_subcommand_uses_the_settings_it_is_given(tmp_path: Path,
     Job(name="in-given")
     close_session()
     capsys.readouterr()
-    code = dispatch(["jobs", "--json"], settings=lambda: Settings(
-        gangadir=given, repository_mode="embedded", monitoring=False))
+    code = dispatch(
+        ["jobs", "--json"],
+        settings=lambda: Settings(gangadir=given, repository_mode="embedded", monitoring=False),
+    )
     assert code == 0
     assert [row["name"] for row in json.loads(capsys.readouterr().out)] == ["in-given"]
 
 
 def test_a_section_that_fails_to_import_is_reported_and_start_up_goes_on(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     plugdir = tmp_path / "plug"
     info = plugdir / "broken_settings-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-settings\n"
-                                   "Version: 1.0\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-settings\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[ganga_like.config]\nBroken = no_such_module_here:Broken\n"
-        "Renamed = ganga_like_local.settings:Local\n")
+        "Renamed = ganga_like_local.settings:Local\n"
+    )
     env = dict(env_for, PYTHONPATH=f"{plugdir}{os.pathsep}{env_for['PYTHONPATH']}")
 
-    help_all = subprocess.run([sys.executable, "-m", "ganga_like.cli", "--help-all"],
-                              env=env, capture_output=True, text=True, timeout=60)
+    help_all = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", "--help-all"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert help_all.returncode == 0, help_all.stderr
     assert "--Slurm.poll_interval=" in help_all.stdout
     assert "--Local.max_concurrent=" in help_all.stdout
@@ -150,15 +173,23 @@ def test_a_section_that_fails_to_import_is_reported_and_start_up_goes_on(
     assert "Broken" in problems[0] and "no_such_module_here" in problems[0]
     assert "Renamed" in problems[1] and "named 'Local'" in problems[1]
 
-    script = ("from ganga_like import *\n"
-              "print('Broken' in repr(config), config.Slurm.poll_interval)\n"
-              "config.Broken.x = 1\n")
-    used = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=60)
+    script = (
+        "from ganga_like import *\n"
+        "print('Broken' in repr(config), config.Slurm.poll_interval)\n"
+        "config.Broken.x = 1\n"
+    )
+    used = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
     assert used.returncode == 1
     assert used.stdout.split() == ["True", "5.0"]
-    assert used.stderr.strip().splitlines()[-1].startswith(
-        "ERROR: configuration section 'Broken' could not be loaded: no_such_module_here")
+    assert (
+        used.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "ERROR: configuration section 'Broken' could not be loaded: no_such_module_here"
+        )
+    )
 
 
 def test_the_configurations_closed_sets_match_the_layers_that_use_them() -> None:
@@ -172,8 +203,11 @@ def test_the_slurm_section_loads_without_the_slurm_commands() -> None:
     from ganga_like_slurm import commands, settings
 
     assert settings.DEFAULT_TIMEOUT == commands.DEFAULT_TIMEOUT
-    probe = ("import sys, ganga_like_slurm.settings\n"
-             "print([m for m in sys.modules if m.startswith('ganga_like_slurm.')])")
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                           timeout=60, check=True)
+    probe = (
+        "import sys, ganga_like_slurm.settings\n"
+        "print([m for m in sys.modules if m.startswith('ganga_like_slurm.')])"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     assert found.stdout.strip() == "['ganga_like_slurm.settings']"

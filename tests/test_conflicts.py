@@ -86,8 +86,7 @@ def test_the_same_key_changed_two_ways_still_conflicts(db: ZODB.DB) -> None:
     tm_mine.abort()
 
 
-def test_the_first_bucket_of_a_large_tree_merges_removing_the_oldest_key(
-        db: ZODB.DB) -> None:
+def test_the_first_bucket_of_a_large_tree_merges_removing_the_oldest_key(db: ZODB.DB) -> None:
     # Removing the oldest job while another session adds one to the same bucket.
     tree = IdMap({i: str(i) for i in range(0, 400, 2)})  # even keys: room for odd ones
     (mine, theirs), (tm_mine, tm_theirs) = two_sides(db, tree)
@@ -121,9 +120,15 @@ class ConflictMaker:
     before each commits (and only if ``when()`` says so), another connection changes
     ``attribute`` of the same job."""
 
-    def __init__(self, session: Session, job_id: int, attribute: str,
-                 value: Callable[[int], Any], times: int,
-                 when: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        session: Session,
+        job_id: int,
+        attribute: str,
+        value: Callable[[int], Any],
+        times: int,
+        when: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.db = session.repo.db
         self.job_id = job_id
         self.attribute = attribute
@@ -161,7 +166,8 @@ class ConflictMaker:
 
 
 def test_a_change_that_conflicts_at_every_attempt_is_one_error_and_the_session_goes_on(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     session.repo.retry_policy = FAST
     j = Job(name="before")
     maker = ConflictMaker(session, j.id, "comment", lambda n: f"theirs {n}", times=100)
@@ -197,36 +203,52 @@ def test_a_submission_that_conflicts_calls_the_backend_once(session: Session) ->
     impl = j._job
     # The transaction recording the intent (it stores the job's description) conflicts
     # once and is retried; the backend is called once, after it.
-    maker = ConflictMaker(session, j.id, "_described", lambda n: {"other": str(n)}, times=1,
-                          when=lambda: impl.status == "submitting")
+    maker = ConflictMaker(
+        session,
+        j.id,
+        "_described",
+        lambda n: {"other": str(n)},
+        times=1,
+        when=lambda: impl.status == "submitting",
+    )
     j.submit()
     maker.stop()
     assert maker.made == 1
     assert j.wait(timeout=60) == "completed"
     changes = [(old, new) for _t, old, new, _c in j.history if old != new]
-    assert changes == [("new", "submitting"), ("submitting", "submitted"),
-                       ("submitted", "running"), ("running", "completed")]
+    assert changes == [
+        ("new", "submitting"),
+        ("submitting", "submitted"),
+        ("submitted", "running"),
+        ("running", "completed"),
+    ]
 
 
-def test_recording_a_split_submission_again_does_not_repeat_subjob_events(
-        session: Session) -> None:
-    clean = Job(application=Executable(exe="true"),
-                splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+def test_recording_a_split_submission_again_does_not_repeat_subjob_events(session: Session) -> None:
+    clean = Job(
+        application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]])
+    )
     clean.submit()
-    j = Job(application=Executable(exe="true"),
-            splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
     impl = j._job
     # The transaction recording the outcome (the one storing the subjobs, whose state is
     # changed in memory before they are stored) conflicts once and is retried.
-    maker = ConflictMaker(session, j.id, "_subjobs", lambda n: IOBTree(), times=1,
-                          when=lambda: impl.status == "submitted")
+    maker = ConflictMaker(
+        session,
+        j.id,
+        "_subjobs",
+        lambda n: IOBTree(),
+        times=1,
+        when=lambda: impl.status == "submitted",
+    )
     j.submit()
     maker.stop()
     assert maker.made == 1
     assert j.wait(timeout=60) == "completed" and clean.wait(timeout=60) == "completed"
     for mine, reference in zip(j.subjobs, clean.subjobs, strict=True):
-        assert [(o, n) for _t, o, n, _c in mine.history] == \
-            [(o, n) for _t, o, n, _c in reference.history]
+        assert [(o, n) for _t, o, n, _c in mine.history] == [
+            (o, n) for _t, o, n, _c in reference.history
+        ]
 
 
 # -- scripts --------------------------------------------------------------------------
@@ -272,20 +294,23 @@ if "again" in sys.argv[1:]:
 
 
 def test_a_script_goes_on_after_a_rolled_back_change_and_an_uncaught_one_is_one_line(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     script = tmp_path / "writer.py"
     script.write_text("import sys\n" + SCRIPT)
     ganga = [sys.executable, "-m", "ganga_like.cli"]
-    run = subprocess.run([*ganga, str(script)], env=env_for, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [*ganga, str(script)], env=env_for, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     caught = [line for line in run.stdout.splitlines() if line.startswith("caught:")]
     assert len(caught) == 1 and "setting Job.name of job 0" in caught[0]
     assert "after: theirs 3 after 2" in run.stdout
 
-    again = subprocess.run([*ganga, str(script), "again"], env=env_for,
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [*ganga, str(script), "again"], env=env_for, capture_output=True, text=True, timeout=120
+    )
     assert again.returncode == 1
     assert "Traceback" not in again.stdout + again.stderr
     errors = [line for line in again.stderr.splitlines() if line.strip()]

@@ -40,15 +40,15 @@ def test_a_helper_that_exits_without_a_ready_line_is_an_error_with_its_exit_code
     tmp_path: Path,
 ) -> None:
     with pytest.raises(HelperNotReady, match="exited at start"):
-        start_detached(helper("import sys; print('boom'); sys.exit(3)"), tmp_path / "h.log",
-                       ready_timeout=30)
+        start_detached(
+            helper("import sys; print('boom'); sys.exit(3)"), tmp_path / "h.log", ready_timeout=30
+        )
     assert "boom" in (tmp_path / "h.log").read_text()
 
 
 def test_a_helper_that_stays_silent_past_its_deadline_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(HelperNotReady, match=r"within 0\.5 s") as raised:
-        start_detached(helper("import time; time.sleep(60)"), tmp_path / "h.log",
-                       ready_timeout=0.5)
+        start_detached(helper("import time; time.sleep(60)"), tmp_path / "h.log", ready_timeout=0.5)
     assert raised.value.proc.poll() is None  # left to the caller, still running
     raised.value.proc.send_signal(signal.SIGKILL)
     raised.value.proc.wait(timeout=30)

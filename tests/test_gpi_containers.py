@@ -35,8 +35,7 @@ def test_dict_changes_on_an_unattached_object_take_effect() -> None:
     splitter = GenericSplitter(multi_attrs={"application.args": [["1"], ["2"]]})
     splitter.multi_attrs["name"] = ["one", "two"]
     splitter.multi_attrs["application.args"][0].append("x")
-    assert splitter.multi_attrs == {"application.args": [["1", "x"], ["2"]],
-                                    "name": ["one", "two"]}
+    assert splitter.multi_attrs == {"application.args": [["1", "x"], ["2"]], "name": ["one", "two"]}
 
 
 def test_every_dict_change_on_a_new_job_is_kept_and_stored(session: Session) -> None:
@@ -75,8 +74,10 @@ def test_splitter_multi_attrs_change_in_place_at_every_depth(session: Session) -
     stored = Registry(conn.root()).get(j.id)
     assert stored is not None
     assert stored.splitter.multi_attrs == {
-        "application.args": (("1",), ("2", "y")), "name": ("a", "b"),
-        "application.env": ({"A": "1"}, {"A": "2", "B": "3"})}
+        "application.args": (("1",), ("2", "y")),
+        "name": ("a", "b"),
+        "application.env": ({"A": "1"}, {"A": "2", "B": "3"}),
+    }
     conn.close()
 
 
@@ -91,38 +92,54 @@ def test_list_sort_and_reverse_are_stored(session: Session) -> None:
 
 
 def test_another_process_sees_dict_changes_made_in_place(env_for: dict[str, str]) -> None:
-    made = run_python("""
+    made = run_python(
+        """
         from ganga_like import *
         k = Job()
         k.application.env["A"] = "b"
         k.application.env.update(B="c")
         k.splitter = GenericSplitter(multi_attrs={"name": ["x"]})
         k.splitter.multi_attrs["name"].append("y")
-    """, env_for)
+    """,
+        env_for,
+    )
     assert made.returncode == 0, made.stderr
-    read = run_python("""
+    read = run_python(
+        """
         from ganga_like import *
         import json
         k = jobs(0)
         print(json.dumps([dict(k.application.env), k.splitter.multi_attrs.copy()]))
-    """, env_for)
+    """,
+        env_for,
+    )
     assert read.returncode == 0, read.stderr
     assert json.loads(read.stdout) == [{"A": "b", "B": "c"}, {"name": ["x", "y"]}]
 
 
-def test_a_submitted_job_refuses_every_in_place_change_and_stores_nothing(
-        session: Session) -> None:
+def test_a_submitted_job_refuses_every_in_place_change_and_stores_nothing(session: Session) -> None:
     j = Job(application=Executable(exe="true", args=["1"], env={"K": "v"}))
     j.submit()
     env = j.application.env
-    changes = [lambda: env.__setitem__("A", "b"), lambda: env.update(A="b"),
-               lambda: env.pop("K"), lambda: env.setdefault("A", "b"),
-               lambda: env.__delitem__("K"), lambda: env.__ior__({"A": "b"}), env.clear,
-               env.popitem, lambda: j.application.args.append("2"), j.application.args.sort,
-               j.application.args.reverse]
+    changes = [
+        lambda: env.__setitem__("A", "b"),
+        lambda: env.update(A="b"),
+        lambda: env.pop("K"),
+        lambda: env.setdefault("A", "b"),
+        lambda: env.__delitem__("K"),
+        lambda: env.__ior__({"A": "b"}),
+        env.clear,
+        env.popitem,
+        lambda: j.application.args.append("2"),
+        j.application.args.sort,
+        j.application.args.reverse,
+    ]
     for change in changes:
-        with pytest.raises(JobError, match=r"^job 0 is \w+: application\.(env|args) can no "
-                                           r"longer be changed; copy\(\) the job"):
+        with pytest.raises(
+            JobError,
+            match=r"^job 0 is \w+: application\.(env|args) can no "
+            r"longer be changed; copy\(\) the job",
+        ):
             change()
     assert j.application.env == {"K": "v"} and j.application.args == ["1"]
     assert stored_env(session, j.id) == {"K": "v"}

@@ -41,16 +41,28 @@ ALLOWED_UPWARD: set[tuple[str, str]] = set()
 LAYERS = {"shell": 5, "gpi": 4, "runtime": 3, "model": 2, "repository": 1, "base": 0}
 # First part after ``ganga_like.`` -> layer.
 CORE_LAYER = {
-    "shell": "shell", "commands": "shell", "cli": "shell",
+    "shell": "shell",
+    "commands": "shell",
+    "cli": "shell",
     "gpi": "gpi",
     "runtime": "runtime",
-    "model": "model", "batch": "model",
+    "model": "model",
+    "batch": "model",
     "repository": "repository",
-    "errors": "base", "private": "base", "config": "base", "query": "base",
-    "detached": "base", "excepthook": "base",
+    "errors": "base",
+    "private": "base",
+    "config": "base",
+    "query": "base",
+    "detached": "base",
+    "excepthook": "base",
 }
-PLUGIN_MAY_IMPORT = ("ganga_like.model", "ganga_like.errors", "ganga_like.private",
-                     "ganga_like.batch", "ganga_like.detached")
+PLUGIN_MAY_IMPORT = (
+    "ganga_like.model",
+    "ganga_like.errors",
+    "ganga_like.private",
+    "ganga_like.batch",
+    "ganga_like.detached",
+)
 # The Local runner runs as its own process and must start whatever state the core is in:
 # only its client side (which runs in the session process) may use ganga_like.
 RUNNER_PACKAGE = "ganga_like_local.runner"
@@ -97,8 +109,9 @@ def graph() -> dict[str, Module]:
     modules = {_module_name(p): Module(_module_name(p), p) for p in _sources()}
     for module in modules.values():
         tree = ast.parse(module.path.read_text(), str(module.path))
-        package = module.name if module.path.name == "__init__.py" else \
-            module.name.rpartition(".")[0]
+        package = (
+            module.name if module.path.name == "__init__.py" else module.name.rpartition(".")[0]
+        )
         hooks = module.name == "ganga_like"
         for node in _import_nodes(tree, skip_hooks=hooks):
             targets: list[str] = []
@@ -189,11 +202,14 @@ def test_every_module_is_found() -> None:
 
 
 def test_no_import_cycle_of_any_length() -> None:
-    edges = {m.name: {t for t in m.imports if (m.name, t) not in ALLOWED_CYCLE_EDGES}
-             for m in graph().values()}
+    edges = {
+        m.name: {t for t in m.imports if (m.name, t) not in ALLOWED_CYCLE_EDGES}
+        for m in graph().values()
+    }
     cycles = _cycles(edges)
-    assert not cycles, "import cycles (each list: modules that import each other):\n" + \
-        "\n".join(" <-> ".join(c) for c in cycles)
+    assert not cycles, "import cycles (each list: modules that import each other):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
 
 
 def test_the_cycle_finder_finds_long_cycles() -> None:
@@ -226,15 +242,18 @@ def test_plugins_use_only_the_model_errors_private_and_batch_base() -> None:
 
 
 def test_the_core_never_imports_a_plugin() -> None:
-    wrong = [f"{s} imports {t}" for s, t in _edges()
-             if _layer(s) is not None and _layer(t) is None]
+    wrong = [f"{s} imports {t}" for s, t in _edges() if _layer(s) is not None and _layer(t) is None]
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_local_runner_process_never_imports_ganga_like() -> None:
     names = graph()
-    runner_side = [n for n in names if (n == RUNNER_PACKAGE or n.startswith(RUNNER_PACKAGE + "."))
-                   and n not in RUNNER_CLIENT_SIDE]
+    runner_side = [
+        n
+        for n in names
+        if (n == RUNNER_PACKAGE or n.startswith(RUNNER_PACKAGE + "."))
+        and n not in RUNNER_CLIENT_SIDE
+    ]
     assert f"{RUNNER_PACKAGE}.__main__" in runner_side
     # Everything the runner's entry point reaches, transitively.
     reached: set[str] = set()
@@ -246,8 +265,12 @@ def test_the_local_runner_process_never_imports_ganga_like() -> None:
             todo.extend(names[name].imports)
     outside = sorted(n for n in reached if not n.startswith(RUNNER_PACKAGE))
     assert not outside, f"the runner process would import {outside}"
-    into_core = sorted(f"{n} imports {t}" for n in runner_side for t in names[n].imports
-                       if t.split(".")[0] == "ganga_like")
+    into_core = sorted(
+        f"{n} imports {t}"
+        for n in runner_side
+        for t in names[n].imports
+        if t.split(".")[0] == "ganga_like"
+    )
     assert not into_core, "\n".join(into_core)
 
 

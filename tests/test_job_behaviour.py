@@ -33,12 +33,12 @@ from .waiting import wait_for
 
 
 def test_a_split_job_is_running_as_soon_as_one_subjob_runs_while_others_wait(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     with two_subjobs_running_one_waiting() as j:
         assert j.status == "running"
         # The status index (queries, the toolbar, `ganga list`) says the same.
-        wait_for(lambda: j.id in jobs.query("status=running").ids(), 30,
-                 "the index to say running")
+        wait_for(lambda: j.id in jobs.query("status=running").ids(), 30, "the index to say running")
 
 
 def _stored_job(session: Session, job_id: int) -> Any:
@@ -48,10 +48,12 @@ def _stored_job(session: Session, job_id: int) -> Any:
 
 
 def test_a_submitted_jobs_description_is_frozen_at_every_depth(session: Session) -> None:
-    j = Job(application=Executable(exe="true", args=["a"], env={"K": "v"}),
-            splitter=ArgSplitter(args=[["1"], ["2"]]),
-            inputdata=GangaDataset(files=["/x"]),
-            outputfiles=[LocalFile("out.txt")])
+    j = Job(
+        application=Executable(exe="true", args=["a"], env={"K": "v"}),
+        splitter=ArgSplitter(args=[["1"], ["2"]]),
+        inputdata=GangaDataset(files=["/x"]),
+        outputfiles=[LocalFile("out.txt")],
+    )
     j.submit()
     status = j.wait(timeout=60)
     edits: dict[str, Callable[[], object]] = {
@@ -68,8 +70,9 @@ def test_a_submitted_jobs_description_is_frozen_at_every_depth(session: Session)
     for path, edit in edits.items():
         with pytest.raises(JobError) as refused:
             edit()
-        assert str(refused.value) == (f"job {j.id} is {status}: {path} can no longer be "
-                                      "changed; copy() the job to change it")
+        assert str(refused.value) == (
+            f"job {j.id} is {status}: {path} can no longer be changed; copy() the job to change it"
+        )
     # What the job ran with is what the repository keeps.
     conn, stored = _stored_job(session, j.id)
     assert stored.application.exe == "true" and stored.application.args == ("a",)
@@ -82,14 +85,16 @@ def test_a_submitted_jobs_description_is_frozen_at_every_depth(session: Session)
     assert (j.name, j.comment) == ("renamed", "a note")
 
 
-def test_a_subjob_refuses_changes_naming_the_attribute_and_its_status(
-        session: Session) -> None:
+def test_a_subjob_refuses_changes_naming_the_attribute_and_its_status(session: Session) -> None:
     j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"]]))
     j.submit()
     assert j.wait(timeout=60) == "completed"
     sj = j.subjobs[1]
-    with pytest.raises(JobError, match=rf"^subjob {j.id}\.1 is completed: application\.args "
-                       "can no longer be changed"):
+    with pytest.raises(
+        JobError,
+        match=rf"^subjob {j.id}\.1 is completed: application\.args "
+        "can no longer be changed",
+    ):
         sj.application.args.append("x")
     with pytest.raises(JobError, match=r"application\.exe can no longer be changed"):
         sj.application.exe = "ls"
@@ -113,7 +118,8 @@ def test_a_component_given_to_a_second_job_is_copied_not_shared(session: Session
 
 
 def test_lists_inside_lists_change_through_the_list_proxy_and_are_validated(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     k = Job(splitter=ArgSplitter(args=[["1"], ["2"]]))
     k.splitter.args[0].append("z")
     k.splitter.args[1][0] = 7
@@ -150,40 +156,60 @@ def test_deeply_nested_lists_are_refused_with_one_schema_error(session: Session)
 
 
 def _ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_importing_deeply_nested_json_is_one_line_and_exit_status_1(
-        tmp_path: Path, env_for: dict[str, str]) -> None:
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
     brackets = tmp_path / "brackets.json"
     brackets.write_text("[" * 100_000 + "]" * 100_000)
     result = _ganga(["import", str(brackets)], env_for)
     assert result.returncode == 1  # "1 error" in `ganga import --help`
     assert result.stderr.splitlines() == [
-        f"ganga: cannot read {brackets}: its JSON is nested too deeply to be a job export"]
+        f"ganga: cannot read {brackets}: its JSON is nested too deeply to be a job export"
+    ]
 
     # Deep, but within what the JSON parser reads: the schema refuses it.
     inside = tmp_path / "inside.json"
-    inside.write_text(json.dumps({"format": "ganga_like.job/1", "job": {
-        "application": {"type": "Executable", "args": _nested(500)}}}))
+    inside.write_text(
+        json.dumps(
+            {
+                "format": "ganga_like.job/1",
+                "job": {"application": {"type": "Executable", "args": _nested(500)}},
+            }
+        )
+    )
     result = _ganga(["import", str(inside)], env_for)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"ganga: job.application: lists or dicts nested more than {MAX_NESTING} deep are "
-        "not accepted"]
+        "not accepted"
+    ]
     assert _ganga(["jobs"], env_for).stdout.startswith("jobs: 0\n")  # nothing imported
 
 
 def test_wrong_status_names_are_one_line_listing_the_valid_ones(session: Session) -> None:
     j = Job(application=Executable(exe="true"))
     j.submit()
-    with pytest.raises(JobError, match=r"^unknown status 'done'; expected one of: new, "
-                       r"submitting, submitted, running, completing, completed, failed, "
-                       r"killed$"):
+    with pytest.raises(
+        JobError,
+        match=r"^unknown status 'done'; expected one of: new, "
+        r"submitting, submitted, running, completing, completed, failed, "
+        r"killed$",
+    ):
         j.wait(until="done")
-    with pytest.raises(JobError, match=r"^force_status accepts 'completed' or 'failed', "
-                       r"not 'done'$"):
+    with pytest.raises(
+        JobError,
+        match=r"^force_status accepts 'completed' or 'failed', "
+        r"not 'done'$",
+    ):
         j.force_status("done")
     with pytest.raises(JobError, match="unknown status 'done'"):
         jobs.select(status="done")
@@ -191,13 +217,22 @@ def test_wrong_status_names_are_one_line_listing_the_valid_ones(session: Session
 
 
 def test_output_files_in_subdirectories_keep_their_path_and_never_overwrite(
-        session: Session) -> None:
-    script = ("mkdir -p sub deeper/still && echo top > out.txt && echo sub > sub/out.txt && "
-              "echo deep > deeper/still/out.txt && echo a > a.txt")
-    j = Job(application=Executable(exe="sh", args=["-c", script]),
-            outputfiles=[LocalFile("out.txt"), LocalFile("sub/out.txt"),
-                         LocalFile("deeper/still/*.txt"), LocalFile("*.txt"),
-                         LocalFile("a.txt")])
+    session: Session,
+) -> None:
+    script = (
+        "mkdir -p sub deeper/still && echo top > out.txt && echo sub > sub/out.txt && "
+        "echo deep > deeper/still/out.txt && echo a > a.txt"
+    )
+    j = Job(
+        application=Executable(exe="sh", args=["-c", script]),
+        outputfiles=[
+            LocalFile("out.txt"),
+            LocalFile("sub/out.txt"),
+            LocalFile("deeper/still/*.txt"),
+            LocalFile("*.txt"),
+            LocalFile("a.txt"),
+        ],
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed", j.history[-1].cause
     out = j.outputdir
@@ -207,16 +242,18 @@ def test_output_files_in_subdirectories_keep_their_path_and_never_overwrite(
     assert (out / "a.txt").read_text() == "a\n"  # matched by two patterns, collected once
 
 
-def test_an_output_file_whose_place_is_taken_stays_and_the_job_says_why(
-        session: Session) -> None:
+def test_an_output_file_whose_place_is_taken_stays_and_the_job_says_why(session: Session) -> None:
     # The program's own file named "stdout" would replace the job's captured stdout.
-    j = Job(application=Executable(exe="sh", args=["-c", "echo printed; echo mine > stdout"]),
-            outputfiles=[LocalFile("stdout")])
+    j = Job(
+        application=Executable(exe="sh", args=["-c", "echo printed; echo mine > stdout"]),
+        outputfiles=[LocalFile("stdout")],
+    )
     j.submit()
     assert j.wait(timeout=60) == "failed"
     assert j.history[-1].cause.endswith(
         "output stdout not collected: stdout already exists in the output directory (the "
-        "file stays in the work directory)")
+        "file stays in the work directory)"
+    )
     assert (j.outputdir / "stdout").read_text() == "printed\n"
     assert (j.outputdir.parent / "work" / "stdout").read_text() == "mine\n"
 

@@ -74,19 +74,29 @@ def test_no_module_keeps_its_own_list_of_a_jobs_parts() -> None:
             named = [s for s in _strings(node) if s in parts]
             if len(named) >= 2:
                 found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')} {named}")
-    assert not found, "lists of part names outside Job's schema (use model.parts):\n" + \
-        "\n".join(found)
+    assert not found, "lists of part names outside Job's schema (use model.parts):\n" + "\n".join(
+        found
+    )
 
 
 def test_plugin_hooks_are_called_not_looked_up_with_getattr() -> None:
-    hooks = {name for cls in (GangaObject, IApplication, IBackend, ISplitter, IDataset, IFile)
-             for name in vars(cls) if not name.startswith("__")}
+    hooks = {
+        name
+        for cls in (GangaObject, IApplication, IBackend, ISplitter, IDataset, IFile)
+        for name in vars(cls)
+        if not name.startswith("__")
+    }
     found = []
     for path in _sources():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
-                    and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in hooks
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[1].value}")
     assert not found, "hooks read with getattr instead of called:\n" + "\n".join(found)
 
@@ -104,10 +114,15 @@ def two_more_parts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_part_added_to_the_schema_is_listed_shown_split_described_and_searchable(
-        session: Session, two_more_parts: None) -> None:
-    j = Job(name="parts", application=Executable(exe="echo"),
-            splitter=ArgSplitter(args=[["1"], ["2"]]),
-            logfiles=[LocalFile("run.log")], auxdata=GangaDataset(files=["aux.dat"]))
+    session: Session, two_more_parts: None
+) -> None:
+    j = Job(
+        name="parts",
+        application=Executable(exe="echo"),
+        splitter=ArgSplitter(args=[["1"], ["2"]]),
+        logfiles=[LocalFile("run.log")],
+        auxdata=GangaDataset(files=["aux.dat"]),
+    )
     impl = unwrap(j)
     impl._p_deactivate()  # read back from the repository: the new parts were stored
     assert [f.namePattern for f in impl.logfiles] == ["run.log"]
@@ -143,12 +158,14 @@ def test_a_job_without_a_required_part_is_not_submitted(session: Session) -> Non
 
 
 def test_a_dataset_copies_its_files_next_to_the_program_only_when_asked(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     data = tmp_path / "numbers.txt"
     data.write_text("42\n")
     read = Executable(exe="cat", args=["numbers.txt"])
-    copied = Job(application=read, inputdata=GangaDataset(files=[str(data)],
-                                                          treat_as_inputfiles=True))
+    copied = Job(
+        application=read, inputdata=GangaDataset(files=[str(data)], treat_as_inputfiles=True)
+    )
     listed = Job(application=read, inputdata=GangaDataset(files=[str(data)]))
     copied.submit()
     listed.submit()

@@ -48,12 +48,16 @@ def test_stdout_stderr_exit_code_and_times_are_recorded(session: Session, tmp_pa
 
 
 def test_missing_or_not_executable_program_fails_only_that_subjob(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     good = script(tmp_path, "good.sh", "exit 0\n")
     plain = script(tmp_path, "plain.sh", "exit 0\n", executable=False)
-    j = Job(application=Executable(exe=good),
-            splitter=GenericSplitter(attribute="application.exe",
-                                     values=[good, str(tmp_path / "gone.sh"), plain, good]))
+    j = Job(
+        application=Executable(exe=good),
+        splitter=GenericSplitter(
+            attribute="application.exe", values=[good, str(tmp_path / "gone.sh"), plain, good]
+        ),
+    )
     j.submit()
     assert j.wait(timeout=60) == "failed"
     statuses = [s.status for s in j.subjobs]
@@ -64,19 +68,23 @@ def test_missing_or_not_executable_program_fails_only_that_subjob(
 
 
 def test_a_missing_program_for_the_whole_job_is_refused_before_anything_changes(
-        session: Session) -> None:
-    j = Job(application=Executable(exe="/no/such/program"),
-            splitter=ArgSplitter(args=[["1"]]))
+    session: Session,
+) -> None:
+    j = Job(application=Executable(exe="/no/such/program"), splitter=ArgSplitter(args=[["1"]]))
     with pytest.raises(JobError, match="program not found or not executable: /no/such/program"):
         j.submit()
     assert j.status == "new" and j.subjobs == [] and j.history == []
 
 
 def test_output_patterns_are_collected_and_a_pattern_matching_nothing_fails(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     exe = script(tmp_path, "make.sh", 'test "$1" = yes && echo data > result.dat; exit 0\n')
-    j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[["yes"], ["no"]]),
-            outputfiles=[LocalFile("*.dat")])
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["yes"], ["no"]]),
+        outputfiles=[LocalFile("*.dat")],
+    )
     j.submit()
     assert j.wait(timeout=60) == "failed"
     assert (j.subjobs[0].outputdir / "result.dat").read_text() == "data\n"
@@ -85,11 +93,13 @@ def test_output_patterns_are_collected_and_a_pattern_matching_nothing_fails(
 
 
 def test_input_files_are_copied_into_the_input_dir_and_visible_to_the_program(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     data = tmp_path / "numbers.txt"
     data.write_text("42\n")
-    j = Job(application=Executable(exe="cat", args=["numbers.txt"]),
-            inputfiles=[LocalFile(str(data))])
+    j = Job(
+        application=Executable(exe="cat", args=["numbers.txt"]), inputfiles=[LocalFile(str(data))]
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed"
     assert (j.inputdir / "numbers.txt").read_text() == "42\n"
@@ -102,9 +112,11 @@ def test_dataset_splitter_gives_each_subjob_its_files(session: Session, tmp_path
         f = tmp_path / f"f{i}.txt"
         f.write_text(f"{i}\n")
         files.append(str(f))
-    j = Job(application=Executable(exe="sh", args=["-c", 'echo "$GANGA_INPUTDATA"']),
-            inputdata=GangaDataset(files=files),
-            splitter=DatasetSplitter(files_per_subjob=2, max_files=5))
+    j = Job(
+        application=Executable(exe="sh", args=["-c", 'echo "$GANGA_INPUTDATA"']),
+        inputdata=GangaDataset(files=files),
+        splitter=DatasetSplitter(files_per_subjob=2, max_files=5),
+    )
     j.submit()
     assert len(j.subjobs) == 3
     assert j.wait(timeout=60) == "completed"
@@ -113,31 +125,57 @@ def test_dataset_splitter_gives_each_subjob_its_files(session: Session, tmp_path
 
 
 def test_generic_splitter_multi_attrs(session: Session) -> None:
-    j = Job(application=Executable(exe="sh"),
-            splitter=GenericSplitter(multi_attrs={
+    j = Job(
+        application=Executable(exe="sh"),
+        splitter=GenericSplitter(
+            multi_attrs={
                 "application.args": [["-c", "echo $X"], ["-c", "echo $X"]],
-                "application.env": [{"X": "one"}, {"X": "two"}]}))
+                "application.env": [{"X": "one"}, {"X": "two"}],
+            }
+        ),
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed"
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == ["one\n", "two\n"]
 
 
 def test_subjob_environment_says_who_it_is(session: Session) -> None:
-    j = Job(application=Executable(
-        exe="sh", args=["-c", "echo $GANGA_JOB_ID $GANGA_SUBJOB_ID $GANGA_MASTER_ID $GANGA_FQID"]),
-        splitter=GenericSplitter(attribute="name", values=["a", "b"]))
+    j = Job(
+        application=Executable(
+            exe="sh",
+            args=["-c", "echo $GANGA_JOB_ID $GANGA_SUBJOB_ID $GANGA_MASTER_ID $GANGA_FQID"],
+        ),
+        splitter=GenericSplitter(attribute="name", values=["a", "b"]),
+    )
     j.submit()
     j.wait(timeout=60)
     assert (j.subjobs[1].outputdir / "stdout").read_text().split() == [
-        "1", "1", str(j.id), f"{j.id}.1"]
+        "1",
+        "1",
+        str(j.id),
+        f"{j.id}.1",
+    ]
 
 
 def test_arguments_reach_the_program_unchanged_without_a_shell(session: Session) -> None:
-    weird = ["$(touch /tmp/never)", "a b", "'q'", '"dq"', "semi;colon", "new\nline", "ünï",
-             "*", "`ls`", ""]
-    j = Job(application=Executable(exe=sys.executable,
-                                   args=["-c", "import sys,json;print(json.dumps(sys.argv[1:]))",
-                                         *weird]))
+    weird = [
+        "$(touch /tmp/never)",
+        "a b",
+        "'q'",
+        '"dq"',
+        "semi;colon",
+        "new\nline",
+        "ünï",
+        "*",
+        "`ls`",
+        "",
+    ]
+    j = Job(
+        application=Executable(
+            exe=sys.executable,
+            args=["-c", "import sys,json;print(json.dumps(sys.argv[1:]))", *weird],
+        )
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed"
     import json
@@ -176,7 +214,13 @@ def test_kill_of_a_queued_subjob_and_resubmit(session: Session) -> None:
     assert j.subjobs[2].wait(timeout=60) == "completed"
     assert j.status == "completed"
     assert [e.new for e in j.subjobs[2].history] == [
-        "submitted", "killed", "submitting", "submitted", "running", "completed"]
+        "submitted",
+        "killed",
+        "submitting",
+        "submitted",
+        "running",
+        "completed",
+    ]
 
 
 def test_removing_a_running_job_kills_it(session: Session) -> None:
@@ -197,22 +241,29 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_runner_killed_with_sigkill_is_restarted_and_the_job_ends_by_itself(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     from ganga_like_local.backend import runner_dir
     from ganga_like_local.runner import client as runner_client
 
     # Subjobs 0 and 1 (two run at once) hang until the runner has died; 2 and 3 are quick.
     gate = tmp_path / "runner-died"
-    exe = script(tmp_path, "prog.sh", f"""
+    exe = script(
+        tmp_path,
+        "prog.sh",
+        f"""
         if [ "$1" = hang ]; then
             echo $$ > "{tmp_path}/pid.$2"
             while [ ! -e "{gate}" ]; do sleep 0.05; done
             sleep 30
         fi
         echo "done $2"
-        """)
-    j = Job(application=Executable(exe=exe),
-            splitter=ArgSplitter(args=[["hang", 0], ["hang", 1], ["quick", 2], ["quick", 3]]))
+        """,
+    )
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["hang", 0], ["hang", 1], ["quick", 2], ["quick", 3]]),
+    )
     j.submit()
     assert wait_until(lambda: [s.status for s in j.subjobs][:2] == ["running", "running"])
     runners = runner_dir(session.repo.gangadir)
@@ -244,11 +295,14 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_job_writing_to_its_input_leaves_the_users_file_alone(
-        session: Session, tmp_path: Path) -> None:
+    session: Session, tmp_path: Path
+) -> None:
     source = tmp_path / "src.txt"
     source.write_text("original\n")
-    j = Job(application=Executable(exe="sh", args=["-c", "echo APPENDED >> src.txt; cat src.txt"]),
-            inputfiles=[LocalFile(str(source))])
+    j = Job(
+        application=Executable(exe="sh", args=["-c", "echo APPENDED >> src.txt; cat src.txt"]),
+        inputfiles=[LocalFile(str(source))],
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed"
     assert (j.outputdir / "stdout").read_text() == "original\nAPPENDED\n"

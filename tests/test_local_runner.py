@@ -477,9 +477,7 @@ def test_runner_killed_mid_run_is_recovered_by_the_next_one(
         final = journal.wait([*fast, *slow, *queued, "new"])
         for key in slow:
             assert final[key].event == "failed"
-            assert final[key].reason == (
-                f"the runner died while it ran (pid {slow_pids[key]})"
-            )
+            assert final[key].reason == (f"the runner died while it ran (pid {slow_pids[key]})")
             assert journal.of(key) == ["started", "failed"]
             assert read_json(out(tmp_path, key) / "__run__")["state"] == "failed"
         for key in [*fast, *queued, "new"]:
@@ -518,9 +516,7 @@ def test_recovery_from_every_state_a_crash_can_leave(
     state("no-pid", "__run__", {"time": 1.0, "pid": None, "batch": batch})
     # A process older than the task that got its pid must survive the recovery.
     bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    state(
-        "reused-pid", "__run__", {"time": time.time() + 60, "pid": bystander.pid, "batch": batch}
-    )
+    state("reused-pid", "__run__", {"time": time.time() + 60, "pid": bystander.pid, "batch": batch})
     state("superseded", "__run__", {"time": 1.0, "pid": None, "batch": "9" * 20})
     state("old-exit", "__run__", {**done, "end": 2.0, "batch": "0" * 20})
     journal.path.parent.mkdir()
@@ -533,12 +529,8 @@ def test_recovery_from_every_state_a_crash_can_leave(
         assert journal.of("logged") == ["completed"]
         assert journal.of("unlogged") == ["completed"]
         assert final["unlogged"].time == 3.0
-        assert final["no-pid"].reason == (
-            "the runner died while it ran (pid unknown)"
-        )
-        assert final["reused-pid"].reason == (
-            f"the runner died while it ran (pid {bystander.pid})"
-        )
+        assert final["no-pid"].reason == ("the runner died while it ran (pid unknown)")
+        assert final["reused-pid"].reason == (f"the runner died while it ran (pid {bystander.pid})")
         assert bystander.poll() is None
         assert journal.of("superseded") == []
         for key in ("old-exit", "fresh"):
@@ -670,12 +662,17 @@ def test_submit_and_read_events_are_fast(tmp_path: Path, runner_dir: Path) -> No
 
 
 def test_a_kill_posted_as_empty_files_for_a_full_disk_reaches_its_tasks(
-        tmp_path: Path, runner_dir: Path, journal: Journal) -> None:
+    tmp_path: Path, runner_dir: Path, journal: Journal
+) -> None:
     from ganga_like_local.runner.client import _post_kill_names
 
     keys = ["a.0@1", "a.1@1"]
-    submit(runner_dir, [make_task(tmp_path, key, sh("sleep 30"), journal) for key in keys],
-           BASE_ENV, max_concurrent=1)
+    submit(
+        runner_dir,
+        [make_task(tmp_path, key, sh("sleep 30"), journal) for key in keys],
+        BASE_ENV,
+        max_concurrent=1,
+    )
     journal.wait(["a.0@1"], event="started")
     # Many keys: they are spread over several names, none longer than a file name may be.
     names = _post_kill_names(runner_dir / "queue", [*keys, *(f"other.{i}@1" for i in range(60))])

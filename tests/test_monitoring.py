@@ -84,11 +84,14 @@ def test_engine_applies_ten_thousand_changes_in_well_under_a_second_of_cpu() -> 
 
 
 def test_one_cycle_applies_all_changes_in_one_transaction(gangadir: Path) -> None:
-    session = open_session(Settings(gangadir=gangadir, monitoring=False,
-                                    local_max_concurrent=2, local_idle_exit=5))
+    session = open_session(
+        Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=2, local_idle_exit=5)
+    )
     try:
-        j = Job(application=Executable(exe="true"),
-                splitter=ArgSplitter(args=[[str(i)] for i in range(20)]))
+        j = Job(
+            application=Executable(exe="true"),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(20)]),
+        )
         j.submit()
         journal = session.repo.workspace / "0" / "runner-events.jsonl"
         deadline = time.time() + 30
@@ -154,12 +157,16 @@ def flaky_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[No
 
 
 def test_a_backend_that_is_down_leaves_jobs_stale_not_failed_and_recovers(
-        gangadir: Path, flaky_plugin: None) -> None:
+    gangadir: Path, flaky_plugin: None
+) -> None:
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
     try:
         (gangadir / "down").write_text("")
-        j = Job(backend="Flaky", application=Executable(exe="true"),
-                splitter=ArgSplitter(args=[["1"], ["2"]]))
+        j = Job(
+            backend="Flaky",
+            application=Executable(exe="true"),
+            splitter=ArgSplitter(args=[["1"], ["2"]]),
+        )
         j.submit()
         for _ in range(3):
             result = session.monitor.run_once()
@@ -175,8 +182,9 @@ def test_a_backend_that_is_down_leaves_jobs_stale_not_failed_and_recovers(
 
 
 def test_the_monitor_backs_off_when_nothing_changes(gangadir: Path) -> None:
-    session = open_session(Settings(gangadir=gangadir, monitor_min_interval=0.05,
-                                    monitor_max_interval=0.8))
+    session = open_session(
+        Settings(gangadir=gangadir, monitor_min_interval=0.05, monitor_max_interval=0.8)
+    )
     try:
         Job()
         time.sleep(2.0)

@@ -45,21 +45,29 @@ def install_kernel(where: Path) -> None:
     """A kernel spec running this very interpreter (whatever the machine has installed)."""
     spec = where / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "ganga_like test", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "ganga_like test",
+                "language": "python",
+            }
+        )
+    )
 
 
 def run_notebook(nb: Any, where: Path) -> Any:
-    client = NotebookClient(nb, kernel_name=KERNEL, timeout=120,
-                            resources={"metadata": {"path": str(where)}})
+    client = NotebookClient(
+        nb, kernel_name=KERNEL, timeout=120, resources={"metadata": {"path": str(where)}}
+    )
     client.execute()
     return nb
 
 
 @pytest.fixture
-def kernel_env(tmp_path: Path, gangadir: Path, env_for: dict[str, str],
-               monkeypatch: pytest.MonkeyPatch) -> Any:
+def kernel_env(
+    tmp_path: Path, gangadir: Path, env_for: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Any:
     install_kernel(tmp_path / "jupyter")
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("GANGA_DIR", str(gangadir))
@@ -87,8 +95,9 @@ def test_the_extension_in_a_real_notebook(kernel_env: Path) -> None:
     progress = [html_of(o) for o in out[2] if o["output_type"] == "display_data"]
     assert len(progress) == 1 and "ganga-progress" in progress[0]
     assert re.search(r'<progress[^>]*value="3" max="3"', progress[0])
-    assert [o["data"]["text/plain"] for o in out[2] if o["output_type"] == "execute_result"] \
-        == ["'completed'"]
+    assert [o["data"]["text/plain"] for o in out[2] if o["output_type"] == "execute_result"] == [
+        "'completed'"
+    ]
 
     table = html_of(out[3][0])
     assert '<table class="ganga-jobs"' in table and "jobs: 1" in table
@@ -105,8 +114,7 @@ def test_the_extension_in_a_real_notebook(kernel_env: Path) -> None:
     (error,) = out[6]
     assert error["output_type"] == "error" and error["ename"] == "SchemaError"
     assert len(error["traceback"]) == 1
-    assert "ERROR: Job has no attribute 'nmae'; did you mean 'name'?" in \
-        error["traceback"][0]
+    assert "ERROR: Job has no attribute 'nmae'; did you mean 'name'?" in error["traceback"][0]
 
     assert "nb" in html_of(out[7][0])
 
@@ -115,10 +123,13 @@ def test_the_extension_in_a_real_notebook(kernel_env: Path) -> None:
 
 def test_plain_import_works_without_the_extension(kernel_env: Path) -> None:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "from ganga_like import *\n"
-        "j = Job(name='plain')\n"
-        "from ganga_like.runtime.session import current_session\n"
-        "print(len(jobs), j.status, current_session().autocommit, Local.__name__)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from ganga_like import *\n"
+            "j = Job(name='plain')\n"
+            "from ganga_like.runtime.session import current_session\n"
+            "print(len(jobs), j.status, current_session().autocommit, Local.__name__)"
+        )
+    ]
     run_notebook(nb, kernel_env)
     assert nb.cells[0].outputs[0]["text"].split() == ["1", "new", "True", "Local"]

@@ -25,7 +25,8 @@ from ganga_like.runtime.session import Session
 
 
 def test_wrong_type_is_refused_with_class_attribute_and_types_and_nothing_changes(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     j = Job(name="keep")
     with pytest.raises(SchemaError, match=r"Job\.name: expected a unicode string, not the int 5"):
         j.name = 5
@@ -66,9 +67,27 @@ def test_protected_attributes_are_read_only(session: Session) -> None:
 
 def test_dir_shows_only_public_attributes_and_methods(session: Session) -> None:
     names = dir(Job())
-    for expected in ("name", "status", "application", "backend", "subjobs", "submit",
-                     "kill", "resubmit", "remove", "copy", "wait", "peek", "force_status",
-                     "fqid", "inputdir", "outputdir", "history", "time", "info"):
+    for expected in (
+        "name",
+        "status",
+        "application",
+        "backend",
+        "subjobs",
+        "submit",
+        "kill",
+        "resubmit",
+        "remove",
+        "copy",
+        "wait",
+        "peek",
+        "force_status",
+        "fqid",
+        "inputdir",
+        "outputdir",
+        "history",
+        "time",
+        "info",
+    ):
         assert expected in names
     assert not [n for n in names if n.startswith("_")]
     assert "history" in dir(Job()) and "submit_count" not in names
@@ -108,8 +127,12 @@ def test_list_attributes_validate_every_change_and_persist(session: Session) -> 
 
 
 def test_copy_is_schema_driven(session: Session) -> None:
-    j = Job(name="orig", application=Executable(exe="echo", args=["1"], env={"A": "b"}),
-            splitter=ArgSplitter(args=[["1"], ["2"]]), inputdata=GangaDataset(files=["/x"]))
+    j = Job(
+        name="orig",
+        application=Executable(exe="echo", args=["1"], env={"A": "b"}),
+        splitter=ArgSplitter(args=[["1"], ["2"]]),
+        inputdata=GangaDataset(files=["/x"]),
+    )
     c = j.copy()
     assert c.id != j.id and c.status == "new" and c.name == "orig"
     assert c.application.args == ["1"] and c.application.env == {"A": "b"}
@@ -145,7 +168,8 @@ def test_positional_arguments_for_files_and_clear_error_for_too_many() -> None:
 
 
 def test_three_way_merge_lets_a_rename_and_a_status_change_commit_together(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     j = Job(name="before")
     db = session.repo.db
     tm_user, tm_monitor = transaction.TransactionManager(), transaction.TransactionManager()

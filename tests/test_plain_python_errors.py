@@ -22,12 +22,14 @@ def _damaged(gangadir: Path) -> None:
 
 
 def _python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_damaged_repository_is_one_line_from_a_plain_python_command(
-        gangadir: Path, env: dict[str, str]) -> None:
+    gangadir: Path, env: dict[str, str]
+) -> None:
     _damaged(gangadir)
     result = _python(["-c", "from ganga_like import *\nprint(len(jobs))"], env)
     assert result.returncode == 1
@@ -39,10 +41,12 @@ def test_a_damaged_repository_is_one_line_from_a_plain_python_command(
 
 
 def test_the_traceback_of_a_gpi_error_is_shown_when_asked(
-        gangadir: Path, env: dict[str, str]) -> None:
+    gangadir: Path, env: dict[str, str]
+) -> None:
     _damaged(gangadir)
-    result = _python(["-c", "from ganga_like import *\nprint(len(jobs))"],
-                     {**env, "GANGA_TRACEBACK": "1"})
+    result = _python(
+        ["-c", "from ganga_like import *\nprint(len(jobs))"], {**env, "GANGA_TRACEBACK": "1"}
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("Traceback (most recent call last):"), result.stderr
     last = result.stderr.strip().splitlines()[-1]
@@ -50,19 +54,23 @@ def test_the_traceback_of_a_gpi_error_is_shown_when_asked(
 
 
 def test_a_job_error_in_a_plain_python_script_is_one_line(
-        tmp_path: Path, env: dict[str, str]) -> None:
+    tmp_path: Path, env: dict[str, str]
+) -> None:
     script = tmp_path / "kill_new.py"
-    script.write_text("from ganga_like import *\n"
-                      "j = Job(name='first')\n"
-                      "print('created', j.id, flush=True)\n"
-                      "j.kill()\n"
-                      "print('not reached')\n")
+    script.write_text(
+        "from ganga_like import *\n"
+        "j = Job(name='first')\n"
+        "print('created', j.id, flush=True)\n"
+        "j.kill()\n"
+        "print('not reached')\n"
+    )
     result = _python([str(script)], env)
     assert result.returncode == 1
     assert result.stdout == "created 0\n"
     lines = result.stderr.strip().splitlines()
-    assert lines == ["ERROR: job 0 is new: nothing to kill (set GANGA_TRACEBACK=1 to see "
-                     "the traceback)"], result.stderr
+    assert lines == [
+        "ERROR: job 0 is new: nothing to kill (set GANGA_TRACEBACK=1 to see the traceback)"
+    ], result.stderr
 
 
 def test_other_errors_keep_their_traceback(env: dict[str, str]) -> None:
@@ -73,10 +81,12 @@ def test_other_errors_keep_their_traceback(env: dict[str, str]) -> None:
 
 
 def test_a_hook_the_program_installed_is_kept(env: dict[str, str]) -> None:
-    code = ("import sys\n"
-            "sys.excepthook = lambda kind, value, tb: print('own hook:', value)\n"
-            "from ganga_like import JobError\n"
-            "raise JobError('refused')\n")
+    code = (
+        "import sys\n"
+        "sys.excepthook = lambda kind, value, tb: print('own hook:', value)\n"
+        "from ganga_like import JobError\n"
+        "raise JobError('refused')\n"
+    )
     result = _python(["-c", code], env)
     assert result.returncode == 1
     assert result.stdout == "own hook: refused\n" and result.stderr == ""

@@ -33,8 +33,22 @@ from ganga_like.runtime.submission.splitting import build_subjobs
 
 BASE = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 NOW = BASE + dt.timedelta(days=10)
-NAMES = ["scan-a", "scan-b", "scan-a", "7", "1.5", "", "a b", "x*y", "2026-11-01", "now",
-         "fail", "scan-[ab]", "Scan-A", "0"]
+NAMES = [
+    "scan-a",
+    "scan-b",
+    "scan-a",
+    "7",
+    "1.5",
+    "",
+    "a b",
+    "x*y",
+    "2026-11-01",
+    "now",
+    "fail",
+    "scan-[ab]",
+    "Scan-A",
+    "0",
+]
 # The way to each status from new, for a job without subjobs.
 PATHS = {
     Status.NEW: [],
@@ -60,9 +74,13 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
         made = []
         for i in range(40):
             args = [str(i % 5), "--fast"] if i % 3 else []
-            made.append(Job(name=NAMES[i % len(NAMES)], comment="c" * (i % 3),
-                            application=Executable(exe=["echo", "true", "/bin/sh"][i % 3],
-                                                   args=args)))
+            made.append(
+                Job(
+                    name=NAMES[i % len(NAMES)],
+                    comment="c" * (i % 3),
+                    application=Executable(exe=["echo", "true", "/bin/sh"][i % 3], args=args),
+                )
+            )
         impls = [unwrap_job(j) for j in made]
         registry = session.registry()
 
@@ -94,16 +112,52 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
 
 # -- queries -------------------------------------------------------------------------
 
-PATHS_QUERIED = [("id",), ("name",), ("status",), ("fqid",), ("comment",),
-                 ("application",), ("application", "exe"), ("application", "args"),
-                 ("backend",), ("splitter",), ("subjobs",), ("subjobs", "failed"),
-                 ("subjobs", "completed"), ("time", "submitted"), ("time", "running"),
-                 ("exit_code",), ("submit_count",)]
+PATHS_QUERIED = [
+    ("id",),
+    ("name",),
+    ("status",),
+    ("fqid",),
+    ("comment",),
+    ("application",),
+    ("application", "exe"),
+    ("application", "args"),
+    ("backend",),
+    ("splitter",),
+    ("subjobs",),
+    ("subjobs", "failed"),
+    ("subjobs", "completed"),
+    ("time", "submitted"),
+    ("time", "running"),
+    ("exit_code",),
+    ("submit_count",),
+]
 
-texts = st.sampled_from([*NAMES, "scan*", "*a*", "?", "[0-9]*", "new", "failed", "running",
-                         "completed", "killed", "submitted", "echo", "true", "--fast", "12",
-                         "3", "abc", "1e3", "1k", "99999999999999999999", "Executable",
-                         "Local"]) | st.text(max_size=3)
+texts = st.sampled_from(
+    [
+        *NAMES,
+        "scan*",
+        "*a*",
+        "?",
+        "[0-9]*",
+        "new",
+        "failed",
+        "running",
+        "completed",
+        "killed",
+        "submitted",
+        "echo",
+        "true",
+        "--fast",
+        "12",
+        "3",
+        "abc",
+        "1e3",
+        "1k",
+        "99999999999999999999",
+        "Executable",
+        "Local",
+    ]
+) | st.text(max_size=3)
 integers = st.integers(-3, 45) | st.sampled_from([2**31, -(2**31) - 1, 10**20, 2**31 - 1])
 floats = st.floats(-3, 45, allow_nan=False).map(lambda x: round(x, 2))
 moments = st.integers(-2, 14 * 24).map(lambda h: BASE + dt.timedelta(hours=h))
@@ -148,8 +202,9 @@ def _outcome(query: Query, job: JobImpl, now: dt.datetime) -> str:
         return "error"
 
 
-def _same_answer(query: Query, answer: Any, candidates: list[JobImpl],
-                 now: dt.datetime | None = None) -> None:
+def _same_answer(
+    query: Query, answer: Any, candidates: list[JobImpl], now: dt.datetime | None = None
+) -> None:
     """``answer()`` gives the fqids; an error is only allowed where brute force has one.
 
     Evaluation stops at a job's first failing condition, so a condition that cannot be
@@ -178,49 +233,61 @@ def _all_jobs(session: Session) -> list[JobImpl]:
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=queries)
 def test_the_indexed_search_selects_what_evaluating_every_job_selects(
-        repository: Session, query: Query) -> None:
+    repository: Session, query: Query
+) -> None:
     text = str(query)
     assert parse(text, known_roots=KNOWN_ROOTS) == query
     registry = repository.registry()
-    _same_answer(query, lambda: [str(i) for i in search(registry, query, now=NOW)],
-                 _all_jobs(repository), NOW)
+    _same_answer(
+        query,
+        lambda: [str(i) for i in search(registry, query, now=NOW)],
+        _all_jobs(repository),
+        NOW,
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=queries)
 def test_jobs_query_selects_what_evaluating_every_job_selects(
-        repository: Session, query: Query) -> None:
-    _same_answer(query, lambda: [str(i) for i in jobs.query(str(query)).ids()],
-                 _all_jobs(repository))
+    repository: Session, query: Query
+) -> None:
+    _same_answer(
+        query, lambda: [str(i) for i in jobs.query(str(query)).ids()], _all_jobs(repository)
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(first=queries, then=queries)
 def test_a_query_on_a_slice_selects_what_both_queries_select(
-        repository: Session, first: Query, then: Query) -> None:
+    repository: Session, first: Query, then: Query
+) -> None:
     both = Query(first.conditions + then.conditions)
     try:
         part = jobs.query(str(first))
     except QueryError:
         return  # covered above
     chosen = [j for j in _all_jobs(repository) if j.id in set(part.ids())]
-    _same_answer(then, lambda: [str(unwrap_job(j).fqid) for j in part.query(str(then))],
-                 chosen)
+    _same_answer(then, lambda: [str(unwrap_job(j).fqid) for j in part.query(str(then))], chosen)
     selected = jobs.select(status="failed")
-    _same_answer(both, lambda: [str(unwrap_job(j).fqid) for j in
-                                selected.query(str(both))],
-                 [j for j in _all_jobs(repository) if j.current_status() is Status.FAILED])
+    _same_answer(
+        both,
+        lambda: [str(unwrap_job(j).fqid) for j in selected.query(str(both))],
+        [j for j in _all_jobs(repository) if j.current_status() is Status.FAILED],
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=queries)
 def test_a_query_on_subjobs_selects_what_evaluating_every_subjob_selects(
-        repository: Session, query: Query) -> None:
+    repository: Session, query: Query
+) -> None:
     for master in (j for j in _all_jobs(repository) if j.is_master):
         subjobs = list(master.iter_subjobs())
-        _same_answer(query, lambda m=master: [unwrap_job(s).fqid for s in
-                                              jobs(m.id).subjobs.query(str(query))],
-                     subjobs)
+        _same_answer(
+            query,
+            lambda m=master: [unwrap_job(s).fqid for s in jobs(m.id).subjobs.query(str(query))],
+            subjobs,
+        )
 
 
 def test_the_repository_has_what_the_queries_need(repository: Session) -> None:
@@ -234,21 +301,25 @@ def test_the_repository_has_what_the_queries_need(repository: Session) -> None:
     assert repository.registry().indexed_status(39) == every[-1].current_status().label
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("id=1,3", [1, 3]),
-    ("id=1,4,10..13", [1, 4, 10, 11, 12, 13]),
-    ('id="7"', [7]),
-    ("id=abc", []),
-    ("id=1k", []),
-    ("id>99999999999999999999", []),
-    ("id<-99999999999999999999", []),
-    ("id=2.5", []),
-    ("name=scan-b,7", [1, 3, 15, 29, 31]),
-    # job 3 is a master with a subjob never submitted beside finished ones: it is new
-    ("status<>new; id=0..3", [1, 2]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("id=1,3", [1, 3]),
+        ("id=1,4,10..13", [1, 4, 10, 11, 12, 13]),
+        ('id="7"', [7]),
+        ("id=abc", []),
+        ("id=1k", []),
+        ("id>99999999999999999999", []),
+        ("id<-99999999999999999999", []),
+        ("id=2.5", []),
+        ("name=scan-b,7", [1, 3, 15, 29, 31]),
+        # job 3 is a master with a subjob never submitted beside finished ones: it is new
+        ("status<>new; id=0..3", [1, 2]),
+    ],
+)
 def test_an_id_or_name_list_query_matches_only_those_jobs(
-        repository: Session, text: str, expected: list[int]) -> None:
+    repository: Session, text: str, expected: list[int]
+) -> None:
     assert jobs.query(text).ids() == expected
 
 

@@ -16,8 +16,11 @@ def population(session: Session) -> dict[str, Job]:
         "ok": Job(name="scan-ok", application=Executable(exe="true")),
         "bad": Job(name="scan-bad", application=Executable(exe="false")),
         "fresh": Job(name="other"),
-        "split": Job(name="scan-split", application=Executable(exe="sh"),
-                     splitter=ArgSplitter(args=[["-c", "exit 1"]] * 4 + [["-c", "exit 0"]])),
+        "split": Job(
+            name="scan-split",
+            application=Executable(exe="sh"),
+            splitter=ArgSplitter(args=[["-c", "exit 1"]] * 4 + [["-c", "exit 0"]]),
+        ),
     }
     for key in ("ok", "bad", "split"):
         made[key].submit()

@@ -43,34 +43,42 @@ SUBMITTER = textwrap.dedent("""
 
 
 def test_kill_9_during_submit_leaves_new_or_fully_recorded(
-        gangadir: Path, env_for: dict[str, str]) -> None:
+    gangadir: Path, env_for: dict[str, str]
+) -> None:
     _kill_during_submit(gangadir, env_for, "embedded", count=1500, attempts=4, seed=7)
 
 
 def test_kill_9_during_a_shared_mode_submit_leaves_new_or_fully_recorded(
-        gangadir: Path, env_for: dict[str, str]) -> None:
+    gangadir: Path, env_for: dict[str, str]
+) -> None:
     _kill_during_submit(gangadir, env_for, "shared", count=1500, attempts=3, seed=8)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_kill_9_at_many_points_of_a_10000_subjob_submit(
-        mode: str, gangadir: Path, env_for: dict[str, str]) -> None:
+    mode: str, gangadir: Path, env_for: dict[str, str]
+) -> None:
     if not os.environ.get("GANGA_SLOW_TESTS"):
         pytest.skip("slow: set GANGA_SLOW_TESTS=1 to run the full-scale version")
     _kill_during_submit(gangadir, env_for, mode, count=10_000, attempts=15, seed=9)
 
 
-def _kill_during_submit(gangadir: Path, env_for: dict[str, str], mode: str, count: int,
-                        attempts: int, seed: int) -> None:
+def _kill_during_submit(
+    gangadir: Path, env_for: dict[str, str], mode: str, count: int, attempts: int, seed: int
+) -> None:
     rng = random.Random(seed)
     env = dict(env_for, GANGA_REPOSITORY_MODE=mode)
     outcomes = []
     duration = 0.0  # of a whole submission, measured by the first attempt
     try:
         for attempt in range(attempts):
-            child = subprocess.Popen([sys.executable, "-c", SUBMITTER, str(count)], env=env,
-                                     stdout=subprocess.PIPE, text=True)
+            child = subprocess.Popen(
+                [sys.executable, "-c", SUBMITTER, str(count)],
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             assert child.stdout is not None and child.stdout.readline().strip() == "created"
             started = time.monotonic()
             if attempt == 0:
@@ -81,8 +89,14 @@ def _kill_during_submit(gangadir: Path, env_for: dict[str, str], mode: str, coun
                 time.sleep(rng.uniform(0.0, 1.2 * duration))
             child.send_signal(signal.SIGKILL)
             child.wait()
-            session = open_session(Settings(gangadir=gangadir, repository_mode=mode,
-                                            local_max_concurrent=2, zeo_idle_exit=2.0))
+            session = open_session(
+                Settings(
+                    gangadir=gangadir,
+                    repository_mode=mode,
+                    local_max_concurrent=2,
+                    zeo_idle_exit=2.0,
+                )
+            )
             try:
                 j = jobs[-1]
                 if j.status == "new":
@@ -151,7 +165,8 @@ RECORDING_SUBMITTER = textwrap.dedent("""
 
 
 def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never_rerun(
-        gangadir: Path, env_for: dict[str, str], tmp_path: Path) -> None:
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
     from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
     from ganga_like_local.backend import Local
 
@@ -162,8 +177,12 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never
     program.chmod(0o755)
     # The submitter stops once the runner has the first slice: it runs, nothing is recorded.
     env = dict(env_for, **{TEST_PAUSE_VARIABLE: "120"})
-    child = subprocess.Popen([sys.executable, "-c", RECORDING_SUBMITTER, str(program),
-                              str(count)], env=env, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", RECORDING_SUBMITTER, str(program), str(count)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "created"
         deadline = time.monotonic() + 60
@@ -180,7 +199,7 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never
         assert len(j.subjobs) == count
         statuses = [sj.status for sj in j.subjobs]
         assert all(s != "new" for s in statuses[: Local.early_start_batch]), statuses
-        assert statuses[Local.early_start_batch:] == ["new"] * 36  # never handed over
+        assert statuses[Local.early_start_batch :] == ["new"] * 36  # never handed over
         # Once the first slice finished, the master says part of it never ran: new, not
         # completed; its description stays frozen (its subjobs were made from it).
         with pytest.raises(JobError, match="is new: 36 of its subjobs were never submitted"):
@@ -218,7 +237,8 @@ RESUBMITTER = textwrap.dedent("""
 
 
 def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_never_rerun(
-        gangadir: Path, env_for: dict[str, str], tmp_path: Path) -> None:
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
     from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
     from ganga_like_local.backend import Local
 
@@ -233,16 +253,19 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_nev
     try:
         from ganga_like import ArgSplitter, Executable, Job
 
-        j = Job(application=Executable(exe=str(program)),
-                splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
+        j = Job(
+            application=Executable(exe=str(program)),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(count)]),
+        )
         j.submit()
         assert j.wait(timeout=60) == "failed"
     finally:
         close_session()
     second.touch()
     env = dict(env_for, **{TEST_PAUSE_VARIABLE: "120"})
-    child = subprocess.Popen([sys.executable, "-c", RESUBMITTER], env=env,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", RESUBMITTER], env=env, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "resubmitting"
         deadline = time.monotonic() + 60

@@ -50,14 +50,17 @@ def test_a_model_job_has_all_the_registry_needs_of_a_stored_job() -> None:
 
 
 def test_an_object_whose_class_is_gone_stays_listed_and_is_never_indexed_anew(
-        gangadir: Path, vanishing_class: type) -> None:
+    gangadir: Path, vanishing_class: type
+) -> None:
     repo = Repository(gangadir)
     try:
+
         def store() -> None:
             registry = repo.registry()
             registry.add(JobImpl())
             registry.add(JobImpl())
             registry.jobs[1] = vanishing_class()  # keeps job 1's index entries
+
         repo.in_transaction(store)
     finally:
         repo.close()
@@ -86,8 +89,7 @@ def test_an_object_whose_class_is_gone_stays_listed_and_is_never_indexed_anew(
 
 
 def test_a_master_logs_the_changes_of_its_derived_status(session: Session) -> None:
-    j = Job(application=Executable(exe="true"),
-            splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
     j.submit()
     assert j.wait(timeout=60) == "completed"
     derived = [e for e in j.history if e.cause == "derived from its subjobs"]

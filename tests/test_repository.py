@@ -15,14 +15,21 @@ from ganga_like.repository.connection import Repository
 from ganga_like.runtime.session import Session
 
 
-def run_python(code: str, env: dict[str, str],
-               timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_python(
+    code: str, env: dict[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_a_second_process_gets_one_clear_line_naming_the_holder(
-        session: Session, env_for: dict[str, str]) -> None:
+    session: Session, env_for: dict[str, str]
+) -> None:
     Job(name="held")
     result = run_python("from ganga_like import *\nprint(len(jobs))", env_for)
     assert result.returncode != 0
@@ -58,29 +65,37 @@ def test_gangadir_and_repository_files_are_private(session: Session, gangadir: P
 
 
 def test_a_later_process_sees_jobs_statuses_and_outputs(
-        gangadir: Path, env_for: dict[str, str]) -> None:
-    create = run_python("""
+    gangadir: Path, env_for: dict[str, str]
+) -> None:
+    create = run_python(
+        """
         from ganga_like import *
         j = Job(name="later", application=Executable(exe="echo"),
                 splitter=ArgSplitter(args=[[str(i)] for i in range(10)]))
         j.submit()
         print(j.wait(timeout=60))
-    """, env_for)
+    """,
+        env_for,
+    )
     assert create.returncode == 0, create.stderr
     assert create.stdout.strip() == "completed"
-    read = run_python("""
+    read = run_python(
+        """
         from ganga_like import *
         j = jobs(0)
         print(j.name, j.status, len(j.subjobs), j.subjobs[9].exit_code)
         print(open(j.subjobs[9].outputdir / "stdout").read().strip())
-    """, env_for)
+    """,
+        env_for,
+    )
     assert read.returncode == 0, read.stderr
     assert read.stdout.split() == ["later", "completed", "10", "0", "9"]
 
 
 def test_listing_jobs_does_not_load_subjobs(session: Session) -> None:
-    j = Job(application=Executable(exe="true"),
-            splitter=ArgSplitter(args=[[str(i)] for i in range(50)]))
+    j = Job(
+        application=Executable(exe="true"), splitter=ArgSplitter(args=[[str(i)] for i in range(50)])
+    )
     j.submit()
     j.wait(timeout=60)
     session.repo.close()
@@ -107,34 +122,41 @@ def test_removing_a_job_removes_subjobs_and_workspace(session: Session) -> None:
     assert len(jobs) == 0
 
 
-PLUGIN = '''
+PLUGIN = """
 from typing import Any, ClassVar
 import traitlets
 from ganga_like.model.interfaces import IApplication
 
 class Wobble(IApplication):
     _schema: ClassVar[dict[str, Any]] = {"size": traitlets.Int(1)}
-'''
+"""
 
 
 def test_objects_of_a_missing_plugin_still_list_and_can_be_removed(
-        gangadir: Path, env_for: dict[str, str], tmp_path: Path) -> None:
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
     plugdir = tmp_path / "plug"
     (plugdir / "wobble_plugin-1.0.dist-info").mkdir(parents=True)
     (plugdir / "wobble_plugin.py").write_text(PLUGIN)
     (plugdir / "wobble_plugin-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: wobble-plugin\nVersion: 1.0\n")
+        "Metadata-Version: 2.1\nName: wobble-plugin\nVersion: 1.0\n"
+    )
     (plugdir / "wobble_plugin-1.0.dist-info" / "entry_points.txt").write_text(
-        "[ganga_like.plugins]\nWobble = wobble_plugin:Wobble\n")
+        "[ganga_like.plugins]\nWobble = wobble_plugin:Wobble\n"
+    )
     with_plugin = dict(env_for, PYTHONPATH=f"{plugdir}{os.pathsep}{env_for['PYTHONPATH']}")
-    made = run_python("""
+    made = run_python(
+        """
         from ganga_like import *
         Job(name="odd", application="Wobble")
         Job(name="plain")
         print(jobs(0).application)
-    """, with_plugin)
+    """,
+        with_plugin,
+    )
     assert made.returncode == 0, made.stderr
-    listing = run_python("""
+    listing = run_python(
+        """
         from ganga_like import *
         print(jobs)
         j = jobs(0)
@@ -149,28 +171,39 @@ def test_objects_of_a_missing_plugin_still_list_and_can_be_removed(
         print(j.application)
         print(j.remove())
         print(len(jobs))
-    """, env_for)
+    """,
+        env_for,
+    )
     assert listing.returncode == 0, listing.stderr
     out = listing.stdout
     assert "broken:Wobble" in out
-    assert "copy refused: cannot copy job 0: its application (wobble_plugin.Wobble) comes " \
-           "from a missing plugin" in out
+    assert (
+        "copy refused: cannot copy job 0: its application (wobble_plugin.Wobble) comes "
+        "from a missing plugin" in out
+    )
     assert "submit refused" in out
     assert "<broken: wobble_plugin.Wobble (plugin missing)>" in out
     assert out.strip().splitlines()[-2:] == ["True", "1"]
 
 
 def test_copy_in_a_fresh_process_copies_the_stored_description(
-        gangadir: Path, env_for: dict[str, str]) -> None:
-    made = run_python("""
+    gangadir: Path, env_for: dict[str, str]
+) -> None:
+    made = run_python(
+        """
         from ganga_like import *
         Job(name="orig", application=Executable(exe="echo", args=["a", "b"], env={"K": "v"}))
-    """, env_for)
+    """,
+        env_for,
+    )
     assert made.returncode == 0, made.stderr
-    copied = run_python("""
+    copied = run_python(
+        """
         from ganga_like import *
         c = jobs(0).copy()
         print(c.name, c.application.exe, c.application.args, c.application.env)
-    """, env_for)
+    """,
+        env_for,
+    )
     assert copied.returncode == 0, copied.stderr
     assert copied.stdout.strip() == "orig echo ['a', 'b'] {'K': 'v'}"

@@ -27,8 +27,9 @@ SESSION_SETTINGS = {"master_status_order": "submitted_first"}
 
 
 def split_job(n: int = 5, exe: str = "echo") -> Job:
-    return Job(application=Executable(exe=exe),
-               splitter=ArgSplitter(args=[[str(i)] for i in range(n)]))
+    return Job(
+        application=Executable(exe=exe), splitter=ArgSplitter(args=[[str(i)] for i in range(n)])
+    )
 
 
 def test_subjobs_do_not_exist_before_submit_and_have_parent_links_after(session: Session) -> None:
@@ -43,7 +44,8 @@ def test_subjobs_do_not_exist_before_submit_and_have_parent_links_after(session:
 
 
 def test_subjobs_cannot_be_removed_or_submitted_alone(
-        session: Session, caplog: pytest.LogCaptureFixture) -> None:
+    session: Session, caplog: pytest.LogCaptureFixture
+) -> None:
     j = split_job()
     j.submit()
     with caplog.at_level(logging.ERROR, logger="ganga_like"):
@@ -66,8 +68,7 @@ def test_copy_of_a_subjob_is_a_new_top_level_job(session: Session) -> None:
 
 
 def test_subjobs_can_be_killed_and_resubmitted_individually(session: Session) -> None:
-    j = Job(application=Executable(exe="sleep"),
-            splitter=ArgSplitter(args=[["30"], ["30"], ["0"]]))
+    j = Job(application=Executable(exe="sleep"), splitter=ArgSplitter(args=[["30"], ["30"], ["0"]]))
     j.submit()
     assert j.subjobs[0].kill()
     assert j.subjobs[0].status == "killed"
@@ -101,14 +102,17 @@ def test_master_status_follows_subjobs_to_completed(session: Session) -> None:
 
 
 def test_a_master_with_a_waiting_subjob_is_submitted_even_while_others_run(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     with two_subjobs_running_one_waiting() as j:
         assert j.status == "submitted"
 
 
 def test_master_fails_when_a_subjob_fails_and_resubmit_moves_it_back(session: Session) -> None:
-    j = Job(application=Executable(exe="sh"),
-            splitter=ArgSplitter(args=[["-c", "exit 0"], ["-c", "exit 3"]]))
+    j = Job(
+        application=Executable(exe="sh"),
+        splitter=ArgSplitter(args=[["-c", "exit 0"], ["-c", "exit 3"]]),
+    )
     j.submit()
     assert j.wait(timeout=60) == "failed"
     failed = j.subjobs[1]
@@ -123,8 +127,10 @@ def test_master_fails_when_a_subjob_fails_and_resubmit_moves_it_back(session: Se
 
 
 def test_splitter_failure_rolls_back_to_new_with_no_subjobs(session: Session) -> None:
-    j = Job(application=Executable(exe="echo"),
-            splitter=GenericSplitter(attribute="application.no_such", values=[1, 2]))
+    j = Job(
+        application=Executable(exe="echo"),
+        splitter=GenericSplitter(attribute="application.no_such", values=[1, 2]),
+    )
     with pytest.raises(JobError, match="no_such"):
         j.submit()
     assert j.status == "new"
@@ -135,25 +141,36 @@ def test_splitter_failure_rolls_back_to_new_with_no_subjobs(session: Session) ->
     assert j2.status == "new" and j2.subjobs == []
 
 
-def test_emulated_bulk_keep_going_false_stops_at_first_failure(session: Session,
-                                                               tmp_path: object) -> None:
+def test_emulated_bulk_keep_going_false_stops_at_first_failure(
+    session: Session, tmp_path: object
+) -> None:
     good = _input_file(session, "good.txt")
-    j = Job(application=Executable(exe="cat"),
-            splitter=GenericSplitter(attribute="inputfiles", values=[
-                [LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]]))
+    j = Job(
+        application=Executable(exe="cat"),
+        splitter=GenericSplitter(
+            attribute="inputfiles",
+            values=[[LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]],
+        ),
+    )
     with pytest.raises(JobError, match="stopped"):
         j.submit(keep_going=False)
-    assert [s.status for s in j.subjobs] == ["submitted", "new", "new"] or \
-        j.subjobs[0].status in ("running", "completed")
+    assert [s.status for s in j.subjobs] == ["submitted", "new", "new"] or j.subjobs[0].status in (
+        "running",
+        "completed",
+    )
     assert j.subjobs[1].status == "new" and j.subjobs[2].status == "new"
     assert j.status != "new"
 
 
 def test_emulated_bulk_keep_going_true_submits_the_rest(session: Session) -> None:
     good = _input_file(session, "good.txt")
-    j = Job(application=Executable(exe="cat"),
-            splitter=GenericSplitter(attribute="inputfiles", values=[
-                [LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]]))
+    j = Job(
+        application=Executable(exe="cat"),
+        splitter=GenericSplitter(
+            attribute="inputfiles",
+            values=[[LocalFile(good)], [LocalFile("/no/such/file")], [LocalFile(good)]],
+        ),
+    )
     assert j.submit(keep_going=True)
     assert j.subjobs[1].status == "new"
     assert "submission failed" in j.subjobs[1].history[-1].cause
@@ -166,15 +183,18 @@ def test_emulated_bulk_keep_going_true_submits_the_rest(session: Session) -> Non
 
 @pytest.mark.parametrize("bad", [1, 66])
 def test_keep_going_false_stops_at_the_failure_when_the_first_subjobs_start_early(
-        session: Session, bad: int) -> None:
+    session: Session, bad: int
+) -> None:
     # Local hands its first subjobs over before the others are prepared: the rule holds
     # for a failure among those and for one after them alike.
     assert 0 < LocalBackend.early_start_batch < 70
     good = _input_file(session, "good.txt")
     values = [[LocalFile(good)] for _ in range(70)]
     values[bad] = [LocalFile("/no/such/file")]
-    j = Job(application=Executable(exe="cat"),
-            splitter=GenericSplitter(attribute="inputfiles", values=values))
+    j = Job(
+        application=Executable(exe="cat"),
+        splitter=GenericSplitter(attribute="inputfiles", values=values),
+    )
     with pytest.raises(JobError, match="stopped"):
         j.submit(keep_going=False)
     assert all(s.status == "new" for s in j.subjobs[bad:])
@@ -185,13 +205,16 @@ def test_keep_going_false_stops_at_the_failure_when_the_first_subjobs_start_earl
 
 
 def test_keep_going_true_submits_every_good_subjob_across_early_and_later_batches(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     good = _input_file(session, "good.txt")
     values = [[LocalFile(good)] for _ in range(70)]
     for bad in (3, 67):
         values[bad] = [LocalFile("/no/such/file")]
-    j = Job(application=Executable(exe="cat"),
-            splitter=GenericSplitter(attribute="inputfiles", values=values))
+    j = Job(
+        application=Executable(exe="cat"),
+        splitter=GenericSplitter(attribute="inputfiles", values=values),
+    )
     assert j.submit(keep_going=True)
     assert [s.id for s in j.subjobs if s.status == "new"] == [3, 67]
     with pytest.raises(JobError, match="2 of its subjobs were never submitted"):
@@ -202,9 +225,12 @@ def test_keep_going_true_submits_every_good_subjob_across_early_and_later_batche
 
 
 def test_all_subjobs_failing_to_submit_rolls_the_master_back(session: Session) -> None:
-    j = Job(application=Executable(exe="cat"),
-            splitter=GenericSplitter(attribute="inputfiles", values=[
-                [LocalFile("/no/such/a")], [LocalFile("/no/such/b")]]))
+    j = Job(
+        application=Executable(exe="cat"),
+        splitter=GenericSplitter(
+            attribute="inputfiles", values=[[LocalFile("/no/such/a")], [LocalFile("/no/such/b")]]
+        ),
+    )
     with pytest.raises(JobError, match="no subjob could be submitted"):
         j.submit(keep_going=True)
     assert j.status == "new"

@@ -52,17 +52,18 @@ SEEN = "print('SEEN', ','.join(sorted(j.name for j in jobs)))"
 
 
 @pytest.fixture
-def env(env_for: dict[str, str], tmp_path: Path, gangadir: Path,
-        monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def env(
+    env_for: dict[str, str], tmp_path: Path, gangadir: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, str]]:
     """No repository mode anywhere: every process uses the default."""
     environ = dict(env_for)
     environ.pop("GANGA_REPOSITORY_MODE", None)
-    environ.update(IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm-256color",
-                   COLUMNS="200")
+    environ.update(IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm-256color", COLUMNS="200")
     profile = tmp_path / "ipython" / "profile_default"
     profile.mkdir(parents=True)
     (profile / "ipython_config.py").write_text(
-        "c.TerminalInteractiveShell.autosuggestions_provider = None\n")
+        "c.TerminalInteractiveShell.autosuggestions_provider = None\n"
+    )
     # The notebook kernel is started by nbclient with this process's environment.
     install_kernel(tmp_path / "jupyter")
     monkeypatch.delenv("GANGA_REPOSITORY_MODE", raising=False)
@@ -77,8 +78,7 @@ def env(env_for: dict[str, str], tmp_path: Path, gangadir: Path,
 def ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = Path(sys.executable).with_name("ganga")
     argv = [str(command)] if command.exists() else [sys.executable, "-m", "ganga_like.cli"]
-    return subprocess.run([*argv, *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([*argv, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -89,8 +89,14 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 
 def cli_import(name: str, env: dict[str, str], where: Path) -> None:
     definition = where / f"{name}.json"
-    definition.write_text(json.dumps({"format": "ganga_like.job/1", "job": {
-        "name": name, "application": {"type": "Executable", "exe": "echo"}}}))
+    definition.write_text(
+        json.dumps(
+            {
+                "format": "ganga_like.job/1",
+                "job": {"name": name, "application": {"type": "Executable", "exe": "echo"}},
+            }
+        )
+    )
     ok(ganga(["import", str(definition)], env))
 
 
@@ -98,14 +104,14 @@ def cli_names(env: dict[str, str]) -> list[str]:
     return sorted(row["name"] for row in json.loads(ok(ganga(["jobs", "--json"], env))))
 
 
-def start_script(who: str, count: int, env: dict[str, str],
-                 where: Path) -> subprocess.Popen[str]:
+def start_script(who: str, count: int, env: dict[str, str], where: Path) -> subprocess.Popen[str]:
     script = where / f"{who}.py"
     script.write_text(make_jobs(who, count) + SEEN + "\n")
     command = Path(sys.executable).with_name("ganga")
     argv = [str(command)] if command.exists() else [sys.executable, "-m", "ganga_like.cli"]
-    return subprocess.Popen([*argv, str(script)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*argv, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish_script(proc: subprocess.Popen[str]) -> list[str]:
@@ -127,8 +133,9 @@ class Notebook(threading.Thread):
         super().__init__(daemon=True)
         first = "%load_ext ganga_like" if extension else "from ganga_like import *"
         self.nb = nbformat.v4.new_notebook()
-        self.nb.cells = [nbformat.v4.new_code_cell(source) for source in
-                         (first, make_jobs(who, count), SEEN)]
+        self.nb.cells = [
+            nbformat.v4.new_code_cell(source) for source in (first, make_jobs(who, count), SEEN)
+        ]
         self.where = where
         self.error: BaseException | None = None
 
@@ -148,13 +155,13 @@ class Notebook(threading.Thread):
         return seen_in(text)
 
 
-def check_truth(gangadir: Path, env: dict[str, str], created: dict[str, int],
-                imported: list[str]) -> None:
+def check_truth(
+    gangadir: Path, env: dict[str, str], created: dict[str, int], imported: list[str]
+) -> None:
     """Every job once, completed, and the runner's outputs saying the same."""
     rows = json.loads(ok(ganga(["jobs", "--json"], env)))
     names = sorted(row["name"] for row in rows)
-    expected = sorted([f"{who}-{k}" for who, n in created.items() for k in range(n)]
-                      + imported)
+    expected = sorted([f"{who}-{k}" for who, n in created.items() for k in range(n)] + imported)
     assert names == expected
     ids = [row["id"] for row in rows]
     assert len(set(ids)) == len(ids)
@@ -171,7 +178,8 @@ def check_truth(gangadir: Path, env: dict[str, str], created: dict[str, int],
 
 
 def test_a_shell_a_script_a_notebook_and_commands_share_a_gangadir_shell_first(
-        gangadir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    gangadir: Path, env: dict[str, str], tmp_path: Path
+) -> None:
     shell = Shell(env)
     try:
         assert "in use by" not in shell.banner
@@ -195,7 +203,8 @@ def test_a_shell_a_script_a_notebook_and_commands_share_a_gangadir_shell_first(
 
 
 def test_the_same_sessions_started_the_other_way_round(
-        gangadir: Path, env: dict[str, str], tmp_path: Path) -> None:
+    gangadir: Path, env: dict[str, str], tmp_path: Path
+) -> None:
     ok(ganga(["monitor", "start"], env))  # the daemon first, holding the lease
     cli_import("cli-a", env, tmp_path)
     notebook = Notebook("nb", 2, tmp_path, extension=False)  # plain import
@@ -229,7 +238,8 @@ def _spawn_lock_taken(repo_dir: Path) -> bool:
 
 
 def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_another(
-        gangadir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gangadir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server is held at each step of its idle exit (a test hook): a session that
     joins it while it still listens keeps working after it has gone, and a session
     started once it stopped listening (it still holds the file) waits for it to go and
@@ -266,8 +276,9 @@ def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_anoth
         # neither fails nor starts a server the held file would refuse ("busy").
         assert wait_until(lambda: _spawn_lock_taken(repo_dir) or not starter.is_alive())
         log = repo_dir / shared.LOG_NAME
-        assert not wait_until(lambda: not starter.is_alive() or "busy" in log.read_text(),
-                              timeout=2.0), (failed, log.read_text()[-500:])
+        assert not wait_until(
+            lambda: not starter.is_alive() or "busy" in log.read_text(), timeout=2.0
+        ), (failed, log.read_text()[-500:])
         (hold / "stopped-listening.go").touch()
         starter.join(60)
         assert not failed, failed
@@ -291,7 +302,8 @@ def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_anoth
 
 
 def test_a_client_the_server_dropped_itself_does_not_keep_it_from_exiting_idle(
-        gangadir: Path) -> None:
+    gangadir: Path,
+) -> None:
     """ZEO drops a client whose asynchronous call fails (here a second tpc_begin while
     its first transaction is open, as after a transaction that could not be aborted on a
     full disk) without forgetting it: the server must still exit once idle."""
@@ -303,12 +315,14 @@ def test_a_client_the_server_dropped_itself_does_not_keep_it_from_exiting_idle(
     try:
         storage._async("tpc_begin", 1, b"", b"", {}, None, " ")
         storage._async("tpc_begin", 2, b"", b"", {}, None, " ")  # the server drops us
-        assert wait_until(lambda: "Multiple simultaneous tpc_begin" in
-                          (repo_dir / shared.LOG_NAME).read_text())
+        assert wait_until(
+            lambda: "Multiple simultaneous tpc_begin" in (repo_dir / shared.LOG_NAME).read_text()
+        )
         # The client reconnects by itself, and works.
         repo.abort()
         assert len(repo.registry().jobs) == 0
     finally:
         repo.close()
-    assert wait_until(lambda: shared.server_pid(repo_dir) != pid, timeout=30), \
+    assert wait_until(lambda: shared.server_pid(repo_dir) != pid, timeout=30), (
         "the server kept counting the client it had dropped"
+    )

@@ -50,8 +50,9 @@ class Shell:
         ganga = Path(sys.executable).with_name("ganga")
         argv = [str(ganga)] if ganga.exists() else [sys.executable, "-m", "ganga_like.cli"]
         self.started = time.monotonic()
-        self.child = pexpect.spawn(argv[0], [*argv[1:], *args], env=env, encoding="utf-8",
-                                   timeout=60, dimensions=(50, 200))
+        self.child = pexpect.spawn(
+            argv[0], [*argv[1:], *args], env=env, encoding="utf-8", timeout=60, dimensions=(50, 200)
+        )
         self.count = 1
         self.screen = ""  # everything shown so far, colours removed
         self.banner = strip(self.expect(self.prompt(1)))
@@ -101,8 +102,12 @@ class Shell:
         self.child.send("\x15")  # Ctrl-U: clear the line (the menu closes with it)
         typed = next(i for i, line in enumerate(drawn) if line.rstrip().endswith(text))
         entry = re.compile(rf"(?:{re.escape(text[:-1])})?\.(\w+)")
-        return {match.group(1) for line in drawn[typed + 1:] for token in line.split()
-                if (match := entry.fullmatch(token))}
+        return {
+            match.group(1)
+            for line in drawn[typed + 1 :]
+            for token in line.split()
+            if (match := entry.fullmatch(token))
+        }
 
     def exit(self) -> float:
         start = time.monotonic()
@@ -112,8 +117,7 @@ class Shell:
 
 
 @pytest.fixture
-def shell_env(env_for: dict[str, str], tmp_path: Path, gangadir: Path) -> Iterator[
-        dict[str, str]]:
+def shell_env(env_for: dict[str, str], tmp_path: Path, gangadir: Path) -> Iterator[dict[str, str]]:
     env = dict(env_for)
     env.update(IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm-256color", COLUMNS="200")
     env.pop("PROMPT_TOOLKIT_NO_CPR", None)
@@ -123,7 +127,8 @@ def shell_env(env_for: dict[str, str], tmp_path: Path, gangadir: Path) -> Iterat
     profile = tmp_path / "ipython" / "profile_default"
     profile.mkdir(parents=True)
     (profile / "ipython_config.py").write_text(
-        "c.TerminalInteractiveShell.autosuggestions_provider = None\n")
+        "c.TerminalInteractiveShell.autosuggestions_provider = None\n"
+    )
     yield env
     runner_client.stop(runner_dir(gangadir))
 
@@ -136,8 +141,10 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         assert f"gangadir {Path(shell_env['GANGA_DIR']).resolve()} (shared)" in banner
         assert "jobs: 0 · monitor on" in banner
 
-        shell.run("j = Job(name='scan', application=Executable(exe='echo'), "
-                  "splitter=ArgSplitter(args=[[str(i)] for i in range(20)]))")
+        shell.run(
+            "j = Job(name='scan', application=Executable(exe='echo'), "
+            "splitter=ArgSplitter(args=[[str(i)] for i in range(20)]))"
+        )
         submitted = shell.run("j.submit()")
         assert "submitting job 0" in submitted and "20/20" in submitted
         assert "20 subjobs submitted" in submitted
@@ -150,8 +157,12 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
 
         tree = shell.run("j")
         assert "Job 0 'scan'  completed" in tree
-        for line in ("application: Executable", "backend: Local", "splitter: ArgSplitter",
-                     "subjobs: 20 (done:20)"):
+        for line in (
+            "application: Executable",
+            "backend: Local",
+            "splitter: ArgSplitter",
+            "subjobs: 20 (done:20)",
+        ):
             assert line in tree
         subjobs = shell.run("j.subjobs")
         assert "subjobs of job 0: 20" in subjobs and subjobs.count("completed") == 20
@@ -162,12 +173,14 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         # A GPI error is one line, and %tb still has the traceback.
         error = shell.run("j.nmae = 'x'")
         assert [line for line in error.splitlines() if "ERROR" in line] == [
-            "ERROR: Job has no attribute 'nmae'; did you mean 'name'?"], error
+            "ERROR: Job has no attribute 'nmae'; did you mean 'name'?"
+        ], error
         assert "Traceback" not in error
         traceback = shell.run("%tb")
         assert "Traceback" in traceback and "SchemaError" in traceback
         assert "ERROR: Monitor.max_interval: should not be less than" in shell.run(
-            "config.Monitor.max_interval = -1")
+            "config.Monitor.max_interval = -1"
+        )
 
         # Tab completion shows public attributes and methods only.
         offered = shell.complete("j.")
@@ -176,8 +189,7 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         assert "nmae" not in offered  # typed above, but not an attribute
         assert {"exe", "args", "env"} <= shell.complete("j.application.")
         help_text = shell.run("Job?")
-        assert "application (application object, default Executable()): What to run" in \
-            help_text
+        assert "application (application object, default Executable()): What to run" in help_text
 
         # A cell whose commit conflicts is rolled back with a one-line warning.
         helper = tmp_path / "helper.py"
@@ -209,8 +221,10 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
 def test_exit_is_quick_with_jobs_running_and_they_go_on(shell_env: dict[str, str]) -> None:
     shell = Shell(shell_env)
     try:
-        shell.run("j = Job(application=Executable(exe='sleep'), "
-                  "splitter=ArgSplitter(args=[['20'], ['20']]))")
+        shell.run(
+            "j = Job(application=Executable(exe='sleep'), "
+            "splitter=ArgSplitter(args=[['20'], ['20']]))"
+        )
         shell.run("j.submit()")
         assert "'running'" in shell.run("j.wait(until='running', timeout=30)")
     finally:
@@ -229,12 +243,10 @@ def test_exit_is_quick_with_jobs_running_and_they_go_on(shell_env: dict[str, str
         again.exit()
 
 
-def test_script_then_interactive_and_options(shell_env: dict[str, str],
-                                             tmp_path: Path) -> None:
+def test_script_then_interactive_and_options(shell_env: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / "make.py"
     script.write_text("import sys\nmade = Job(name=sys.argv[1])\n")
-    shell = Shell(shell_env, ("--Shell.prompt=ganga", "--no-monitor", "-i", str(script),
-                              "first"))
+    shell = Shell(shell_env, ("--Shell.prompt=ganga", "--no-monitor", "-i", str(script), "first"))
     try:
         assert "jobs: 1 (1 new) · monitor off" in shell.banner
         assert shell.run("made.name, made.status").endswith("('first', 'new')")

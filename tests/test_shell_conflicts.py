@@ -15,8 +15,7 @@ from .test_shell import RENAME_ELSEWHERE, Shell
 
 
 @pytest.fixture
-def shell_env(env_for: dict[str, str], tmp_path: Path,
-              gangadir: Path) -> Iterator[dict[str, str]]:
+def shell_env(env_for: dict[str, str], tmp_path: Path, gangadir: Path) -> Iterator[dict[str, str]]:
     env = dict(env_for)
     env.update(IPYTHONDIR=str(tmp_path / "ipython"), TERM="xterm-256color", COLUMNS="200")
     env.pop("PROMPT_TOOLKIT_NO_CPR", None)
@@ -25,7 +24,8 @@ def shell_env(env_for: dict[str, str], tmp_path: Path,
 
 
 def test_conflicts_in_cells_are_one_line_and_the_next_cells_work(
-        shell_env: dict[str, str], tmp_path: Path) -> None:
+    shell_env: dict[str, str], tmp_path: Path
+) -> None:
     helper = tmp_path / "helper.py"
     helper.write_text(RENAME_ELSEWHERE)
     shell = Shell(shell_env)

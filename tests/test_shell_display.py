@@ -30,8 +30,13 @@ class Recorder:
         recorder = self
 
         class Bar:
-            def update(self, done: int, total: int | None, detail: str = "",
-                       counts: Mapping[str, int] | None = None) -> None:
+            def update(
+                self,
+                done: int,
+                total: int | None,
+                detail: str = "",
+                counts: Mapping[str, int] | None = None,
+            ) -> None:
                 recorder.updates.append((title, done, total, dict(counts or {})))
 
             def close(self, summary: str = "") -> None:
@@ -49,12 +54,14 @@ def recorder() -> Iterator[Recorder]:
 
 
 def split_job(n: int, name: str = "scan") -> Any:
-    return Job(name=name, application=Executable(exe="echo"),
-               splitter=ArgSplitter(args=[[str(i)] for i in range(n)]))
+    return Job(
+        name=name,
+        application=Executable(exe="echo"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
+    )
 
 
-def test_submit_wait_and_bulk_actions_report_progress(session: Session,
-                                                      recorder: Recorder) -> None:
+def test_submit_wait_and_bulk_actions_report_progress(session: Session, recorder: Recorder) -> None:
     j = split_job(5)
     j.submit()
     assert recorder.opened[0] == ("submitting job 0", None, 0.0)
@@ -71,7 +78,8 @@ def test_submit_wait_and_bulk_actions_report_progress(session: Session,
 
 
 def test_tables_follow_the_configured_columns_rows_and_colours(
-        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # As on a terminal (pytest captures stdout, and piped output gets no colours).
     monkeypatch.setattr(display, "_terminal_colours", display._colours)
     j = split_job(10)
@@ -109,23 +117,31 @@ def test_job_tree_and_html_show_its_parts(session: Session) -> None:
     assert impl._p_status == "ghost"
     text = ANSI.sub("", display.job_text(j))
     assert text.splitlines()[0] == "Job 0 'tree'  new"
-    for line in ("application: Executable", "exe: 'echo'", "backend: Local",
-                 "splitter: ArgSplitter", "args: [['0'], ['1'], ['2']]", "comment: 'checked'"):
+    for line in (
+        "application: Executable",
+        "exe: 'echo'",
+        "backend: Local",
+        "splitter: ArgSplitter",
+        "args: [['0'], ['1'], ['2']]",
+        "comment: 'checked'",
+    ):
         assert line in text
     html = display.job_html(j)
     assert "<b>Job 0</b> &#x27;tree&#x27;" in html and "ArgSplitter" in html
 
 
 def test_toolbar_counts_come_from_the_index_and_active_masters(session: Session) -> None:
-    running = Job(name="slow", application=Executable(exe="sleep"),
-                  splitter=ArgSplitter(args=[["20"], ["20"]]))
+    running = Job(
+        name="slow",
+        application=Executable(exe="sleep"),
+        splitter=ArgSplitter(args=[["20"], ["20"]]),
+    )
     running.submit()
     running.wait(until="running", timeout=30)
     Job(name="fresh")
     counts = count_jobs(session.registry())
     assert counts.jobs == {"running": 1, "new": 1}
-    assert sum(counts.subjobs.values()) == 2 and set(counts.subjobs) <= {"submitted",
-                                                                          "running"}
+    assert sum(counts.subjobs.values()) == 2 and set(counts.subjobs) <= {"submitted", "running"}
     text = "".join(part for _, part in Toolbar()())
     assert text.startswith(" jobs: 1 new, 1 running  │ subjobs: ")
     assert text.endswith("│ monitor: on")
@@ -136,8 +152,7 @@ def test_an_odd_name_keeps_one_row_per_job_in_the_shell_table(session: Session) 
     Job(name="first line\nsecond line")
     Job(name="y" * 5000)
     Job(name="plain")
-    lines = [line for line in ANSI.sub("", display.slice_text(jobs)).splitlines()
-             if line.strip()]
+    lines = [line for line in ANSI.sub("", display.slice_text(jobs)).splitlines() if line.strip()]
     rows = [line for line in lines if re.match(r"\s*\d+\s", line)]
     assert len(rows) == 3, lines
     assert "first line⏎second line" in rows[0] and "yyyy…" in rows[1] and "plain" in rows[2]

@@ -28,25 +28,30 @@ def test_ctrl_c_in_wait_is_one_line_and_the_job_goes_on(shell_env: dict[str, str
         out = strip(shell.expect(shell.prompt(shell.count)))
         assert "Traceback" not in out, out
         assert _lines(out)[-1:] == [
-            "KeyboardInterrupt: wait() for job 0 stopped; the job goes on (running)"], out
+            "KeyboardInterrupt: wait() for job 0 stopped; the job goes on (running)"
+        ], out
         assert len([line for line in _lines(out) if "KeyboardInterrupt" in line]) == 1, out
         assert shell.run("j.status") == "Out[5]: 'running'"
 
         # Wrong status names: one line listing the valid ones.
         out = shell.run("j.wait(until='done')")
-        assert _lines(out) == ["ERROR: unknown status 'done'; expected one of: new, "
-                               "submitting, submitted, running, completing, completed, "
-                               "failed, killed"], out
-        out = shell.run("j.force_status('done')")
         assert _lines(out) == [
-            "ERROR: force_status accepts 'completed' or 'failed', not 'done'"], out
+            "ERROR: unknown status 'done'; expected one of: new, "
+            "submitting, submitted, running, completing, completed, "
+            "failed, killed"
+        ], out
+        out = shell.run("j.force_status('done')")
+        assert _lines(out) == ["ERROR: force_status accepts 'completed' or 'failed', not 'done'"], (
+            out
+        )
 
         # A list nested 10,000 deep: one schema error, no RecursionError.
         shell.run("deep = ['x']")
         shell.run("for _ in range(10000): deep = [deep]")
         out = shell.run("Executable(args=deep)")
-        assert _lines(out) == ["ERROR: Executable.args: lists or dicts nested more than 32 "
-                               "deep are not accepted"], out
+        assert _lines(out) == [
+            "ERROR: Executable.args: lists or dicts nested more than 32 deep are not accepted"
+        ], out
         assert re.search(r"'running'", shell.run("j.status"))
         shell.run("j.kill()")
     finally:

@@ -74,29 +74,47 @@ def script(directory: Path, name: str, body: str) -> str:
 
 
 def test_attributes_and_resources_validate_and_name_the_attribute() -> None:
-    b = Slurm(partition="short", account="physics", qos="normal", array_throttle=10,
-              extra_options=["--constraint=avx2"], setup=["module load gcc"],
-              resources={"process_count": 8, "processes_per_node": 4, "memory": "2G",
-                         "walltime": "1:30:00"})
+    b = Slurm(
+        partition="short",
+        account="physics",
+        qos="normal",
+        array_throttle=10,
+        extra_options=["--constraint=avx2"],
+        setup=["module load gcc"],
+        resources={
+            "process_count": 8,
+            "processes_per_node": 4,
+            "memory": "2G",
+            "walltime": "1:30:00",
+        },
+    )
     assert b.resources.process_count == 8
     assert b.resources.memory == 2 * 1024**3
     assert b.resources.walltime == timedelta(hours=1, minutes=30)
     assert b.bulk is True and b.id == ""
 
-    with pytest.raises(SchemaError, match=r"Resources\.process_count: process_count \(6\) "
-                                          r"is not divisible by processes_per_node \(4\)"):
+    with pytest.raises(
+        SchemaError,
+        match=r"Resources\.process_count: process_count \(6\) "
+        r"is not divisible by processes_per_node \(4\)",
+    ):
         b.resources.process_count = 6
     assert b.resources.process_count == 8  # nothing changed
     with pytest.raises(SchemaError, match=r"Resources\.memory: expected bytes or a size"):
         b.resources.memory = "lots"
     with pytest.raises(SchemaError, match=r"Resources\.walltime: expected a datetime"):
         b.resources.walltime = -5
-    with pytest.raises(SchemaError, match=r"Resources: processes_per_node \(3\) exceeds "
-                                          r"process_count \(2\)"):
+    with pytest.raises(
+        SchemaError,
+        match=r"Resources: processes_per_node \(3\) exceeds "
+        r"process_count \(2\)",
+    ):
         Slurm(resources={"process_count": 2, "processes_per_node": 3})
     # Given together, attributes are checked together: their order does not matter.
-    assert Slurm(resources={"processes_per_node": 4, "process_count": 8}).resources.\
-        processes_per_node == 4
+    assert (
+        Slurm(resources={"processes_per_node": 4, "process_count": 8}).resources.processes_per_node
+        == 4
+    )
     with pytest.raises(SchemaError, match=r"Slurm\.extra_options: .*single-line"):
         Slurm(extra_options=["--a\n--b"])
     with pytest.raises(SchemaError, match=r"Slurm\.array_throttle"):
@@ -150,7 +168,8 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 def test_sbatch_retries_a_controller_that_does_not_answer(
-        monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]) -> None:
+    monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
+) -> None:
     fake = FakeSbatch([_transient(DOWN), _transient(DOWN)])
     monkeypatch.setattr(commands, "sbatch", fake)
     assert submission.sbatch_with_retry("#!/bin/bash\n", "n", SlurmSettings()) == "42"
@@ -158,7 +177,8 @@ def test_sbatch_retries_a_controller_that_does_not_answer(
 
 
 def test_sbatch_gives_up_after_the_configured_attempts(
-        monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]) -> None:
+    monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
+) -> None:
     monkeypatch.setattr(commands, "sbatch", FakeSbatch([_transient(DOWN)] * 9))
     settings = SlurmSettings(submit_attempts=3, submit_backoff=1.0)
     with pytest.raises(SlurmCommandError, match="gave up after 3 attempts") as info:
@@ -166,8 +186,7 @@ def test_sbatch_gives_up_after_the_configured_attempts(
     assert info.value.transient and no_sleep == [1.0, 2.0]
 
 
-def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch,
-                                  no_sleep: list[float]) -> None:
+def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]) -> None:
     refused = SlurmCommandError("sbatch: error: invalid partition specified: x", transient=False)
     fake = FakeSbatch([refused])
     monkeypatch.setattr(commands, "sbatch", fake)
@@ -177,7 +196,8 @@ def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_after_an_ambiguous_failure_the_job_is_looked_up_not_submitted_twice(
-        monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]) -> None:
+    monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
+) -> None:
     fake = FakeSbatch([_transient("sbatch timed out after 60s")])
     monkeypatch.setattr(commands, "sbatch", fake)
     lookups: list[list[str]] = []
@@ -210,20 +230,27 @@ class ScriptedSbatch:
         if self.error is not None:
             raise self.error
         if self.refuse and self.refuse in text:
-            raise SlurmCommandError("sbatch: error: Batch job submission failed: Requested "
-                                    "node configuration is not available", transient=False)
+            raise SlurmCommandError(
+                "sbatch: error: Batch job submission failed: Requested "
+                "node configuration is not available",
+                transient=False,
+            )
         return str(9_000_000 + len(self.scripts))
 
 
 def _cores_job(values: list[int], **backend: Any) -> Any:
-    return Job(application=Executable(exe="/bin/true"),
-               splitter=GenericSplitter(attribute="backend.resources.cpu_cores_per_process",
-                                        values=values),
-               backend=Slurm(partition="debug", **backend))
+    return Job(
+        application=Executable(exe="/bin/true"),
+        splitter=GenericSplitter(
+            attribute="backend.resources.cpu_cores_per_process", values=values
+        ),
+        backend=Slurm(partition="debug", **backend),
+    )
 
 
 def test_keep_going_decides_whether_the_other_arrays_are_submitted(
-        session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch) -> None:
+    session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sbatch = ScriptedSbatch(refuse="--cpus-per-task=2")
     monkeypatch.setattr(commands, "sbatch", sbatch)
     going = _cores_job([1, 2, 1, 2])  # two arrays: subjobs 0 and 2, subjobs 1 and 3
@@ -241,13 +268,16 @@ def test_keep_going_decides_whether_the_other_arrays_are_submitted(
 
 
 def test_input_files_are_copied_into_the_workspace_never_linked(
-        session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
-        tmp_path: Path) -> None:
+    session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(commands, "sbatch", ScriptedSbatch())
     source = tmp_path / "src.txt"
     source.write_text("original\n")
-    j = Job(application=Executable(exe="/bin/true"), inputfiles=[LocalFile(str(source))],
-            backend=Slurm(partition="debug"))
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        inputfiles=[LocalFile(str(source))],
+        backend=Slurm(partition="debug"),
+    )
     j.submit()
     root = session.repo.workspace / str(j.id)
     placed = [root / "input" / "src.txt", root / "work" / "src.txt"]
@@ -261,14 +291,20 @@ def test_input_files_are_copied_into_the_workspace_never_linked(
 
 
 def test_a_dead_controller_is_retried_then_the_rest_is_not_tried(
-        session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
-        no_sleep: list[float]) -> None:
+    session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
+) -> None:
     sbatch = ScriptedSbatch(error=_transient(DOWN))
     monkeypatch.setattr(commands, "sbatch", sbatch)
-    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[["1"]] * 5),
-            backend=Slurm(partition="debug", bulk=False))
-    with pytest.raises(JobError, match=r"Unable to contact slurm controller \(gave up after "
-                                       r"4 attempts\).*\(and 4 more\)"):
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["1"]] * 5),
+        backend=Slurm(partition="debug", bulk=False),
+    )
+    with pytest.raises(
+        JobError,
+        match=r"Unable to contact slurm controller \(gave up after "
+        r"4 attempts\).*\(and 4 more\)",
+    ):
         j.submit(keep_going=True)
     # Four attempts for the first subjob (2, 4 and 8 s apart by default), none for the
     # others: they would only wait for the same dead controller.
@@ -311,11 +347,26 @@ class FakeSlurm:
         base, _, index = element.partition("_")
         self.queue[element] = SqueueRow(element, element, base, int(index), state, reason)
 
-    def accounted(self, element: str, state: str, exit_code: str = "0:0",
-                  start: str | None = "2030-01-01T10:00:00") -> None:
+    def accounted(
+        self,
+        element: str,
+        state: str,
+        exit_code: str = "0:0",
+        start: str | None = "2030-01-01T10:00:00",
+    ) -> None:
         base, _, index = element.partition("_")
-        self.accounting[element] = SacctRow(element, element, base, int(index), state, None,
-                                            exit_code, None, start, "2030-01-01T10:00:05")
+        self.accounting[element] = SacctRow(
+            element,
+            element,
+            base,
+            int(index),
+            state,
+            None,
+            exit_code,
+            None,
+            start,
+            "2030-01-01T10:00:05",
+        )
 
 
 @pytest.fixture
@@ -349,7 +400,8 @@ class Poller:
 
 
 def test_one_squeue_and_one_sacct_per_cycle_and_only_changes_are_reported(
-        fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
     poller = Poller(tmp_path)
     poller.follow(5, 1000, "900")
     for i in range(1000):
@@ -364,13 +416,16 @@ def test_one_squeue_and_one_sacct_per_cycle_and_only_changes_are_reported(
     fake_slurm.queued("900_2", "FAILED", "NonZeroExitCode")
     fake_slurm.accounted("900_2", "FAILED", "3:0")
     changes = poller.cycle()
-    assert changes == {"5.1": ("running", "", None),
-                       "5.2": ("failed", "finished with exit code 3", 3)}
+    assert changes == {
+        "5.1": ("running", "", None),
+        "5.2": ("failed", "finished with exit code 3", 3),
+    }
     assert fake_slurm.calls == [("squeue", ["900"]), ("sacct", ["900"])]
 
 
 def test_a_finished_job_waits_for_sacct_to_give_its_exit_code(
-        fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
     poller = Poller(tmp_path, slurm_final_grace_seconds=0.5)
     poller.follow(1, 2, "50")
     fake_slurm.queued("50_0", "COMPLETED")
@@ -383,7 +438,8 @@ def test_a_finished_job_waits_for_sacct_to_give_its_exit_code(
 
 
 def test_a_job_missing_everywhere_is_concluded_killed_only_after_a_while(
-        fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
     poller = Poller(tmp_path, slurm_vanish_seconds=0.0, slurm_vanish_cycles=3)
     poller.follow(2, 2, "60")
     fake_slurm.queued("60_0", "PENDING", "JobArrayTaskLimit")
@@ -400,29 +456,35 @@ def test_a_job_missing_everywhere_is_concluded_killed_only_after_a_while(
 
 
 def test_sacct_down_delays_conclusions_and_a_dead_controller_is_transient(
-        fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
     poller = Poller(tmp_path, slurm_vanish_seconds=0.0, slurm_vanish_cycles=1)
     poller.follow(3, 1, "70")
     fake_slurm.sacct_error = _transient("sacct: error: Problem talking to the database")
     assert poller.cycle() == {}  # missing, but sacct could not be asked: no conclusion
     assert poller.cycle() == {}
-    fake_slurm.squeue_error = _transient("slurm_load_jobs error: Unable to contact slurm "
-                                         "controller (connect failure)")
+    fake_slurm.squeue_error = _transient(
+        "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    )
     with pytest.raises(BackendError, match="Unable to contact") as info:
         poller.cycle()
     assert info.value.transient
 
 
 def test_without_accounting_squeue_is_believed_at_once(
-        fake_slurm: FakeSlurm, tmp_path: Path) -> None:
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
     poller = Poller(tmp_path)
     poller.follow(4, 2, "80")
     fake_slurm.queued("80_0", "COMPLETED")
     fake_slurm.queued("80_1", "TIMEOUT")
     fake_slurm.sacct_error = SlurmCommandError(
-        "sacct: error: Slurm accounting storage is disabled", transient=False)
-    assert poller.cycle() == {"4.0": ("completed", "finished with exit code 0", 0),
-                              "4.1": ("failed", "walltime exceeded", None)}
+        "sacct: error: Slurm accounting storage is disabled", transient=False
+    )
+    assert poller.cycle() == {
+        "4.0": ("completed", "finished with exit code 0", 0),
+        "4.1": ("failed", "walltime exceeded", None),
+    }
 
 
 def test_the_poll_does_not_hammer_the_controller(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
@@ -447,12 +509,19 @@ def _untokened(text: str) -> str:
     return re.sub(r"(ganga-[\d.]+)-[0-9a-f]{6}", r"\1", text)
 
 
-def test_preview_shows_the_scripts_and_changes_nothing(session: Session,
-                                                       fake_slurm: FakeSlurm) -> None:
-    j = Job(application=Executable(exe="/bin/echo"),
-            splitter=ArgSplitter(args=[["a b"], ["$HOME"], ["c"]]),
-            backend=Slurm(partition="debug", array_throttle=2, setup=["module load x"],
-                          resources={"memory": "1G", "walltime": "10:00"}))
+def test_preview_shows_the_scripts_and_changes_nothing(
+    session: Session, fake_slurm: FakeSlurm
+) -> None:
+    j = Job(
+        application=Executable(exe="/bin/echo"),
+        splitter=ArgSplitter(args=[["a b"], ["$HOME"], ["c"]]),
+        backend=Slurm(
+            partition="debug",
+            array_throttle=2,
+            setup=["module load x"],
+            resources={"memory": "1G", "walltime": "10:00"},
+        ),
+    )
     text = j.backend.preview()
     assert "1 sbatch call(s) for 3 (sub)job(s); nothing was submitted" in text
     assert "#SBATCH --array=0-2%2" in text and "#SBATCH --partition=debug" in text
@@ -477,14 +546,14 @@ def test_preview_shows_the_scripts_and_changes_nothing(session: Session,
 
 
 def test_the_preview_of_a_master_new_again_shows_only_its_subjobs_never_submitted(
-        session: Session, fake_slurm: FakeSlurm) -> None:
+    session: Session, fake_slurm: FakeSlurm
+) -> None:
     j = Job(application=Executable(exe="/bin/echo"), backend=Slurm(partition="debug"))
     impl = unwrap(j)
 
     def partly_run() -> None:  # as a submission killed after its first subjobs leaves it
         impl.change_status(Status.SUBMITTED, "test")
-        impl.attach_subjobs(build_subjobs(impl, [{"application.args": [str(k)]}
-                                                 for k in range(3)]))
+        impl.attach_subjobs(build_subjobs(impl, [{"application.args": [str(k)]} for k in range(3)]))
         for k in (0, 2):
             for step in (Status.SUBMITTED, Status.RUNNING, Status.COMPLETED):
                 impl.subjob(k).change_status(step, "test")
@@ -499,75 +568,100 @@ def test_the_preview_of_a_master_new_again_shows_only_its_subjobs_never_submitte
     assert len(j.subjobs) == 3 and j.status == "new"
 
 
-def test_more_than_one_process_is_started_by_srun(session: Session,
-                                                 fake_slurm: FakeSlurm) -> None:
+def test_more_than_one_process_is_started_by_srun(session: Session, fake_slurm: FakeSlurm) -> None:
     one = Job(application=Executable(exe="/bin/hostname"), backend=Slurm(partition="debug"))
     assert "srun" not in one.backend.preview()  # one process: the script runs it
-    many = Job(application=Executable(exe="/bin/hostname", args=["-s"]),
-               backend=Slurm(partition="debug",
-                             resources={"process_count": 4, "cpu_cores_per_process": 2}))
+    many = Job(
+        application=Executable(exe="/bin/hostname", args=["-s"]),
+        backend=Slurm(
+            partition="debug", resources={"process_count": 4, "cpu_cores_per_process": 2}
+        ),
+    )
     text = many.backend.preview()
     assert "#SBATCH --ntasks=4" in text
     assert "exec srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in text
     # With output files, srun runs inside the collecting function: collected once.
     many.outputfiles = [LocalFile("*.dat")]
     assert "exec /bin/bash -c '__ganga_collect \"$@\"' ganga-collect" in many.backend.preview()
-    assert "'*.dat' srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in \
-        many.backend.preview()
+    assert (
+        "'*.dat' srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in many.backend.preview()
+    )
 
 
 def test_a_preview_without_a_cluster_assumes_slurms_default_array_limit(
-        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def unreachable(**_: Any) -> int:
-        raise SlurmCommandError("fatal: Could not establish a configuration source",
-                                transient=False)
+        raise SlurmCommandError(
+            "fatal: Could not establish a configuration source", transient=False
+        )
 
     monkeypatch.setattr(commands, "scontrol_max_array_size", unreachable)
-    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[[]] * 3),
-            backend=Slurm(partition="debug"))
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[]] * 3),
+        backend=Slurm(partition="debug"),
+    )
     text = j.backend.preview()
-    assert "# MaxArraySize could not be read (fatal: Could not establish a configuration " \
-           "source); assumed 1001" in text
+    assert (
+        "# MaxArraySize could not be read (fatal: Could not establish a configuration "
+        "source); assumed 1001" in text
+    )
     assert "#SBATCH --array=0-2" in text
 
 
 def test_max_array_size_is_read_from_the_configuration() -> None:
-    config = "Configuration data as of 2026-11-25T10:00:00\nMaxArraySize            = 50\n" \
-             "MaxJobCount             = 10000\n"
+    config = (
+        "Configuration data as of 2026-11-25T10:00:00\nMaxArraySize            = 50\n"
+        "MaxJobCount             = 10000\n"
+    )
     assert commands.parse_max_array_size(config) == 50
     assert commands.parse_max_array_size("MaxJobCount = 10000\n") == 1001  # Slurm's default
 
 
 def test_past_max_array_size_a_job_becomes_several_arrays(
-        session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(submission.ARRAY_LIMIT, "get", lambda settings: 4)
-    j = Job(application=Executable(exe="/bin/echo"),
-            splitter=ArgSplitter(args=[[str(i)] for i in range(10)]),
-            backend=Slurm(partition="debug", array_throttle=2))
+    j = Job(
+        application=Executable(exe="/bin/echo"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(10)]),
+        backend=Slurm(partition="debug", array_throttle=2),
+    )
     text = j.backend.preview()
     assert "3 sbatch call(s) for 10 (sub)job(s)" in text
     assert "job array 0-3 (4 subjob(s))" in text  # below the limit: task id = subjob id
     assert "job array 0-3 (subjobs 4-7)" in text and "job array 0-1 (subjobs 8-9)" in text
     scripts = text.split("# --- sbatch")[1:]
-    assert ["#SBATCH --array=0-3%2" in scripts[0], "#SBATCH --array=0-3%2" in scripts[1],
-            "#SBATCH --array=0-1%2" in scripts[2]] == [True, True, True]
+    assert [
+        "#SBATCH --array=0-3%2" in scripts[0],
+        "#SBATCH --array=0-3%2" in scripts[1],
+        "#SBATCH --array=0-1%2" in scripts[2],
+    ] == [True, True, True]
     # Subjob 5 is task 1 of the second array; Slurm's messages reach it through a link.
     second = scripts[1]
     assert "export GANGA_SUBJOB_ID=5" in second.split("1)", 1)[1].split(";;", 1)[0]
     workspace = str(session.repo.workspace / str(j.id))
     assert f"--output={workspace}/%a/output/slurm.out" in scripts[0]
-    assert re.search(rf"--output={re.escape(workspace)}/slurm/ganga-{j.id}-[0-9a-f]+/%a/output/",
-                     second)
+    assert re.search(
+        rf"--output={re.escape(workspace)}/slurm/ganga-{j.id}-[0-9a-f]+/%a/output/", second
+    )
 
     # A smaller limit in the settings wins over the cluster's.
     ctx = session.submit_context()
     master = unwrap(j)
-    pairs = [(sj, sj.application.prepare(sj, ctx.paths(sj)))
-             for sj in build_subjobs(master, master.splitter.variations(master))]
+    pairs = [
+        (sj, sj.application.prepare(sj, ctx.paths(sj)))
+        for sj in build_subjobs(master, master.splitter.variations(master))
+    ]
     settings = SlurmSettings(max_array_size=3)
     batches, _ = submission.plan(ctx, pairs, settings, lambda: [], lambda: 4)
     assert [(b.first_id, [m.index for m in b.members]) for b in batches] == [
-        (0, [0, 1, 2]), (3, [0, 1, 2]), (6, [0, 1, 2]), (9, [0])]
+        (0, [0, 1, 2]),
+        (3, [0, 1, 2]),
+        (6, [0, 1, 2]),
+        (9, [0]),
+    ]
 
 
 # --- a real Slurm -------------------------------------------------------------------------
@@ -579,8 +673,10 @@ def slurm() -> None:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
     if not commands.ping():
-        pytest.skip("the Slurm controller does not answer `scontrol ping` "
-                    f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})")
+        pytest.skip(
+            "the Slurm controller does not answer `scontrol ping` "
+            f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -602,8 +698,10 @@ def slurm_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def timeout_job(slurm_session: Session, tmp_path_factory: pytest.TempPathFactory) -> Job:
     """A job over its 1-minute walltime; Slurm checks limits about every 30 s, so it
     takes 60-90 s: submitted by the first Slurm test, checked by the last."""
-    j = Job(application=Executable(exe="/bin/sleep", args=["300"]),
-            backend=Slurm(resources={"walltime": "1"}))
+    j = Job(
+        application=Executable(exe="/bin/sleep", args=["300"]),
+        backend=Slurm(resources={"walltime": "1"}),
+    )
     j.submit()
     return j
 
@@ -615,12 +713,21 @@ def tmp(tmp_path: Path) -> Path:
 
 @pytest.mark.slurm
 def test_an_array_of_100_subjobs_is_one_sbatch_and_runs_to_completion(
-        slurm_session: Session, timeout_job: Job, tmp: Path) -> None:
+    slurm_session: Session, timeout_job: Job, tmp: Path
+) -> None:
     del timeout_job  # only started early
-    exe = script(tmp, "show.sh", 'echo "$1 $GANGA_JOB_ID $GANGA_SUBJOB_ID $GANGA_MASTER_ID '
-                                 '$GANGA_FQID $(pwd)"; echo "err $1" >&2; echo x > r$1.dat\n')
-    j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[[i] for i in range(100)]),
-            backend=Slurm(partition="debug"), outputfiles=[LocalFile("*.dat")])
+    exe = script(
+        tmp,
+        "show.sh",
+        'echo "$1 $GANGA_JOB_ID $GANGA_SUBJOB_ID $GANGA_MASTER_ID '
+        '$GANGA_FQID $(pwd)"; echo "err $1" >&2; echo x > r$1.dat\n',
+    )
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[i] for i in range(100)]),
+        backend=Slurm(partition="debug"),
+        outputfiles=[LocalFile("*.dat")],
+    )
     before = commands.COMMAND_COUNTS["sbatch"]
     started = time.perf_counter()
     j.submit()
@@ -632,8 +739,9 @@ def test_an_array_of_100_subjobs_is_one_sbatch_and_runs_to_completion(
     assert j.wait(timeout=150) == "completed"
     for s in j.subjobs:
         work = slurm_session.repo.workspace / str(j.id) / str(s.id) / "work"
-        assert (s.outputdir / "stdout").read_text() == f"{s.id} {s.id} {s.id} {j.id} " \
-                                                       f"{j.id}.{s.id} {work}\n"
+        assert (
+            s.outputdir / "stdout"
+        ).read_text() == f"{s.id} {s.id} {s.id} {j.id} {j.id}.{s.id} {work}\n"
         assert (s.outputdir / "stderr").read_text() == f"err {s.id}\n"
         assert (s.outputdir / f"r{s.id}.dat").exists()  # collected from work/
         assert s.exit_code == 0 and s.backend.actual_partition == "debug"
@@ -646,16 +754,24 @@ def test_an_array_of_100_subjobs_is_one_sbatch_and_runs_to_completion(
 
 @pytest.mark.slurm
 def test_a_failing_subjob_has_its_exit_code_and_only_failed_indices_are_resubmitted(
-        slurm_session: Session, tmp: Path) -> None:
+    slurm_session: Session, tmp: Path
+) -> None:
     flag = tmp / "fixed"
     exe = script(tmp, "flaky.sh", f'echo "run $1"; [ "$1" = ok ] || [ -e {flag} ] || exit 3\n')
-    j = Job(application=Executable(exe=exe),
-            splitter=ArgSplitter(args=[["ok"], ["bad"], ["ok"], ["ok"], ["bad"]]),
-            backend=Slurm(partition="debug"))
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["ok"], ["bad"], ["ok"], ["ok"], ["bad"]]),
+        backend=Slurm(partition="debug"),
+    )
     j.submit()
     assert j.wait(timeout=90) == "failed"
-    assert [s.status for s in j.subjobs] == ["completed", "failed", "completed", "completed",
-                                            "failed"]
+    assert [s.status for s in j.subjobs] == [
+        "completed",
+        "failed",
+        "completed",
+        "completed",
+        "failed",
+    ]
     bad = j.subjobs[1]
     assert bad.exit_code == 3
     assert bad.history[-1].cause == "Slurm: failed, finished with exit code 3"
@@ -668,7 +784,12 @@ def test_a_failing_subjob_has_its_exit_code_and_only_failed_indices_are_resubmit
     new_array = j.subjobs[1].backend.id.split("_")[0]
     assert new_array != old_ids[1].split("_")[0]
     assert [s.backend.id for s in j.subjobs] == [
-        old_ids[0], f"{new_array}_1", old_ids[2], old_ids[3], f"{new_array}_4"]
+        old_ids[0],
+        f"{new_array}_1",
+        old_ids[2],
+        old_ids[3],
+        f"{new_array}_4",
+    ]
     script_text = (slurm_session.repo.workspace / str(j.id) / "slurm").glob("*.sh")
     assert any("#SBATCH --array=1,4\n" in p.read_text() for p in script_text)
     assert j.wait(timeout=90) == "completed"
@@ -678,10 +799,15 @@ def test_a_failing_subjob_has_its_exit_code_and_only_failed_indices_are_resubmit
 
 @pytest.mark.slurm
 def test_an_output_pattern_matching_nothing_fails_the_subjob(
-        slurm_session: Session, tmp: Path) -> None:
+    slurm_session: Session, tmp: Path
+) -> None:
     exe = script(tmp, "make.sh", '[ "$1" = yes ] && echo data > result.dat; exit 0\n')
-    j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[["yes"], ["no"]]),
-            backend=Slurm(partition="debug"), outputfiles=[LocalFile("*.dat")])
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["yes"], ["no"]]),
+        backend=Slurm(partition="debug"),
+        outputfiles=[LocalFile("*.dat")],
+    )
     j.submit()
     assert j.wait(timeout=90) == "failed"
     done, missing = j.subjobs[0], j.subjobs[1]
@@ -692,14 +818,24 @@ def test_an_output_pattern_matching_nothing_fails_the_subjob(
 
 @pytest.mark.slurm
 def test_output_files_keep_their_path_and_never_overwrite(
-        slurm_session: Session, tmp: Path) -> None:
-    exe = script(tmp, "make.sh", "mkdir -p sub; echo own > out.txt; echo sub > sub/out.txt\n"
-                                 "echo mine > stdout\n")
-    kept = Job(application=Executable(exe=exe), backend=Slurm(partition="debug"),
-               outputfiles=[LocalFile("out.txt"), LocalFile("sub/out.txt")])
+    slurm_session: Session, tmp: Path
+) -> None:
+    exe = script(
+        tmp,
+        "make.sh",
+        "mkdir -p sub; echo own > out.txt; echo sub > sub/out.txt\necho mine > stdout\n",
+    )
+    kept = Job(
+        application=Executable(exe=exe),
+        backend=Slurm(partition="debug"),
+        outputfiles=[LocalFile("out.txt"), LocalFile("sub/out.txt")],
+    )
     # `stdout` in the output directory is the program's standard output, already there.
-    clash = Job(application=Executable(exe=exe), backend=Slurm(partition="debug"),
-                outputfiles=[LocalFile("sub/out.txt"), LocalFile("stdout")])
+    clash = Job(
+        application=Executable(exe=exe),
+        backend=Slurm(partition="debug"),
+        outputfiles=[LocalFile("sub/out.txt"), LocalFile("stdout")],
+    )
     kept.submit()
     clash.submit()
     assert kept.wait(timeout=90) == "completed"
@@ -712,23 +848,29 @@ def test_output_files_keep_their_path_and_never_overwrite(
 
 
 @pytest.mark.slurm
-def test_a_job_of_4_processes_runs_its_program_4_times(slurm_session: Session,
-                                                      tmp: Path) -> None:
-    exe = script(tmp, "rank.sh", 'echo "rank $SLURM_PROCID of $SLURM_NTASKS"\n'
-                                 'echo "$SLURM_PROCID" > "rank$SLURM_PROCID.dat"\n')
-    j = Job(application=Executable(exe=exe), outputfiles=[LocalFile("*.dat")],
-            backend=Slurm(partition="debug", resources={"process_count": 4}))
+def test_a_job_of_4_processes_runs_its_program_4_times(slurm_session: Session, tmp: Path) -> None:
+    exe = script(
+        tmp,
+        "rank.sh",
+        'echo "rank $SLURM_PROCID of $SLURM_NTASKS"\n'
+        'echo "$SLURM_PROCID" > "rank$SLURM_PROCID.dat"\n',
+    )
+    j = Job(
+        application=Executable(exe=exe),
+        outputfiles=[LocalFile("*.dat")],
+        backend=Slurm(partition="debug", resources={"process_count": 4}),
+    )
     j.submit()
     assert j.wait(timeout=90) == "completed"
     lines = (j.outputdir / "stdout").read_text().splitlines()
     assert sorted(lines) == [f"rank {i} of 4" for i in range(4)]
-    assert sorted(p.name for p in j.outputdir.glob("*.dat")) == [
-        f"rank{i}.dat" for i in range(4)]
+    assert sorted(p.name for p in j.outputdir.glob("*.dat")) == [f"rank{i}.dat" for i in range(4)]
 
 
 @pytest.mark.slurm
 def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
-        slurm_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    slurm_session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cancelled: list[list[str]] = []
     real_scancel = commands.scancel
 
@@ -737,9 +879,11 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
         real_scancel(ids, **kwargs)
 
     monkeypatch.setattr(commands, "scancel", spy)
-    j = Job(application=Executable(exe="/bin/sleep"),
-            splitter=ArgSplitter(args=[["60"]] * 4),
-            backend=Slurm(partition="debug", array_throttle=1))  # 0 runs, 1-3 wait
+    j = Job(
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["60"]] * 4),
+        backend=Slurm(partition="debug", array_throttle=1),
+    )  # 0 runs, 1-3 wait
     j.submit()
     array = j.backend.id
     running, pending = j.subjobs[0], j.subjobs[2]
@@ -751,8 +895,11 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     assert cancelled == [[f"{array}_0"], [f"{array}_2"]]  # just those elements
     assert running.status == "killed" and pending.status == "killed"
     # Slurm shows the running one COMPLETING while it stops it; the pending one vanishes.
-    _until(lambda: commands.squeue([array])[f"{array}_0"].state == "CANCELLED", 30,
-           "the running element to be cancelled")
+    _until(
+        lambda: commands.squeue([array])[f"{array}_0"].state == "CANCELLED",
+        30,
+        "the running element to be cancelled",
+    )
     assert f"{array}_2" not in commands.squeue([array])
     # The throttle lets the next element start; the last one still waits.
     assert j.subjobs[1].wait(timeout=60, until="running") == "running"
@@ -763,8 +910,11 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     assert [s.status for s in j.subjobs] == ["killed"] * 4
     # Once Slurm has ended them all, what it reports must not turn a killed subjob into
     # anything else.
-    _until(lambda: all(r.state == "CANCELLED" for r in commands.squeue([array]).values()),
-           60, "every element to be cancelled")
+    _until(
+        lambda: all(r.state == "CANCELLED" for r in commands.squeue([array]).values()),
+        60,
+        "every element to be cancelled",
+    )
     slurm_session.monitor.run_once()
     assert j.status == "killed"
     assert all(s.history[-1].cause == "user: kill" for s in j.subjobs)
@@ -772,27 +922,32 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
 
 @pytest.mark.slurm
 def test_a_pending_element_cancelled_by_hand_is_recognised_as_killed(
-        slurm_session: Session) -> None:
-    j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=[["60"]] * 3),
-            backend=Slurm(partition="debug", array_throttle=1))
+    slurm_session: Session,
+) -> None:
+    j = Job(
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["60"]] * 3),
+        backend=Slurm(partition="debug", array_throttle=1),
+    )
     j.submit()
     assert j.subjobs[0].wait(timeout=60, until="running") == "running"
     gone = j.subjobs[2]
     commands.scancel([gone.backend.id])  # behind ganga's back: it vanishes from Slurm
     assert gone.wait(timeout=30) == "killed"
-    assert gone.history[-1].cause == ("Slurm: killed, cancelled while pending: Slurm no "
-                                      "longer lists it")
+    assert gone.history[-1].cause == (
+        "Slurm: killed, cancelled while pending: Slurm no longer lists it"
+    )
     assert [e.new for e in gone.history] == ["submitted", "killed"]
     j.kill()
 
 
 @pytest.mark.slurm
 def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
-        slurm_session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    slurm_session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = commands.scontrol_show_partitions()
     submission.PARTITIONS.clear()
-    j = Job(application=Executable(exe="/bin/true"),
-            backend=Slurm(resources={"walltime": "5:00"}))
+    j = Job(application=Executable(exe="/bin/true"), backend=Slurm(resources={"walltime": "5:00"}))
     j.submit()
     assert j.backend.actual_partition == "debug"  # the default partition is tried first
 
@@ -801,19 +956,28 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     no_default = [replace(p, default=False) for p in real]
     short_first = sorted(no_default, key=lambda p: p.name != "short")
     monkeypatch.setattr(submission.PARTITIONS, "get", lambda settings: short_first)
-    fits, too_long = (Job(application=Executable(exe="/bin/true"),
-                          splitter=ArgSplitter(args=[["1"], ["2"]]),
-                          backend=Slurm(resources={"walltime": w})) for w in ("5:00", "1:00:00"))
+    fits, too_long = (
+        Job(
+            application=Executable(exe="/bin/true"),
+            splitter=ArgSplitter(args=[["1"], ["2"]]),
+            backend=Slurm(resources={"walltime": w}),
+        )
+        for w in ("5:00", "1:00:00")
+    )
     fits.submit()
     too_long.submit()
     assert {s.backend.actual_partition for s in fits.subjobs} == {"short"}
     assert {s.backend.actual_partition for s in too_long.subjobs} == {"debug"}
 
-    huge = Job(application=Executable(exe="/bin/true"),
-               backend=Slurm(resources={"process_count": 100_000}))
+    huge = Job(
+        application=Executable(exe="/bin/true"), backend=Slurm(resources={"process_count": 100_000})
+    )
     before = commands.COMMAND_COUNTS["sbatch"]
-    with pytest.raises(JobError, match=r"Slurm\.resources: no partition fits 100000 "
-                                       r"process\(es\): short: .*; debug: "):
+    with pytest.raises(
+        JobError,
+        match=r"Slurm\.resources: no partition fits 100000 "
+        r"process\(es\): short: .*; debug: ",
+    ):
         huge.submit()
     assert huge.status == "new" and commands.COMMAND_COUNTS["sbatch"] == before
     for job in (j, fits, too_long):
@@ -821,10 +985,12 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
 
 
 @pytest.mark.slurm
-def test_sbatch_refusing_the_job_is_permanent_and_leaves_it_new(
-        slurm_session: Session) -> None:
-    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[["1"]] * 3),
-            backend=Slurm(partition="no_such_partition"))
+def test_sbatch_refusing_the_job_is_permanent_and_leaves_it_new(slurm_session: Session) -> None:
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["1"]] * 3),
+        backend=Slurm(partition="no_such_partition"),
+    )
     before = commands.COMMAND_COUNTS["sbatch"]
     with pytest.raises(JobError, match="invalid partition specified: no_such_partition"):
         j.submit()
@@ -835,17 +1001,22 @@ def test_sbatch_refusing_the_job_is_permanent_and_leaves_it_new(
 @pytest.mark.slurm
 def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Session) -> None:
     before = commands.COMMAND_COUNTS["sbatch"]
-    one_each = Job(application=Executable(exe="/bin/true"),
-                   splitter=ArgSplitter(args=[["1"]] * 3),
-                   backend=Slurm(partition="debug", bulk=False))
+    one_each = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["1"]] * 3),
+        backend=Slurm(partition="debug", bulk=False),
+    )
     one_each.submit()
     assert commands.COMMAND_COUNTS["sbatch"] - before == 3
     assert all(s.backend.id.isdigit() for s in one_each.subjobs)  # plain jobs
 
-    varied = Job(application=Executable(exe="/bin/true"),
-                 splitter=GenericSplitter(attribute="backend.resources.cpu_cores_per_process",
-                                          values=[1, 2, 1, 2]),
-                 backend=Slurm(partition="debug"))
+    varied = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=GenericSplitter(
+            attribute="backend.resources.cpu_cores_per_process", values=[1, 2, 1, 2]
+        ),
+        backend=Slurm(partition="debug"),
+    )
     varied.submit()
     assert commands.COMMAND_COUNTS["sbatch"] - before == 5  # one array per resource set
     ids = [s.backend.id.split("_") for s in varied.subjobs]
@@ -857,26 +1028,36 @@ def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Sessi
 
 @pytest.mark.slurm
 def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
-        slurm_session: Session, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    configured = re.search(r"^MaxArraySize=(\d+)", Path(os.environ["SLURM_CONF"]).read_text(),
-                           flags=re.MULTILINE)
+    slurm_session: Session, tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configured = re.search(
+        r"^MaxArraySize=(\d+)", Path(os.environ["SLURM_CONF"]).read_text(), flags=re.MULTILINE
+    )
     assert commands.scontrol_max_array_size() == (int(configured[1]) if configured else 1001)
     monkeypatch.setitem(FAST, "slurm_max_array_size", 4)
     # Subjob 9 fails on its first run only.
     marker = tmp / "ran"
-    body = f'echo "$GANGA_SUBJOB_ID"\n[ "$1" != 9 ] || [ -e {marker} ] || ' \
-           f'{{ touch {marker}; exit 3; }}\n'
+    body = (
+        f'echo "$GANGA_SUBJOB_ID"\n[ "$1" != 9 ] || [ -e {marker} ] || '
+        f"{{ touch {marker}; exit 3; }}\n"
+    )
     exe = script(tmp, "once.sh", body)
-    j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[[i] for i in range(10)]),
-            backend=Slurm(partition="debug"))
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[i] for i in range(10)]),
+        backend=Slurm(partition="debug"),
+    )
     before = commands.COMMAND_COUNTS["sbatch"]
     j.submit()
     assert commands.COMMAND_COUNTS["sbatch"] - before == 3
     arrays = j.backend.id.split(",")
     assert len(arrays) == 3
     assert [s.backend.id for s in j.subjobs] == [
-        *(f"{arrays[0]}_{i}" for i in range(4)), *(f"{arrays[1]}_{i}" for i in range(4)),
-        f"{arrays[2]}_0", f"{arrays[2]}_1"]
+        *(f"{arrays[0]}_{i}" for i in range(4)),
+        *(f"{arrays[1]}_{i}" for i in range(4)),
+        f"{arrays[2]}_0",
+        f"{arrays[2]}_1",
+    ]
     assert j.wait(timeout=120) == "failed"
     assert [s.status for s in j.subjobs].count("failed") == 1 and j.subjobs[9].exit_code == 3
     for s in j.subjobs:
@@ -891,9 +1072,13 @@ def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
 
 @pytest.mark.slurm
 def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
-        slurm_session: Session) -> None:
-    j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=[["60"]] * 2),
-            backend=Slurm(partition="debug"))
+    slurm_session: Session,
+) -> None:
+    j = Job(
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["60"]] * 2),
+        backend=Slurm(partition="debug"),
+    )
     master = unwrap(j)
     ctx = slurm_session.submit_context()
     # What a crash between sbatch and the recording of its outcome leaves: the script is
@@ -970,12 +1155,16 @@ def _until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 @pytest.mark.slurm
 def test_a_controller_stopped_mid_monitoring_makes_jobs_stale_never_failed(
-        slurm_session: Session) -> None:
+    slurm_session: Session,
+) -> None:
     pid, start = _slurmctld_pid(), _start_script()
     if pid is None or start is None or os.geteuid() != 0:
         pytest.skip("needs root, start-slurm.sh and the slurmctld pid file of the test cluster")
-    j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=[["12"]] * 3),
-            backend=Slurm(partition="debug"))
+    j = Job(
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["12"]] * 3),
+        backend=Slurm(partition="debug"),
+    )
     j.submit()
     assert j.wait(timeout=60, until="running") == "running"
     monitor = slurm_session.monitor
@@ -987,8 +1176,9 @@ def test_a_controller_stopped_mid_monitoring_makes_jobs_stale_never_failed(
         assert "Unable to contact slurm controller" in monitor.stale_backends["Slurm"]
         assert all(s.status == "running" for s in j.subjobs)
     finally:
-        restart = subprocess.run(["bash", str(start)], capture_output=True, text=True,
-                                 timeout=180, check=False)
+        restart = subprocess.run(
+            ["bash", str(start)], capture_output=True, text=True, timeout=180, check=False
+        )
     assert restart.returncode == 0, restart.stderr
     assert j.wait(timeout=90) == "completed"  # the jobs ran on while nobody could see
     _until(lambda: "Slurm" not in monitor.stale_backends, 30, "the backend to recover")
@@ -996,8 +1186,9 @@ def test_a_controller_stopped_mid_monitoring_makes_jobs_stale_never_failed(
 
 
 @pytest.mark.slurm
-def test_a_job_over_its_walltime_fails_with_timeout(slurm_session: Session,
-                                                    timeout_job: Job) -> None:
+def test_a_job_over_its_walltime_fails_with_timeout(
+    slurm_session: Session, timeout_job: Job
+) -> None:
     assert timeout_job.wait(timeout=180) == "failed"
     assert timeout_job.history[-1].cause.startswith("Slurm: failed, walltime exceeded")
     assert timeout_job.exit_code is None  # Slurm's 0:0 would read as success

@@ -893,8 +893,10 @@ def test_walltime_exceeded_is_timeout(slurm: None, timeout_job: str) -> None:
     assert row.state == "TIMEOUT"
     # sacct first gives the element 0:0, then 0:15 once the end of its batch step (killed
     # by SIGTERM) is recorded; the job ended long ago, so either may be read here.
-    assert _observe(row) in (Observation("failed", "walltime exceeded"),
-                             Observation("failed", "walltime exceeded (signal 15)", 143))
+    assert _observe(row) in (
+        Observation("failed", "walltime exceeded"),
+        Observation("failed", "walltime exceeded (signal 15)", 143),
+    )
 
 
 def _start_script() -> Path | None:

@@ -55,40 +55,48 @@ def test_wait_order_running_is_reached_by_completed_not_by_failed_for_completed(
     assert not Status.SUBMITTED.reached(Status.RUNNING)
 
 
-@pytest.mark.parametrize(("counts", "expected"), [
-    ({Status.SUBMITTED: 1, Status.RUNNING: 5, Status.FAILED: 2}, Status.SUBMITTED),
-    ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
-    ({Status.RUNNING: 1, Status.FAILED: 3}, Status.RUNNING),
-    ({Status.COMPLETING: 1, Status.COMPLETED: 3}, Status.RUNNING),
-    ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
-    ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
-    ({Status.KILLED: 4}, Status.KILLED),
-    ({}, Status.NEW),
-    # never-submitted subjobs: waiting or running ones still decide, else the master is new
-    ({Status.NEW: 2936, Status.SUBMITTED: 64}, Status.SUBMITTED),
-    ({Status.NEW: 2936, Status.RUNNING: 1, Status.COMPLETED: 63}, Status.RUNNING),
-    ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
-    ({Status.NEW: 1, Status.FAILED: 1, Status.KILLED: 1}, Status.NEW),
-])
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({Status.SUBMITTED: 1, Status.RUNNING: 5, Status.FAILED: 2}, Status.SUBMITTED),
+        ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
+        ({Status.RUNNING: 1, Status.FAILED: 3}, Status.RUNNING),
+        ({Status.COMPLETING: 1, Status.COMPLETED: 3}, Status.RUNNING),
+        ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
+        ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
+        ({Status.KILLED: 4}, Status.KILLED),
+        ({}, Status.NEW),
+        # never-submitted subjobs: waiting or running ones still decide, else the master is new
+        ({Status.NEW: 2936, Status.SUBMITTED: 64}, Status.SUBMITTED),
+        ({Status.NEW: 2936, Status.RUNNING: 1, Status.COMPLETED: 63}, Status.RUNNING),
+        ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
+        ({Status.NEW: 1, Status.FAILED: 1, Status.KILLED: 1}, Status.NEW),
+    ],
+)
 def test_master_status_rules_of_the_splitting_design(
-        counts: dict[Status, int], expected: Status) -> None:
+    counts: dict[Status, int], expected: Status
+) -> None:
     assert master_status(counts.items(), order="submitted_first") is expected
 
 
-@pytest.mark.parametrize(("counts", "expected"), [
-    ({Status.SUBMITTED: 4998, Status.RUNNING: 2}, Status.RUNNING),
-    ({Status.SUBMITTING: 1, Status.COMPLETING: 1, Status.COMPLETED: 5}, Status.RUNNING),
-    ({Status.SUBMITTED: 1, Status.FAILED: 3}, Status.SUBMITTED),
-    ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
-    ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
-    ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
-    ({Status.KILLED: 4}, Status.KILLED),
-    ({}, Status.NEW),
-    ({Status.NEW: 2936, Status.SUBMITTED: 63, Status.RUNNING: 1}, Status.RUNNING),
-    ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
-])
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({Status.SUBMITTED: 4998, Status.RUNNING: 2}, Status.RUNNING),
+        ({Status.SUBMITTING: 1, Status.COMPLETING: 1, Status.COMPLETED: 5}, Status.RUNNING),
+        ({Status.SUBMITTED: 1, Status.FAILED: 3}, Status.SUBMITTED),
+        ({Status.SUBMITTING: 1, Status.COMPLETED: 5}, Status.SUBMITTED),
+        ({Status.FAILED: 1, Status.COMPLETED: 9, Status.KILLED: 1}, Status.FAILED),
+        ({Status.COMPLETED: 9, Status.KILLED: 1}, Status.COMPLETED),
+        ({Status.KILLED: 4}, Status.KILLED),
+        ({}, Status.NEW),
+        ({Status.NEW: 2936, Status.SUBMITTED: 63, Status.RUNNING: 1}, Status.RUNNING),
+        ({Status.NEW: 2936, Status.COMPLETED: 64}, Status.NEW),
+    ],
+)
 def test_a_master_is_running_by_default_as_soon_as_any_subjob_runs(
-        counts: dict[Status, int], expected: Status) -> None:
+    counts: dict[Status, int], expected: Status
+) -> None:
     assert master_status_order() == "running_first"
     assert master_status(counts.items()) is expected
     assert master_status(counts.items(), order="running_first") is expected

@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable
 
 
-def wait_for(condition: Callable[[], object], timeout: float, what: str,
-             interval: float = 0.05) -> None:
+def wait_for(
+    condition: Callable[[], object], timeout: float, what: str, interval: float = 0.05
+) -> None:
     """Return as soon as ``condition()`` is true; fail naming ``what`` after ``timeout`` s.
     ``interval`` spaces the checks (wider for a check that asks a server, like squeue)."""
     deadline = time.monotonic() + timeout

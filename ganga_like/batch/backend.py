@@ -75,15 +75,17 @@ class BatchBackend(IBackend):
         (``ctx.config_for(Section)``)."""
         raise NotImplementedError
 
-    def plan(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-             settings: BatchSettings) -> tuple[list[AnyBatch], dict[str, str]]:
+    def plan(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
+    ) -> tuple[list[AnyBatch], dict[str, str]]:
         """The batches to submit and fqid -> error for the jobs that cannot be (see
         :func:`.planning.plan_batches`); raise BackendError when the scheduler's limits
         cannot be read."""
         raise NotImplementedError
 
-    def render(self, batch: AnyBatch, members: Sequence[AnyMember] | None = None
-               ) -> tuple[str | None, dict[str, str]]:
+    def render(
+        self, batch: AnyBatch, members: Sequence[AnyMember] | None = None
+    ) -> tuple[str | None, dict[str, str]]:
         """The script submitting ``members`` of ``batch`` (default all), and fqid ->
         error for members it cannot hold; None when nothing can be submitted."""
         raise NotImplementedError
@@ -96,15 +98,16 @@ class BatchBackend(IBackend):
         member.job.backend._assign("id", scheduler_id)
 
     @classmethod
-    def read_failure(cls, ctx: PollContext, ref: ActiveRef,
-                     observation: Observation) -> Observation:
+    def read_failure(
+        cls, ctx: PollContext, ref: ActiveRef, observation: Observation
+    ) -> Observation:
         """A failure with exit code 1 may have left its real reason on disk: an output
         pattern that matched nothing (see :mod:`.script`)."""
         return read_missing_output(ctx, ref, observation)
 
-    def plan_preview(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-                     settings: BatchSettings
-                     ) -> tuple[list[AnyBatch], dict[str, str], list[str]]:
+    def plan_preview(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
+    ) -> tuple[list[AnyBatch], dict[str, str], list[str]]:
         """:meth:`plan` for a preview, and comment lines on what had to be assumed."""
         batches, failed = self.plan(ctx, jobs, settings)
         return batches, failed, []
@@ -115,8 +118,11 @@ class BatchBackend(IBackend):
         if not batch.is_array:
             return f"job {batch.members[0].job.fqid}"
         indices = compress(m.index for m in batch.members if m.index is not None)
-        held = (f"subjobs {compress(m.job.id for m in batch.members)}"
-                if batch.first_id else f"{len(batch.members)} subjob(s)")
+        held = (
+            f"subjobs {compress(m.job.id for m in batch.members)}"
+            if batch.first_id
+            else f"{len(batch.members)} subjob(s)"
+        )
         return f"job array {indices} ({held})"
 
     # -- paths -------------------------------------------------------------------------
@@ -132,8 +138,9 @@ class BatchBackend(IBackend):
 
     # -- submission --------------------------------------------------------------------
 
-    def submit_bulk(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-                    keep_going: bool) -> SubmitOutcome:
+    def submit_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
+    ) -> SubmitOutcome:
         settings = self.batch_settings(ctx)
         batches, failed = self.plan(ctx, jobs, settings)
         order = {job.fqid: index for index, (job, _) in enumerate(jobs)}
@@ -179,12 +186,16 @@ class BatchBackend(IBackend):
             self._assign("id", ",".join(array_ids))
         # Arrays are real bulk: the splitting design wants refused subjobs failed.
         outcome.real_bulk = bool(array_ids) or any(b.is_array for b in batches)
-        outcome.not_attempted = [job.fqid for job, _ in jobs
-                                 if job.fqid not in submitted and job.fqid not in outcome.failed]
+        outcome.not_attempted = [
+            job.fqid
+            for job, _ in jobs
+            if job.fqid not in submitted and job.fqid not in outcome.failed
+        ]
         return outcome
 
-    def _submit_batch(self, batch: AnyBatch, members: list[AnyMember],
-                      settings: BatchSettings) -> tuple[str | None, dict[str, str], bool]:
+    def _submit_batch(
+        self, batch: AnyBatch, members: list[AnyMember], settings: BatchSettings
+    ) -> tuple[str | None, dict[str, str], bool]:
         """Submit ``members`` of ``batch``: (scheduler id or None, fqid -> error, whether
         the failure is transient)."""
         scheduler = self.scheduler
@@ -205,15 +216,19 @@ class BatchBackend(IBackend):
             message = f"cannot keep the batch script in {log_dir}: {exc}"
             return None, {**errors, **{m.job.fqid: message for m in members}}, False
         try:
-            scheduler_id = scheduler.submit_with_retry(text, batch.name, settings,
-                                                       settings.command_timeout)
+            scheduler_id = scheduler.submit_with_retry(
+                text, batch.name, settings, settings.command_timeout
+            )
         except CommandError as exc:
             message = f"{scheduler.submit_name}: {exc.message}"
             log_submission(log_dir, batch.name, "not submitted: " + message.replace("\n", " "))
             return None, {**errors, **{m.job.fqid: message for m in members}}, exc.transient
         for member in members:
-            element = scheduler_id if member.index is None else \
-                scheduler.element_id(scheduler_id, member.index)
+            element = (
+                scheduler_id
+                if member.index is None
+                else scheduler.element_id(scheduler_id, member.index)
+            )
             self.record(member, batch, element)
         if batch.is_array:
             what = "array " + compress(m.index for m in members if m.index is not None)
@@ -221,8 +236,11 @@ class BatchBackend(IBackend):
                 what += " (subjobs " + compress(m.job.id for m in members) + ")"
         else:
             what = "job " + members[0].job.fqid
-        log_submission(log_dir, batch.name,
-                       f"submitted {scheduler_id} {scheduler.queue_word}={batch.queue} {what}")
+        log_submission(
+            log_dir,
+            batch.name,
+            f"submitted {scheduler_id} {scheduler.queue_word}={batch.queue} {what}",
+        )
         return scheduler_id, errors, False
 
     # -- kill --------------------------------------------------------------------------
@@ -259,22 +277,22 @@ class BatchBackend(IBackend):
                 index, job = next(iter(by_index.items()))
                 targets[scheduler.element_id(base, index)] = [job]
             else:
-                targets[scheduler.elements_target(base, sorted(by_index))] = \
-                    list(by_index.values())
+                targets[scheduler.elements_target(base, sorted(by_index))] = list(by_index.values())
         if not targets:
             return errors
         try:
-            scheduler.retry(lambda: scheduler.cancel(list(targets),
-                                                     timeout=settings.command_timeout),
-                            settings)
+            scheduler.retry(
+                lambda: scheduler.cancel(list(targets), timeout=settings.command_timeout), settings
+            )
         except CommandError as exc:
             for killed in targets.values():
                 for job in killed:
                     errors[job.fqid] = f"{scheduler.cancel_name}: {exc.message}"
         return errors
 
-    def _cancel_unconfirmed(self, ctx: SubmitContext, jobs: Sequence[Job],
-                            settings: BatchSettings) -> dict[str, str]:
+    def _cancel_unconfirmed(
+        self, ctx: SubmitContext, jobs: Sequence[Job], settings: BatchSettings
+    ) -> dict[str, str]:
         """Cancel what an interrupted submission of ``jobs`` may have left in the queue.
 
         Each script is kept before it is submitted and its outcome logged after, so a
@@ -286,23 +304,26 @@ class BatchBackend(IBackend):
         names: dict[str, str] = {}  # name -> its log directory
         for top in tops:
             log_dir = self.log_dir(top)
-            names.update((n, log_dir) for n in unconfirmed_submissions(
-                log_dir, scheduler.script_suffix))
+            names.update(
+                (n, log_dir) for n in unconfirmed_submissions(log_dir, scheduler.script_suffix)
+            )
         if not names:
             return {}
         timeout = settings.command_timeout
         try:
             found: dict[str, str] = scheduler.retry(
-                lambda: scheduler.find_by_name(sorted(names), timeout=timeout), settings)
+                lambda: scheduler.find_by_name(sorted(names), timeout=timeout), settings
+            )
             if found:
-                scheduler.retry(lambda: scheduler.cancel(sorted(set(found.values())),
-                                                         timeout=timeout), settings)
+                scheduler.retry(
+                    lambda: scheduler.cancel(sorted(set(found.values())), timeout=timeout), settings
+                )
         except CommandError as exc:
-            return {j.fqid: f"cancelling an interrupted submission: {exc.message}"
-                    for j in jobs}
+            return {j.fqid: f"cancelling an interrupted submission: {exc.message}" for j in jobs}
         for name, log_dir in names.items():
-            outcome = f"cancelled {found[name]}" if name in found else \
-                f"never reached {scheduler.label}"
+            outcome = (
+                f"cancelled {found[name]}" if name in found else f"never reached {scheduler.label}"
+            )
             log_submission(log_dir, name, f"interrupted submission: {outcome}")
         return {}
 
@@ -330,21 +351,27 @@ class BatchBackend(IBackend):
         if job is None:
             owner = ctx.job_of_backend(self) if ctx.job_of_backend is not None else None
             if owner is None:
-                raise JobError(f"preview() cannot tell which job this {type(self).__name__} "
-                               "backend belongs to; pass the job: j.backend.preview(j)")
+                raise JobError(
+                    f"preview() cannot tell which job this {type(self).__name__} "
+                    "backend belongs to; pass the job: j.backend.preview(j)"
+                )
             job = owner
         return self.preview_bulk(ctx, _preview_pairs(ctx, job))
 
-    def preview_bulk(self, ctx: SubmitContext,
-                     jobs: Sequence[tuple[Job, RunSpec]]) -> ScriptPreview:
+    def preview_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]]
+    ) -> ScriptPreview:
         """What :meth:`submit_bulk` would send for ``jobs``: every script, each after a
         comment saying what it holds. No side effect (the scheduler's limits may be read)."""
         scheduler = self.scheduler
         batches, failed, notes = self.plan_preview(ctx, jobs, self.batch_settings(ctx))
         count = sum(len(b.members) for b in batches)
-        lines = [f"# {scheduler.label} preview: {len(batches)} {scheduler.submit_name} call(s) "
-                 f"for {count} (sub)job(s); nothing was submitted. Job names end in a random "
-                 "token.", *notes]
+        lines = [
+            f"# {scheduler.label} preview: {len(batches)} {scheduler.submit_name} call(s) "
+            f"for {count} (sub)job(s); nothing was submitted. Job names end in a random "
+            "token.",
+            *notes,
+        ]
         for fqid, message in failed.items():
             lines.append(f"# {fqid} cannot be submitted: {message}")
         for number, batch in enumerate(batches, 1):
@@ -354,8 +381,9 @@ class BatchBackend(IBackend):
             if text is None:
                 continue
             lines.append("")
-            lines.append(f"# --- {scheduler.submit_name} {number} of {len(batches)}: "
-                         f"{self.describe(batch)}")
+            lines.append(
+                f"# --- {scheduler.submit_name} {number} of {len(batches)}: {self.describe(batch)}"
+            )
             script = os.path.join(self.log_dir(batch.top), batch.name + scheduler.script_suffix)
             lines.append(f"# $ {scheduler.shown_submit(script)}")
             lines.append(text.rstrip("\n"))
@@ -368,8 +396,7 @@ class BatchBackend(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
-        return polling.poll(cls.scheduler, ctx, refs, cls.batch_settings(ctx),
-                            cls.read_failure)
+        return polling.poll(cls.scheduler, ctx, refs, cls.batch_settings(ctx), cls.read_failure)
 
 
 def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
@@ -390,8 +417,11 @@ def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
         else:
             targets = [job]
     elif job.is_master:
-        targets = [sj for sj in job.iter_subjobs()
-                   if Status.parse(sj.status) in (Status.FAILED, Status.KILLED, Status.NEW)]
+        targets = [
+            sj
+            for sj in job.iter_subjobs()
+            if Status.parse(sj.status) in (Status.FAILED, Status.KILLED, Status.NEW)
+        ]
     elif status in (Status.FAILED, Status.KILLED, Status.COMPLETED):
         targets = [job]
     else:
@@ -403,10 +433,12 @@ def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
         outputs = tuple(f.output_pattern() for f in target.outputfiles)
         inputs = tuple(f.input_path() for f in target.inputfiles)
         if outputs or inputs:
-            spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs,
-                           spec.output_patterns + outputs)
+            spec = RunSpec(
+                spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs
+            )
         pairs.append((target, spec))
     if not pairs:
-        raise JobError(f"job {job.fqid} is {status}: neither submit() nor resubmit() "
-                       "would send anything")
+        raise JobError(
+            f"job {job.fqid} is {status}: neither submit() nor resubmit() would send anything"
+        )
     return pairs

@@ -59,8 +59,9 @@ def run_command(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise error(f"{args[0]} timed out after {timeout:g}s", transient=True,
-                    command=args) from None
+        raise error(
+            f"{args[0]} timed out after {timeout:g}s", transient=True, command=args
+        ) from None
     except FileNotFoundError:
         raise error(f"{args[0]} not found on PATH", transient=False, command=args) from None
 
@@ -76,5 +77,6 @@ def command_failure(
     message = result.stderr.strip() or result.stdout.strip()
     if not message:
         message = f"exited with status {result.returncode} and no message"
-    return error(message, transient=is_transient(message), command=args,
-                 returncode=result.returncode)
+    return error(
+        message, transient=is_transient(message), command=args, returncode=result.returncode
+    )

@@ -107,8 +107,7 @@ def plan_batches(
         key = (top, options, chunk)
         batch = arrays.get(key)
         if batch is None:
-            batch = arrays[key] = Batch(new_name(master), top, options, queue,
-                                        queue_chosen=chosen)
+            batch = arrays[key] = Batch(new_name(master), top, options, queue, queue_chosen=chosen)
             batches.append(batch)
         batch.members.append(member)
     return batches, failed
@@ -130,8 +129,11 @@ def compress(indices: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-def render_pinned(render: Callable[[Sequence[Member[C]]], str], members: Sequence[Member[C]],
-                  error: type[Exception]) -> tuple[str | None, dict[str, str]]:
+def render_pinned(
+    render: Callable[[Sequence[Member[C]]], str],
+    members: Sequence[Member[C]],
+    error: type[Exception],
+) -> tuple[str | None, dict[str, str]]:
     """``render(members)``, and fqid -> message for the members it cannot hold.
 
     A rendering ``error`` is pinned on the members that cause it (each rendered alone,

@@ -37,8 +37,7 @@ def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[l
     """The ids to ask about (an array's id covers all its elements), in batches that fit
     one command line."""
     limit = scheduler.max_query_chars
-    bases = sorted({scheduler.split_id(sid)[0] for sid in scheduler_ids},
-                   key=scheduler.id_order)
+    bases = sorted({scheduler.split_id(sid)[0] for sid in scheduler_ids}, key=scheduler.id_order)
     batches: list[list[str]] = []
     size = limit + 1
     for base in bases:
@@ -50,18 +49,25 @@ def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[l
     return batches
 
 
-def _ask(scheduler: BatchScheduler,
-         command: Callable[..., dict[str, Sighting]], ids: Iterable[str],
-         timeout: float) -> dict[str, Sighting]:
+def _ask(
+    scheduler: BatchScheduler,
+    command: Callable[..., dict[str, Sighting]],
+    ids: Iterable[str],
+    timeout: float,
+) -> dict[str, Sighting]:
     rows: dict[str, Sighting] = {}
     for batch in query_ids(scheduler, ids):
         rows.update(command(batch, timeout=timeout))
     return rows
 
 
-def poll(scheduler: BatchScheduler, ctx: PollContext, refs: Sequence[ActiveRef],
-         settings: PollSettings, read_failure: FailureReader | None = None
-         ) -> list[StatusReport]:
+def poll(
+    scheduler: BatchScheduler,
+    ctx: PollContext,
+    refs: Sequence[ActiveRef],
+    settings: PollSettings,
+    read_failure: FailureReader | None = None,
+) -> list[StatusReport]:
     """Reports for the (sub)jobs of ``refs`` whose status changed since the last cycle."""
     log = logging.getLogger(f"ganga_like.{scheduler.label.lower()}")
     previous: dict[str, Seen] = ctx.memory.get("seen", {})
@@ -81,23 +87,36 @@ def poll(scheduler: BatchScheduler, ctx: PollContext, refs: Sequence[ActiveRef],
         if scheduler.valid_id(scheduler_id):
             tracked[scheduler_id] = ref
         else:  # one bad record must not stop the monitoring of all the others
-            log.warning("%s: no usable %s id (%r); its status is left as it is",
-                        ref.fqid, scheduler.label, scheduler_id)
+            log.warning(
+                "%s: no usable %s id (%r); its status is left as it is",
+                ref.fqid,
+                scheduler.label,
+                scheduler_id,
+            )
     if not tracked:
         return []
 
     try:
         queue = _ask(scheduler, scheduler.query, tracked, settings.command_timeout)
     except CommandError as exc:
-        raise BackendError(f"{scheduler.query_name}: {exc.message}",
-                           transient=exc.transient) from None
+        raise BackendError(
+            f"{scheduler.query_name}: {exc.message}", transient=exc.transient
+        ) from None
 
-    neither = f"neither {scheduler.query_name} nor {scheduler.history_name}" \
-        if scheduler.history_name else scheduler.query_name
+    neither = (
+        f"neither {scheduler.query_name} nor {scheduler.history_name}"
+        if scheduler.history_name
+        else scheduler.query_name
+    )
     tracker = Tracker(
-        settings, previous, now, wall, history_off=history_off is not None,
+        settings,
+        previous,
+        now,
+        wall,
+        history_off=history_off is not None,
         lost=f"lost: {scheduler.label} no longer lists it ({neither})",
-        cancelled=f"cancelled while pending: {scheduler.label} no longer lists it")
+        cancelled=f"cancelled while pending: {scheduler.label} no longer lists it",
+    )
     ask = tracker.queue(tracked, queue)
     history: dict[str, Sighting] | None = None
     if ask and history_off is None:
@@ -107,23 +126,37 @@ def poll(scheduler: BatchScheduler, ctx: PollContext, refs: Sequence[ActiveRef],
             if scheduler.history_unavailable(exc):
                 ctx.staged["history_off"] = exc.message
                 tracker.history_off = True
-                log.info("%s is not available (%s): exit codes are not known",
-                         scheduler.history_name, exc.message)
+                log.info(
+                    "%s is not available (%s): exit codes are not known",
+                    scheduler.history_name,
+                    exc.message,
+                )
             else:
-                log.warning("%s failed (%s); finished jobs are confirmed later",
-                            scheduler.history_name, exc)
+                log.warning(
+                    "%s failed (%s); finished jobs are confirmed later", scheduler.history_name, exc
+                )
     tracker.history(history)
     ctx.staged["seen"] = tracker.seen
 
     reports: list[StatusReport] = []
     for change in tracker.changes:
         ref, observation = tracked[change.scheduler_id], change.observation
-        if read_failure is not None and observation.status == "failed" \
-                and observation.exit_code == 1:
+        if (
+            read_failure is not None
+            and observation.status == "failed"
+            and observation.exit_code == 1
+        ):
             observation = read_failure(ctx, ref, observation)
         # "running: running" says nothing; "failed: walltime exceeded" does.
         reason = "" if observation.reason == observation.status else observation.reason
-        reports.append(StatusReport(
-            fqid=ref.fqid, status=Status.parse(observation.status), time=change.time,
-            reason=reason, exit_code=observation.exit_code, started=change.started))
+        reports.append(
+            StatusReport(
+                fqid=ref.fqid,
+                status=Status.parse(observation.status),
+                time=change.time,
+                reason=reason,
+                exit_code=observation.exit_code,
+                started=change.started,
+            )
+        )
     return reports

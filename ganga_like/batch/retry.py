@@ -24,8 +24,9 @@ class RetrySettings(Protocol):
     def submit_patience(self) -> float: ...  # no new attempt this long after the first
 
 
-def retry(action: Callable[[], Any], settings: RetrySettings,
-          sleep: Callable[[float], None] = time.sleep) -> Any:
+def retry(
+    action: Callable[[], Any], settings: RetrySettings, sleep: Callable[[float], None] = time.sleep
+) -> Any:
     """Run ``action``, retrying transient :class:`CommandError`\\ s with doubling back-off.
 
     Stops after ``submit_attempts`` attempts, or when the next attempt would start more
@@ -46,8 +47,7 @@ def retry(action: Callable[[], Any], settings: RetrySettings,
             attempt += 1
 
 
-def _give_up(exc: CommandError, attempt: int, next_start: float,
-             settings: RetrySettings) -> bool:
+def _give_up(exc: CommandError, attempt: int, next_start: float, settings: RetrySettings) -> bool:
     if not exc.transient:
         return True
     if attempt >= settings.submit_attempts or next_start > settings.submit_patience:
@@ -91,8 +91,10 @@ def submit_with_retry(
             unresolved = unresolved or not never_sent.search(exc.message)
             if _give_up(exc, attempt, time.monotonic() - started + delay, settings):
                 if unresolved:
-                    exc.message += (f"; the job may have been accepted all the same: "
-                                    f"look for it with `{lookup_hint}`")
+                    exc.message += (
+                        f"; the job may have been accepted all the same: "
+                        f"look for it with `{lookup_hint}`"
+                    )
                 raise
             sleep(delay)
             delay *= 2

@@ -117,8 +117,9 @@ class BatchScheduler(ABC):
 
     # -- commands run (each one call; CommandError on failure) --------------------------
 
-    def run(self, args: Sequence[str], *, timeout: float,
-            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, args: Sequence[str], *, timeout: float, input_text: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return run_command(args, timeout=timeout, input_text=input_text)
 
     def _call(self, args: Sequence[str], timeout: float, input_text: str | None = None) -> str:
@@ -166,10 +167,17 @@ class BatchScheduler(ABC):
     def retry(self, action: Callable[[], Any], settings: RetrySettings) -> Any:
         return retry(action, settings, self.sleep)
 
-    def submit_with_retry(self, script: str, name: str, settings: RetrySettings,
-                          timeout: float) -> str:
-        return str(submit_with_retry(
-            lambda: self.submit(script, timeout=timeout),
-            lambda names: self.find_by_name(names, timeout=timeout),
-            name, settings, never_sent=self.never_sent, lookup_hint=self.lookup_hint(name),
-            sleep=self.sleep))
+    def submit_with_retry(
+        self, script: str, name: str, settings: RetrySettings, timeout: float
+    ) -> str:
+        return str(
+            submit_with_retry(
+                lambda: self.submit(script, timeout=timeout),
+                lambda names: self.find_by_name(names, timeout=timeout),
+                name,
+                settings,
+                never_sent=self.never_sent,
+                lookup_hint=self.lookup_hint(name),
+                sleep=self.sleep,
+            )
+        )

@@ -56,7 +56,7 @@ MISSING_OUTPUT_FILE = "__ganga_output_missing__"
 # fails, saying why. A match inside a directory already moved went with it.
 COLLECT_FUNCTION = (
     "__ganga_collect() {  # usage: OUTDIR N PATTERN... PROGRAM ARG...",
-    '    local out=$1 n=$2; shift 2',
+    "    local out=$1 n=$2; shift 2",
     '    local patterns=("${@:1:n}"); shift "$n"',
     '    "$@"; local rc=$?',
     '    [ "$rc" -eq 0 ] || return "$rc"',
@@ -64,7 +64,7 @@ COLLECT_FUNCTION = (
     "    shopt -s nullglob dotglob",
     '    for p in "${patterns[@]}"; do',
     "        local files=($p) present=",
-    "        for f in \"${files[@]}\"; do  # a literal name stays even when it is absent",
+    '        for f in "${files[@]}"; do  # a literal name stays even when it is absent',
     '            { [ -e "$f" ] || [ -L "$f" ]; } && present=1',
     "        done",
     '        if [ -z "$present" ]; then',
@@ -72,7 +72,7 @@ COLLECT_FUNCTION = (
     "        fi",
     '        for f in "${files[@]}"; do',
     '            [ -e "$f" ] || [ -L "$f" ] || continue',
-    '            case $f in /*|../*|..) place=${f##*/} ;; *) place=${f#./} ;; esac',
+    "            case $f in /*|../*|..) place=${f##*/} ;; *) place=${f#./} ;; esac",
     '            if [ -e "$out/$place" ] || [ -L "$out/$place" ]; then',
     '                problem=${problem:-"output $f not collected: $place already exists in '
     'the output directory (the file stays in the work directory)"}',
@@ -83,8 +83,7 @@ COLLECT_FUNCTION = (
     "        done",
     "    done",
     '    [ -z "$problem" ] && return 0',
-    "    printf '%s\\n' \"$problem\" "
-    f'| tee "$out/{MISSING_OUTPUT_FILE}" >&2',
+    f'    printf \'%s\\n\' "$problem" | tee "$out/{MISSING_OUTPUT_FILE}" >&2',
     "    return 1",
     "}",
     "export -f __ganga_collect",
@@ -146,8 +145,9 @@ def element_lines(command: ElementCommand, indent: str) -> list[str]:
     return lines
 
 
-def array_dispatch(commands: Mapping[int, ElementCommand], indices: Sequence[int],
-                   task_variable: str) -> list[str]:
+def array_dispatch(
+    commands: Mapping[int, ElementCommand], indices: Sequence[int], task_variable: str
+) -> list[str]:
     """The lines running, for each array task, its own element: a ``case`` on the
     scheduler's task id variable (``SLURM_ARRAY_TASK_ID``, ``PBS_ARRAY_INDEX``...)."""
     lines = [f'case "${{{task_variable}-}}" in']
@@ -163,8 +163,9 @@ def array_dispatch(commands: Mapping[int, ElementCommand], indices: Sequence[int
     return lines
 
 
-def element_command(job: Job, spec: RunSpec, root: str,
-                    launcher: Sequence[str] = ()) -> ElementCommand:
+def element_command(
+    job: Job, spec: RunSpec, root: str, launcher: Sequence[str] = ()
+) -> ElementCommand:
     """What (sub)job ``job`` runs: its program (after ``launcher``, e.g. ``srun ... --``
     for several processes) in ``root/work``, its streams in ``root/output``, the
     ``GANGA_*`` variables set, and output files collected after it ended."""
@@ -182,8 +183,16 @@ def element_command(job: Job, spec: RunSpec, root: str,
     argv: tuple[str, ...] = (*launcher, *spec.argv)
     if spec.output_patterns:
         patterns = spec.output_patterns
-        argv = ("/bin/bash", "-c", COLLECT_CALL, "ganga-collect", output, str(len(patterns)),
-                *patterns, *argv)
+        argv = (
+            "/bin/bash",
+            "-c",
+            COLLECT_CALL,
+            "ganga-collect",
+            output,
+            str(len(patterns)),
+            *patterns,
+            *argv,
+        )
     return ElementCommand(
         argv=argv,
         env=env,
@@ -199,8 +208,7 @@ def needs_collect(commands: Iterable[ElementCommand]) -> bool:
     return any(command.argv[2:3] == (COLLECT_CALL,) for command in commands)
 
 
-def read_missing_output(ctx: PollContext, ref: ActiveRef,
-                        observation: Observation) -> Observation:
+def read_missing_output(ctx: PollContext, ref: ActiveRef, observation: Observation) -> Observation:
     """An element whose program succeeded but whose output pattern matched nothing
     exits 1 and leaves a note: report that, with the program's exit code 0."""
     parts = [str(ctx.workspace), str(ref.job_id)]

@@ -145,8 +145,7 @@ class Tracker:
                 if self.history_off or now - since >= settings.final_grace_seconds:
                     if in_queue.status == "completed":
                         in_queue = Observation("completed", in_queue.reason, 0)
-                    started = not (in_queue.status == "killed"
-                                   and before.reported == "submitted")
+                    started = not (in_queue.status == "killed" and before.reported == "submitted")
                     self._report(sid, in_queue, self.wall, started)
                 else:
                     self.seen[sid] = Seen(before.reported, final_since=since)
@@ -158,11 +157,9 @@ class Tracker:
             cycles = before.missing_cycles + 1
             if now - first >= settings.vanish_seconds and cycles >= settings.vanish_cycles:
                 gone = vanished(before.reported, self.lost, self.cancelled)
-                self._report(sid, gone, self.wall,
-                             before.reported != "submitted")
+                self._report(sid, gone, self.wall, before.reported != "submitted")
             else:
-                self.seen[sid] = Seen(before.reported, missing_since=first,
-                                      missing_cycles=cycles)
+                self.seen[sid] = Seen(before.reported, missing_since=first, missing_cycles=cycles)
 
 
 def vanished(last_reported: str | None, lost: str, cancelled: str) -> Observation:

@@ -35,12 +35,18 @@ SHOWN = 10  # ids listed in a confirmation or a refusal
 
 
 def _parser(parser: argparse.ArgumentParser, verb: str, action: Action) -> Any:
-    parser.add_argument("jobs", nargs="*", metavar="ID|QUERY",
-                        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; '
-                             'name~scan*"')
+    parser.add_argument(
+        "jobs",
+        nargs="*",
+        metavar="ID|QUERY",
+        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; name~scan*"',
+    )
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-    parser.add_argument("--all", action="store_true",
-                        help=f"{verb} every job; needed too when a query selects every job")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help=f"{verb} every job; needed too when a query selects every job",
+    )
 
     def run(args: argparse.Namespace) -> int:
         return _run(args, verb, action)
@@ -53,8 +59,7 @@ def kill_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
-    return _parser(parser, "resubmit",
-                   lambda s, j: job_actions.resubmit(s, j, keep_going=True))
+    return _parser(parser, "resubmit", lambda s, j: job_actions.resubmit(s, j, keep_going=True))
 
 
 def remove_parser(parser: argparse.ArgumentParser) -> Any:
@@ -70,8 +75,10 @@ def _chosen(session: Session, args: argparse.Namespace, verb: str) -> Selection 
     """The jobs to act on, or the exit status when there are none to act on."""
     if not args.jobs:
         if not args.all:
-            raise UsageError(f"name the jobs to {verb}: ids (3 4.1), a query "
-                             "('status=failed'), or --all for every job")
+            raise UsageError(
+                f"name the jobs to {verb}: ids (3 4.1), a query "
+                "('status=failed'), or --all for every job"
+            )
         registry = session.registry()
         every: list[Job] = list(registry.jobs.values())
         if not every:
@@ -87,8 +94,10 @@ def _chosen(session: Session, args: argparse.Namespace, verb: str) -> Selection 
         return NOTHING
     total = len(session.registry().jobs)
     if not chosen.by_id and len(chosen.jobs) == total and not args.all:
-        raise UsageError(f"{chosen.text!r} selects every job in the repository ({total}: "
-                         f"{first_ids(chosen.jobs)}); add --all to {verb} them all")
+        raise UsageError(
+            f"{chosen.text!r} selects every job in the repository ({total}: "
+            f"{first_ids(chosen.jobs)}); add --all to {verb} them all"
+        )
     return chosen
 
 
@@ -99,7 +108,8 @@ def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
             return chosen
         found = chosen.jobs
         if not args.yes and not _confirm(
-                f"{verb} {len(found)} job(s) ({first_ids(found)})? [y/N] "):
+            f"{verb} {len(found)} job(s) ({first_ids(found)})? [y/N] "
+        ):
             error("nothing done")
             return DECLINED
         failures = 0
@@ -117,8 +127,7 @@ def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
 def _about(fqid: str, message: str) -> str:
     """``message`` naming the job once: the job actions' own errors already start with
     "job 3 ..." (or "subjob 3.1 ..."), others (a backend's) get the prefix."""
-    if message.startswith((f"job {fqid} ", f"job {fqid}:", f"subjob {fqid} ",
-                           f"subjob {fqid}:")):
+    if message.startswith((f"job {fqid} ", f"job {fqid}:", f"subjob {fqid} ", f"subjob {fqid}:")):
         return message
     return f"job {fqid}: {message}"
 

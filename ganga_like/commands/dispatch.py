@@ -36,13 +36,14 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]]
     "remove": ("remove the jobs named by ids or a query", actions.remove_parser),
     "export": ("write a job's definition as JSON", transfer.export_parser),
     "import": ("create a new job from a JSON definition", transfer.import_parser),
-    "monitor": ("the background monitor daemon: start, stop, status",
-                maintenance.monitor_parser),
+    "monitor": ("the background monitor daemon: start, stop, status", maintenance.monitor_parser),
     "repository": ("check or recover the repository file", maintenance.repository_parser),
 }
 
-EPILOG = ("exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "
-          "matched, 4 confirmation declined, 141 output pipe closed early")
+EPILOG = (
+    "exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "
+    "matched, 4 confirmation declined, 141 output pipe closed early"
+)
 
 # Errors that say the command line is wrong rather than that something failed.
 _USAGE_ERRORS = (UsageError, QuerySyntaxError, QueryError)
@@ -83,8 +84,10 @@ def unknown_subcommand(word: str) -> int | None:
     if close:
         error(f"no subcommand {word!r}; did you mean `{close[0]}`? (ganga --help lists them)")
     else:
-        error(f"{word!r} is neither a subcommand nor a script (subcommands: "
-              f"{', '.join(SUBCOMMANDS)}; ganga --help explains them)")
+        error(
+            f"{word!r} is neither a subcommand nor a script (subcommands: "
+            f"{', '.join(SUBCOMMANDS)}; ganga --help explains them)"
+        )
     return USAGE
 
 

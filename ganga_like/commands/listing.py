@@ -20,9 +20,12 @@ __all__ = ["jobs_parser", "log_parser", "show_parser", "status_parser"]
 
 
 def jobs_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument("query", nargs="*", metavar="ID|QUERY",
-                        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; '
-                             'name~scan*"')
+    parser.add_argument(
+        "query",
+        nargs="*",
+        metavar="ID|QUERY",
+        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; name~scan*"',
+    )
     parser.add_argument("--json", action="store_true", help="print JSON for machines")
     return run_jobs
 
@@ -54,9 +57,11 @@ def run_jobs(args: argparse.Namespace) -> int:
 def show_parser(parser: argparse.ArgumentParser) -> Any:
     parser.add_argument("id", help="a job or subjob id: 12 or 12.3")
     parser.add_argument("--lines", type=int, default=10, help="last lines of stdout/stderr")
-    parser.add_argument("--full", action="store_true",
-                        help=f"show every value in full (otherwise each is cut at "
-                             f"{SHOWN_CHARS} characters)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help=f"show every value in full (otherwise each is cut at {SHOWN_CHARS} characters)",
+    )
     return run_show
 
 
@@ -78,20 +83,23 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  {name:<16} {shown}")
         counts = job.counts()
         if counts:
-            detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(),
-                                                             key=lambda kv: kv[0].order))
+            detail = ", ".join(
+                f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order)
+            )
             print(f"  {'subjobs':<16} {sum(counts.values())} ({detail})")
         for status, stamp in sorted(job.time.items(), key=lambda kv: kv[1]):
             print(f"  {'time.' + status:<16} {HistoryEntry(stamp, '', '', '').__str__()[:19]}")
         print(f"  {'inputdir':<16} {paths.input}")
         print(f"  {'outputdir':<16} {paths.output}")
         if cut:
-            print(f"  (values longer than {SHOWN_CHARS} characters end in …; "
-                  f"ganga show {job.fqid} --full shows them whole)")
+            print(
+                f"  (values longer than {SHOWN_CHARS} characters end in …; "
+                f"ganga show {job.fqid} --full shows them whole)"
+            )
         for stream in ("stdout", "stderr"):
             path = paths.output / stream
             if path.exists():
-                lines = path.read_text(errors="replace").splitlines()[-args.lines:]
+                lines = path.read_text(errors="replace").splitlines()[-args.lines :]
                 print(f"--- last {len(lines)} line(s) of {stream}")
                 for line in lines:
                     print(line)
@@ -130,8 +138,9 @@ def _describe(value: Any) -> str:
         if isinstance(shown, GangaObject):
             parts.append(f"{name}={_describe(shown)}")
         elif isinstance(shown, tuple):
-            items = [_describe(v) if isinstance(v, GangaObject) else repr(_as_lists(v))
-                     for v in shown]
+            items = [
+                _describe(v) if isinstance(v, GangaObject) else repr(_as_lists(v)) for v in shown
+            ]
             parts.append(f"{name}=[{', '.join(items)}]")
         else:
             parts.append(f"{name}={shown!r}")
@@ -180,18 +189,39 @@ def run_status(args: argparse.Namespace) -> int:
                 counts[backend][status.label] += n
             seconds[backend] += job.run_seconds()
         if args.json:
-            print(json.dumps({b: {"counts": dict(c), "run_seconds": round(seconds[b], 1),
-                                  "queued": c.get("submitted", 0)}
-                              for b, c in counts.items()}, indent=1))
+            print(
+                json.dumps(
+                    {
+                        b: {
+                            "counts": dict(c),
+                            "run_seconds": round(seconds[b], 1),
+                            "queued": c.get("submitted", 0),
+                        }
+                        for b, c in counts.items()
+                    },
+                    indent=1,
+                )
+            )
             return OK
         labels = [s.label for s in Status]
         header = ["backend", *labels, "run time", "queued"]
-        rows = [[b, *(str(c.get(s, 0)) for s in labels), _duration(seconds[b]),
-                 str(c.get("submitted", 0))] for b, c in sorted(counts.items())]
+        rows = [
+            [
+                b,
+                *(str(c.get(s, 0)) for s in labels),
+                _duration(seconds[b]),
+                str(c.get("submitted", 0)),
+            ]
+            for b, c in sorted(counts.items())
+        ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
-            print("  ".join(cell.rjust(w) if i else cell.ljust(w)
-                            for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+            print(
+                "  ".join(
+                    cell.rjust(w) if i else cell.ljust(w)
+                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+                )
+            )
     return OK
 
 

@@ -11,8 +11,11 @@ __all__ = ["monitor_parser", "repository_parser"]
 
 
 def monitor_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument("action", choices=("start", "stop", "status"),
-                        help="start the background monitor daemon, stop it, or show it")
+    parser.add_argument(
+        "action",
+        choices=("start", "stop", "status"),
+        help="start the background monitor daemon, stop it, or show it",
+    )
     return run_monitor
 
 
@@ -32,11 +35,14 @@ def run_monitor(args: argparse.Namespace) -> int:
 
 
 def repository_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument("action", choices=("check", "recover", "reset"),
-                        help="check: read every record and report damage; recover: "
-                             "rebuild a damaged file from what is intact (a dated backup "
-                             "is kept); reset: move aside the workspaces of jobs the "
-                             "repository lost, so it can be used again")
+    parser.add_argument(
+        "action",
+        choices=("check", "recover", "reset"),
+        help="check: read every record and report damage; recover: "
+        "rebuild a damaged file from what is intact (a dated backup "
+        "is kept); reset: move aside the workspaces of jobs the "
+        "repository lost, so it can be used again",
+    )
     return run_repository
 
 

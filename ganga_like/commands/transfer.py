@@ -50,7 +50,6 @@ def run_import(args: argparse.Namespace) -> int:
         return ERROR
     job = from_json(document)
     with session_for(write=True) as session:
-        session.repo.in_transaction(lambda: session.registry().add(job),
-                                    what="importing a job")
+        session.repo.in_transaction(lambda: session.registry().add(job), what="importing a job")
         print(f"imported as job {job.id}")
     return OK

@@ -34,8 +34,9 @@ _CORE_NAMES = {cls.__name__ for cls in (*BEFORE_PLUGINS, *AFTER_PLUGINS)}
 def plugin_sections() -> tuple[type[Configurable], ...]:
     """Every plugin section that loads, ordered by name."""
     found: dict[str, type[Configurable]] = {}
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
-                     key=lambda ep: ep.name):
+    for ep in sorted(
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
+    ):
         if ep.name in found or ep.name in _failed:
             continue  # the first registration of a name wins, as for plugins
         if ep.name in _CORE_NAMES:
@@ -58,8 +59,11 @@ def plugin_sections() -> tuple[type[Configurable], ...]:
 
 def _fail(name: str, reason: str) -> None:
     _failed[name] = reason
-    log.warning("ganga: configuration section %s could not be loaded (%s); its settings "
-                "are ignored", name, reason)
+    log.warning(
+        "ganga: configuration section %s could not be loaded (%s); its settings are ignored",
+        name,
+        reason,
+    )
 
 
 def failures() -> dict[str, str]:

@@ -169,8 +169,9 @@ class ConfigStore:
         self._built: tuple[Any, dict[str, Any]] | None = None
         self._listeners: list[Callable[[str, str, Any], None]] = []
 
-    def attach(self, repository_open: Callable[[], bool],
-               apply: Callable[[str, str, Any], None]) -> None:
+    def attach(
+        self, repository_open: Callable[[], bool], apply: Callable[[str, str, Any], None]
+    ) -> None:
         """How runtime changes reach an open session: the layer that opens sessions (it
         sits above this one) tells whether a repository is open (options tagged
         ``runtime=False`` are then fixed) and applies each change to it. Kept across
@@ -228,8 +229,13 @@ class ConfigStore:
     def sections(self) -> dict[str, Any]:
         """One validated object per section (rebuilt when a layer changed)."""
         every = all_sections()
-        key = (self._version, id(self.file_config()), id(self._command_line),
-               tuple(os.environ.get(v) for v in ENVIRONMENT), every)
+        key = (
+            self._version,
+            id(self.file_config()),
+            id(self._command_line),
+            tuple(os.environ.get(v) for v in ENVIRONMENT),
+            every,
+        )
         if self._built is None or self._built[0] != key:
             built = {cls.__name__: self._build(cls) for cls in every}
             self._check_together(built)
@@ -262,8 +268,10 @@ class ConfigStore:
     def _check_together(sections: dict[str, Any]) -> None:
         monitor = sections["Monitor"]
         if monitor.min_interval > monitor.max_interval:
-            raise ConfigError(f"Monitor.min_interval ({monitor.min_interval}) is larger than "
-                              f"Monitor.max_interval ({monitor.max_interval})")
+            raise ConfigError(
+                f"Monitor.min_interval ({monitor.min_interval}) is larger than "
+                f"Monitor.max_interval ({monitor.max_interval})"
+            )
 
     def section(self, name: str) -> Any:
         """The section object (``store.section("Monitor").max_interval``)."""
@@ -284,7 +292,8 @@ class ConfigStore:
             raise ConfigError(
                 f"{section}.{option} cannot change while the repository is open; start "
                 f"ganga with --{section}.{option}=... (or set it in "
-                f"{default_config_file()})")
+                f"{default_config_file()})"
+            )
         trial = self.sections()[section]
         probe = cls()
         for name in known:

@@ -17,9 +17,16 @@ _HEADERS = {"fqid": "id"}  # headers that differ from their column's name
 # Widest a table cell gets: a 5,000-character name must not push the other columns away.
 CELL_WIDTH = 40
 
-_SHORT = {Status.COMPLETED: "done", Status.FAILED: "fail", Status.RUNNING: "run",
-          Status.SUBMITTED: "sub", Status.KILLED: "kill", Status.NEW: "new",
-          Status.SUBMITTING: "subm", Status.COMPLETING: "cmpl"}
+_SHORT = {
+    Status.COMPLETED: "done",
+    Status.FAILED: "fail",
+    Status.RUNNING: "run",
+    Status.SUBMITTED: "sub",
+    Status.KILLED: "kill",
+    Status.NEW: "new",
+    Status.SUBMITTING: "subm",
+    Status.COMPLETING: "cmpl",
+}
 
 
 def _component_name(job: Job, name: str) -> str:
@@ -35,18 +42,28 @@ def job_row(job: object) -> dict[str, str]:
     """One table row; never loads the subjobs (counts come from the master's counter)."""
     if not isinstance(job, Job):
         cls = type(job)
-        return {"fqid": "?", "status": "broken", "name": f"{cls.__module__}.{cls.__name__}",
-                "subjobs": "", **dict.fromkeys(job_parts().columns, "")}
+        return {
+            "fqid": "?",
+            "status": "broken",
+            "name": f"{cls.__module__}.{cls.__name__}",
+            "subjobs": "",
+            **dict.fromkeys(job_parts().columns, ""),
+        }
     counts = job.counts()
     sub = ""
     if counts:
         total = sum(counts.values())
-        detail = " ".join(f"{_SHORT[s]}:{n}" for s, n in sorted(
-            counts.items(), key=lambda kv: kv[0].order))
+        detail = " ".join(
+            f"{_SHORT[s]}:{n}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order)
+        )
         sub = f"{total} ({detail})"
-    return {"fqid": job.fqid, "status": job.current_status().label, "name": job.name,
-            "subjobs": sub, **{name: _component_name(job, name)
-                               for name in job_parts().columns}}
+    return {
+        "fqid": job.fqid,
+        "status": job.current_status().label,
+        "name": job.name,
+        "subjobs": sub,
+        **{name: _component_name(job, name) for name in job_parts().columns},
+    }
 
 
 def header(column: str) -> str:
@@ -56,7 +73,7 @@ def header(column: str) -> str:
 
 def shorten(text: str, limit: int) -> str:
     """``text`` if it is at most ``limit`` characters, else cut to that with an ellipsis."""
-    return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
 def cell(text: str, limit: int = CELL_WIDTH) -> str:

@@ -45,8 +45,7 @@ class Job(GPIObject):
         super().__init__(*args, **kwargs)
         impl = self._job
         session = _session()
-        session.repo.in_transaction(lambda: session.registry().add(impl),
-                                    what="creating a job")
+        session.repo.in_transaction(lambda: session.registry().add(impl), what="creating a job")
 
     @property
     def _job(self) -> JobImpl:
@@ -67,7 +66,7 @@ class Job(GPIObject):
 
     @property
     def fqid(self) -> str:
-        """"12" for a job, "12.3" for its subjob 3."""
+        """ "12" for a job, "12.3" for its subjob 3."""
         return self._job.fqid
 
     @property
@@ -152,8 +151,9 @@ class Job(GPIObject):
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(_session(), self._job, status)
 
-    def wait(self, timeout: float | None = None, until: str | None = None,
-             progress: bool | None = None) -> str:
+    def wait(
+        self, timeout: float | None = None, until: str | None = None, progress: bool | None = None
+    ) -> str:
         """Wait until the job reaches ``until`` (default: a final status); return the status.
 
         States follow their order: waiting for 'running' returns when the job is already
@@ -197,19 +197,20 @@ register_proxy_class(JobImpl, Job)
 Job.__doc__ = f"{inspect.cleandoc(Job.__doc__ or '')}\n\n{schema_doc(JobImpl)}"
 
 
-def wait_for_job(job: JobImpl, timeout: float | None, until: str | None,
-                 progress: bool | None) -> str:
+def wait_for_job(
+    job: JobImpl, timeout: float | None, until: str | None, progress: bool | None
+) -> str:
     target = Status.parse(until) if until else None
     try:
         return _wait(job, target, timeout, progress)
     except KeyboardInterrupt:
         # Ctrl-C stops the waiting, never the job: say so in the one line shown.
-        raise KeyboardInterrupt(f"wait() for job {job.fqid} stopped; the job goes on "
-                                f"({job.current_status()})") from None
+        raise KeyboardInterrupt(
+            f"wait() for job {job.fqid} stopped; the job goes on ({job.current_status()})"
+        ) from None
 
 
-def _wait(job: JobImpl, target: Status | None, timeout: float | None,
-          progress: bool | None) -> str:
+def _wait(job: JobImpl, target: Status | None, timeout: float | None, progress: bool | None) -> str:
     session = _session()
     deadline = None if timeout is None else time.monotonic() + timeout
     with show_progress(f"job {job.fqid}", show=progress) as bar:
@@ -229,9 +230,11 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None,
                 # will change until submit().
                 if job.is_master:
                     never = job.counts().get(Status.NEW, 0)
-                    raise JobError(f"job {job.fqid} is new: {never} of its subjobs were never "
-                                   "submitted (the others have finished); submit() runs "
-                                   "them; nothing to wait for")
+                    raise JobError(
+                        f"job {job.fqid} is new: {never} of its subjobs were never "
+                        "submitted (the others have finished); submit() runs "
+                        "them; nothing to wait for"
+                    )
                 raise JobError(f"job {job.fqid} is new: submit it first; nothing to wait for")
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
@@ -294,8 +297,9 @@ class JobSlice:
         try:
             return wrap(impls[index])
         except IndexError:
-            raise JobError(f"{self._title}: index {index} out of range ({len(impls)} "
-                           "jobs)") from None
+            raise JobError(
+                f"{self._title}: index {index} out of range ({len(impls)} jobs)"
+            ) from None
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, list | tuple | JobSlice):
@@ -311,9 +315,15 @@ class JobSlice:
     def ids(self) -> list[int]:
         return [j.id for j in self._impls()]
 
-    def select(self, ids: Iterable[int] | range | None = None, *, status: str | None = None,
-               name: str | None = None, backend: str | None = None,
-               application: str | None = None) -> JobSlice:
+    def select(
+        self,
+        ids: Iterable[int] | range | None = None,
+        *,
+        status: str | None = None,
+        name: str | None = None,
+        backend: str | None = None,
+        application: str | None = None,
+    ) -> JobSlice:
         """Jobs matching every given condition: ids (a list or range), status, name (glob),
         backend or application class name."""
         wanted_ids = set(ids) if ids is not None else None
@@ -342,8 +352,9 @@ class JobSlice:
         query = parse(text, known_roots=KNOWN_ROOTS)
         return JobSlice(filter_jobs(self._impls(), query), self._title)
 
-    def _bulk(self, action: Callable[[JobImpl], Any], keep_going: bool,
-              verb: str = "") -> list[str]:
+    def _bulk(
+        self, action: Callable[[JobImpl], Any], keep_going: bool, verb: str = ""
+    ) -> list[str]:
         errors = []
         impls = self._impls()
         # A bar only if the whole thing lasts long enough to be worth watching.
@@ -360,16 +371,17 @@ class JobSlice:
 
     def submit(self, keep_going: bool = True) -> list[str]:
         """Submit every job; with keep_going, errors are collected and returned."""
-        return self._bulk(lambda j: actions.submit(_session(), j, keep_going), keep_going,
-                          "submitting")
+        return self._bulk(
+            lambda j: actions.submit(_session(), j, keep_going), keep_going, "submitting"
+        )
 
     def kill(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going,
-                          "killing")
+        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going, "killing")
 
     def resubmit(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.resubmit(_session(), j, keep_going), keep_going,
-                          "resubmitting")
+        return self._bulk(
+            lambda j: actions.resubmit(_session(), j, keep_going), keep_going, "resubmitting"
+        )
 
     def remove(self, keep_going: bool = True) -> list[str]:
         return self._bulk(lambda j: actions.remove(_session(), j), keep_going, "removing")
@@ -432,8 +444,9 @@ class SubjobSlice(JobSlice):
         return wrap(self._master.subjob(subjob_id))  # type: ignore[no-any-return]
 
     def submit(self, keep_going: bool = True) -> list[str]:
-        raise JobError("subjobs cannot be submitted on their own; submit the master or "
-                       "resubmit subjobs")
+        raise JobError(
+            "subjobs cannot be submitted on their own; submit the master or resubmit subjobs"
+        )
 
     def remove(self, keep_going: bool = True) -> list[str]:
         raise JobError("subjobs cannot be removed on their own; remove the master")

@@ -28,8 +28,13 @@ __all__ = [
 class Progress(Protocol):
     """One operation's progress display."""
 
-    def update(self, done: int, total: int | None, detail: str = "",
-               counts: Mapping[str, int] | None = None) -> None:
+    def update(
+        self,
+        done: int,
+        total: int | None,
+        detail: str = "",
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
         """``done`` of ``total`` steps (``total`` None: unknown, show a spinner/text).
 
         ``detail`` is a plain-text summary; ``counts`` (subjobs by status label), when
@@ -53,8 +58,13 @@ class ProgressFactory(Protocol):
 class NullProgress:
     """Shows nothing."""
 
-    def update(self, done: int, total: int | None, detail: str = "",
-               counts: Mapping[str, int] | None = None) -> None:
+    def update(
+        self,
+        done: int,
+        total: int | None,
+        detail: str = "",
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
         pass
 
     def close(self, summary: str = "") -> None:
@@ -70,8 +80,13 @@ class PlainProgress:
         self._start = time.monotonic()
         self._delay = delay
 
-    def update(self, done: int, total: int | None, detail: str = "",
-               counts: Mapping[str, int] | None = None) -> None:
+    def update(
+        self,
+        done: int,
+        total: int | None,
+        detail: str = "",
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
         if time.monotonic() - self._start < self._delay:
             return
         line = self._title

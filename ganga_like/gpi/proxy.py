@@ -32,8 +32,16 @@ from ganga_like.model.status import Status
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["GPIDict", "GPIList", "GPIObject", "proxy_class", "register_proxy_class", "schema_doc",
-           "unwrap", "wrap"]
+__all__ = [
+    "GPIDict",
+    "GPIList",
+    "GPIObject",
+    "proxy_class",
+    "register_proxy_class",
+    "schema_doc",
+    "unwrap",
+    "wrap",
+]
 
 _proxies: weakref.WeakValueDictionary[int, GPIObject] = weakref.WeakValueDictionary()
 _classes: dict[type[GangaObject], type[GPIObject]] = {}
@@ -99,9 +107,11 @@ class GPIObject:
         cls = type(self)
         positional = cls._impl_class._positional
         if len(args) > len(positional):
-            raise SchemaError(f"{cls.__name__}() takes at most {len(positional)} positional "
-                              f"argument(s) ({', '.join(positional) or 'none'}), "
-                              f"{len(args)} given")
+            raise SchemaError(
+                f"{cls.__name__}() takes at most {len(positional)} positional "
+                f"argument(s) ({', '.join(positional) or 'none'}), "
+                f"{len(args)} given"
+            )
         kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
         for name, value in kwargs.items():
             _check_writable(cls._impl_class, name)
@@ -187,14 +197,20 @@ class GPIObject:
                 return
             if job.is_master and status is Status.NEW:
                 # Part of it never ran, but its subjobs were made from this description.
-                raise JobError(f"job {job.fqid} has subjobs: {self._path_to(name)} can no "
-                               "longer be changed; copy() the job to change it")
+                raise JobError(
+                    f"job {job.fqid} has subjobs: {self._path_to(name)} can no "
+                    "longer be changed; copy() the job to change it"
+                )
             if status.final and trait.metadata.get("changeable_at_resubmit"):
                 return
-            raise JobError(f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "
-                           "be changed; copy() the job to change it")
-        raise JobError(f"subjob {job.fqid} is {status}: {self._path_to(name)} can no longer "
-                       "be changed; copy() it to a new job")
+            raise JobError(
+                f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "
+                "be changed; copy() the job to change it"
+            )
+        raise JobError(
+            f"subjob {job.fqid} is {status}: {self._path_to(name)} can no longer "
+            "be changed; copy() it to a new job"
+        )
 
     def _path_to(self, name: str) -> str:
         """``application.args`` for ``args`` of a job's application (for messages)."""
@@ -205,8 +221,10 @@ class GPIObject:
             owner: GPIObject | None = object.__getattribute__(node, "_owner")
             if owner is None or isinstance(impl, JobImpl):
                 break
-            parts.append(_attribute_holding(object.__getattribute__(owner, "_impl"), impl)
-                         or type(impl).__name__)
+            parts.append(
+                _attribute_holding(object.__getattribute__(owner, "_impl"), impl)
+                or type(impl).__name__
+            )
             node = owner
         return ".".join(reversed(parts))
 
@@ -225,7 +243,8 @@ class GPIObject:
     def __eq__(self, other: object) -> bool:
         if isinstance(other, GPIObject):
             return object.__getattribute__(self, "_impl") is object.__getattribute__(
-                other, "_impl") or _same_content(self, other)
+                other, "_impl"
+            ) or _same_content(self, other)
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -506,8 +525,11 @@ class GPIDict(_Held):
         self._changed(lambda d: d.__delitem__(key))
 
     def update(self, *others: Any, **values: Any) -> None:
-        self._changed(lambda d: d.update(*[_plain(dict(o)) if isinstance(o, GPIDict) else o
-                                           for o in others], **values))
+        self._changed(
+            lambda d: d.update(
+                *[_plain(dict(o)) if isinstance(o, GPIDict) else o for o in others], **values
+            )
+        )
 
     def pop(self, key: Any, *default: Any) -> Any:
         if key not in self._raw():
@@ -558,8 +580,10 @@ class BrokenProxy:
 
     def __getattr__(self, name: str) -> Any:
         cls = type(object.__getattribute__(self, "_impl"))
-        raise BrokenObjectError(f"{cls.__module__}.{cls.__name__} comes from a missing plugin; "
-                                "it can only be listed and removed")
+        raise BrokenObjectError(
+            f"{cls.__module__}.{cls.__name__} comes from a missing plugin; "
+            "it can only be listed and removed"
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.__getattr__(name)
@@ -579,9 +603,16 @@ def proxy_class(impl_class: type[GangaObject]) -> type[GPIObject]:
             raise RuntimeError("the GPI Job class is not registered: import ganga_like.gpi.job")
         if cls is None:
             doc = _class_doc(impl_class)
-            cls = type(impl_class.__name__, (GPIObject,), {
-                "__slots__": (), "_impl_class": impl_class, "__doc__": doc,
-                "__module__": "ganga_like.gpi.plugins"})
+            cls = type(
+                impl_class.__name__,
+                (GPIObject,),
+                {
+                    "__slots__": (),
+                    "_impl_class": impl_class,
+                    "__doc__": doc,
+                    "__module__": "ganga_like.gpi.plugins",
+                },
+            )
         _classes[impl_class] = cls
     return cls
 
@@ -591,9 +622,18 @@ def _class_doc(impl_class: type[GangaObject]) -> str:
     return f"{intro}\n\n{schema_doc(impl_class)}"
 
 
-_TYPE_NAMES = {"Unicode": "str", "Int": "int", "Float": "float", "Bool": "bool",
-               "List": "list", "Dict": "dict", "Tuple": "tuple", "CInt": "int",
-               "CFloat": "float", "Enum": "one of"}
+_TYPE_NAMES = {
+    "Unicode": "str",
+    "Int": "int",
+    "Float": "float",
+    "Bool": "bool",
+    "List": "list",
+    "Dict": "dict",
+    "Tuple": "tuple",
+    "CInt": "int",
+    "CFloat": "float",
+    "Enum": "one of",
+}
 
 
 def schema_doc(impl_class: type[GangaObject]) -> str:
@@ -602,8 +642,10 @@ def schema_doc(impl_class: type[GangaObject]) -> str:
     lines = ["Attributes:"]
     for name, trait in schema_items(impl_class):
         read_only = ", read-only" if trait.metadata.get("protected") else ""
-        lines.append(f"  {name} ({_type_text(trait)}, default {_default_text(trait)}"
-                     f"{read_only}): {trait.help}")
+        lines.append(
+            f"  {name} ({_type_text(trait)}, default {_default_text(trait)}"
+            f"{read_only}): {trait.help}"
+        )
     if len(lines) == 1:
         lines.append("  (none)")
     return "\n".join(lines)

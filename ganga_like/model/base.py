@@ -34,8 +34,14 @@ from ganga_like.errors import SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.compact_state import pack_state, unpack_state
 
-__all__ = ["MAX_NESTING", "Component", "ComponentList", "GangaObject", "check_depth",
-           "schema_items"]
+__all__ = [
+    "MAX_NESTING",
+    "Component",
+    "ComponentList",
+    "GangaObject",
+    "check_depth",
+    "schema_items",
+]
 
 # Deepest nesting of lists and dicts an attribute accepts. Real values nest two or three
 # deep (a splitter's list of argument lists); the limit keeps every later step (validation,
@@ -278,8 +284,10 @@ def check_depth(cls: type, name: str, value: Any, where: str = "") -> None:
     while stack:
         item, depth = stack.pop()
         if depth >= MAX_NESTING:
-            raise SchemaError(f"{where or f'{cls.__name__}.{name}'}: lists or dicts nested "
-                              f"more than {MAX_NESTING} deep are not accepted")
+            raise SchemaError(
+                f"{where or f'{cls.__name__}.{name}'}: lists or dicts nested "
+                f"more than {MAX_NESTING} deep are not accepted"
+            )
         for child in item.values() if isinstance(item, dict) else item:
             if isinstance(child, _CONTAINERS):
                 stack.append((child, depth + 1))

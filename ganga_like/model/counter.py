@@ -63,8 +63,11 @@ class StatusCounter(Persistent):  # type: ignore[misc]
             if value:
                 merged[label] = value
         state: dict[str, Any] = {"counts": merged}
-        seconds = (committed.get("run_seconds", 0.0) + new.get("run_seconds", 0.0)
-                   - old.get("run_seconds", 0.0))
+        seconds = (
+            committed.get("run_seconds", 0.0)
+            + new.get("run_seconds", 0.0)
+            - old.get("run_seconds", 0.0)
+        )
         if seconds:
             state["run_seconds"] = seconds
         return state

@@ -88,7 +88,7 @@ class RunSpec:
 
     argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
-    inputs: tuple[str, ...] = ()          # absolute paths to put in the work directory
+    inputs: tuple[str, ...] = ()  # absolute paths to put in the work directory
     output_patterns: tuple[str, ...] = ()  # glob patterns collected into the output dir
 
 
@@ -150,7 +150,7 @@ class ActiveRef(NamedTuple):
 
     job_id: int
     subjob_id: int | None
-    run: int                       # submit count: tells a resubmission from its earlier run
+    run: int  # submit count: tells a resubmission from its earlier run
     backend_data: Mapping[str, Any]
 
     @property
@@ -167,7 +167,7 @@ class StatusReport:
     time: float
     reason: str = ""
     exit_code: int | None = None
-    started: bool = True           # False: the program never ran (no running state invented)
+    started: bool = True  # False: the program never ran (no running state invented)
     # When the program started, if the backend knows and the report is a later state: the
     # running state filled in on the way is dated with it.
     started_at: float | None = None

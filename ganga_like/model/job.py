@@ -31,43 +31,68 @@ class Job(GangaObject):
     _category = "jobs"
     # Subjob attributes first (the records written by the thousand). Append-only.
     _state_fields = (
-        "id", "_master", "submit_count", "application", "backend", "status", "history",
-        "exit_code", "name", "comment", "splitter", "inputdata", "inputfiles",
-        "outputfiles", "_subjobs", "_counter", "_described",
+        "id",
+        "_master",
+        "submit_count",
+        "application",
+        "backend",
+        "status",
+        "history",
+        "exit_code",
+        "name",
+        "comment",
+        "splitter",
+        "inputdata",
+        "inputfiles",
+        "outputfiles",
+        "_subjobs",
+        "_counter",
+        "_described",
     )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "id": traitlets.Int(-1, help="Job id: unique in the repository, or in the master for "
-                            "a subjob.").tag(protected=True, copyable=False),
+        "id": traitlets.Int(
+            -1, help="Job id: unique in the repository, or in the master for a subjob."
+        ).tag(protected=True, copyable=False),
         "name": traitlets.Unicode("", help="A name of your choice.").tag(
-            changeable_at_resubmit=True, always_changeable=True, subjob="share"),
+            changeable_at_resubmit=True, always_changeable=True, subjob="share"
+        ),
         "comment": traitlets.Unicode("", help="A free-text comment.").tag(
-            changeable_at_resubmit=True, always_changeable=True, subjob="share"),
-        "status": traitlets.Unicode("new", help="Current status (read-only; a master's is "
-                                    "derived from its subjobs).").tag(
-            protected=True, copyable=False),
+            changeable_at_resubmit=True, always_changeable=True, subjob="share"
+        ),
+        "status": traitlets.Unicode(
+            "new", help="Current status (read-only; a master's is derived from its subjobs)."
+        ).tag(protected=True, copyable=False),
         # The parts: plugin objects (see ganga_like.model.parts for the tags).
-        "application": Component("applications", default="Executable",
-                                 help="What to run, e.g. Executable(exe=..., args=[...])."
-                                 ).tag(required=True, column=True, subjob="copy"),
-        "backend": Component("backends", default="Local",
-                             help="Where to run it, e.g. Local() or 'Local'."
-                             ).tag(required=True, column=True, subjob="copy"),
-        "splitter": Component("splitters", help="How to split the job into subjobs "
-                              "(None: no split)."),
-        "inputdata": Component("datasets", help="The dataset to process, e.g. "
-                               "GangaDataset(files=[...]).").tag(subjob="share"),
-        "inputfiles": ComponentList("files", help="Files copied into each (sub)job's input "
-                                    "directory before it runs.").tag(subjob="share"),
-        "outputfiles": ComponentList("files", help="Names or glob patterns collected into "
-                                     "the output directory when the job ends."
-                                     ).tag(subjob="share"),
-        "history": traitlets.List(help="The event log: time, old status, new status, "
-                                  "cause.").tag(protected=True, copyable=False, hidden=True,
-                                                searchable=False),
-        "exit_code": traitlets.Int(None, allow_none=True, help="Exit code of the program "
-                                   "(None until it ended).").tag(protected=True, copyable=False),
+        "application": Component(
+            "applications",
+            default="Executable",
+            help="What to run, e.g. Executable(exe=..., args=[...]).",
+        ).tag(required=True, column=True, subjob="copy"),
+        "backend": Component(
+            "backends", default="Local", help="Where to run it, e.g. Local() or 'Local'."
+        ).tag(required=True, column=True, subjob="copy"),
+        "splitter": Component(
+            "splitters", help="How to split the job into subjobs (None: no split)."
+        ),
+        "inputdata": Component(
+            "datasets", help="The dataset to process, e.g. GangaDataset(files=[...])."
+        ).tag(subjob="share"),
+        "inputfiles": ComponentList(
+            "files", help="Files copied into each (sub)job's input directory before it runs."
+        ).tag(subjob="share"),
+        "outputfiles": ComponentList(
+            "files",
+            help="Names or glob patterns collected into the output directory when the job ends.",
+        ).tag(subjob="share"),
+        "history": traitlets.List(help="The event log: time, old status, new status, cause.").tag(
+            protected=True, copyable=False, hidden=True, searchable=False
+        ),
+        "exit_code": traitlets.Int(
+            None, allow_none=True, help="Exit code of the program (None until it ended)."
+        ).tag(protected=True, copyable=False),
         "submit_count": traitlets.Int(0, help="How many times the job was submitted.").tag(
-            protected=True, copyable=False, hidden=True),
+            protected=True, copyable=False, hidden=True
+        ),
     }
     _append_only = frozenset({"history"})
 
@@ -102,7 +127,7 @@ class Job(GangaObject):
 
     @property
     def fqid(self) -> str:
-        """"12" for a top-level job, "12.3" for subjob 3 of job 12."""
+        """ "12" for a top-level job, "12.3" for subjob 3 of job 12."""
         master = self._master
         return f"{master.id}.{self.id}" if master is not None else str(self.id)
 
@@ -167,8 +192,10 @@ class Job(GangaObject):
             return  # any other job logged its change when its status was set
         history = self.history
         if history and history[-1][2] != label:
-            self.history = (*history, make_entry(_time.time(), history[-1][2], label,
-                                                 "derived from its subjobs"))
+            self.history = (
+                *history,
+                make_entry(_time.time(), history[-1][2], label, "derived from its subjobs"),
+            )
 
     # -- subjobs ---------------------------------------------------------------------
 

@@ -47,11 +47,11 @@ class Part:
     """One plugin-valued attribute of a job."""
 
     name: str
-    category: str        # the plugin category ("applications", "files", ...)
-    many: bool           # a list of plugin objects rather than one
+    category: str  # the plugin category ("applications", "files", ...)
+    many: bool  # a list of plugin objects rather than one
     required: bool
     column: bool
-    subjob: str | None   # COPY, SHARE, or None: subjobs do not have it
+    subjob: str | None  # COPY, SHARE, or None: subjobs do not have it
 
 
 @dataclass(frozen=True)
@@ -104,15 +104,22 @@ def _part(name: str, trait: traitlets.TraitType[Any, Any]) -> Part | None:
     else:
         return None
     tags = trait.metadata
-    return Part(name, category, many, bool(tags.get("required")), bool(tags.get("column")),
-                tags.get("subjob"))
+    return Part(
+        name,
+        category,
+        many,
+        bool(tags.get("required")),
+        bool(tags.get("column")),
+        tags.get("subjob"),
+    )
 
 
 def _build(schema: Mapping[str, traitlets.TraitType[Any, Any]]) -> JobParts:
     for name, trait in schema.items():
         if trait.metadata.get("subjob") not in (None, COPY, SHARE):
-            raise ValueError(f"{name}: the subjob tag is {COPY!r} or {SHARE!r}, not "
-                             f"{trait.metadata['subjob']!r}")
+            raise ValueError(
+                f"{name}: the subjob tag is {COPY!r} or {SHARE!r}, not {trait.metadata['subjob']!r}"
+            )
 
     def tagged(key: str, value: object = True, default: object = None) -> tuple[str, ...]:
         return tuple(n for n, t in schema.items() if t.metadata.get(key, default) == value)
@@ -138,4 +145,3 @@ def job_parts(job_class: type[GangaObject] = Job) -> JobParts:
         cached = (schema, _build(schema))
         _cache[job_class] = cached
     return cached[1]
-

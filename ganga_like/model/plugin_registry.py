@@ -82,8 +82,7 @@ def _load(name: str) -> type[Any]:
     except Exception as exc:  # any import-time failure is the plugin's, not ours
         _failed[name] = exc
         raise PluginError(f"plugin {name!r} failed to load: {exc}") from exc
-    if not (isinstance(cls, type) and _plugin_base is not None
-            and issubclass(cls, _plugin_base)):
+    if not (isinstance(cls, type) and _plugin_base is not None and issubclass(cls, _plugin_base)):
         err = PluginError(f"plugin {name!r} ({ep.value}) is not a GangaObject class")
         _failed[name] = err
         raise err

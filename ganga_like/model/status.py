@@ -54,8 +54,9 @@ class Status(enum.Enum):
             return _BY_LABEL[str(value).lower()]
         except KeyError:
             names = ", ".join(s.label for s in cls)
-            raise UnknownStatusError(f"unknown status {value!r}; expected one of: "
-                                     f"{names}") from None
+            raise UnknownStatusError(
+                f"unknown status {value!r}; expected one of: {names}"
+            ) from None
 
     @property
     def active(self) -> bool:
@@ -147,8 +148,10 @@ def set_master_status_order(order: str) -> None:
     """Choose how masters' statuses are derived (one of MASTER_STATUS_ORDERS)."""
     global _master_order
     if order not in MASTER_STATUS_ORDERS:
-        raise ValueError(f"unknown master status order {order!r}; expected one of: "
-                         f"{', '.join(MASTER_STATUS_ORDERS)}")
+        raise ValueError(
+            f"unknown master status order {order!r}; expected one of: "
+            f"{', '.join(MASTER_STATUS_ORDERS)}"
+        )
     _master_order = order
 
 

@@ -49,8 +49,11 @@ class ResilientClientCache(ClientCache):  # type: ignore[misc]
         if self.disabled:
             return
         self.disabled = True
-        log.warning("the repository client cache cannot be written (%s); going on without "
-                    "it for this session", exc.strerror or exc)
+        log.warning(
+            "the repository client cache cannot be written (%s); going on without "
+            "it for this session",
+            exc.strerror or exc,
+        )
         path = getattr(self, "path", None)
         if path:
             with contextlib.suppress(OSError):

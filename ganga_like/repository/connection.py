@@ -50,8 +50,13 @@ T = TypeVar("T")
 class Repository:
     """The repository of one gangadir, opened in one mode."""
 
-    def __init__(self, gangadir: Path, mode: str = "embedded", uri: str | None = None,
-                 options: StorageOptions | None = None) -> None:
+    def __init__(
+        self,
+        gangadir: Path,
+        mode: str = "embedded",
+        uri: str | None = None,
+        options: StorageOptions | None = None,
+    ) -> None:
         self.gangadir = gangadir.expanduser().resolve()
         ensure_private_dir(self.gangadir)
         self.workspace = self.gangadir / "workspace"
@@ -63,15 +68,20 @@ class Repository:
         if mode != "readonly":
             check_before_open(path, self.workspace)
         self.retry_policy = RetryPolicy()
-        self.db: ZODB.DB = repeat(lambda: self._open(path),
-                                  what=f"opening the repository in {self.gangadir}",
-                                  policy=self.retry_policy)
+        self.db: ZODB.DB = repeat(
+            lambda: self._open(path),
+            what=f"opening the repository in {self.gangadir}",
+            policy=self.retry_policy,
+        )
         # "auto" resolves to the mode actually used ("shared" or "embedded").
         self.effective_mode = database_mode(self.db)
         # Shared mode: ids are reserved a block at a time, so that sessions creating jobs
         # at once do not all conflict on the one counter.
-        self._ids = (IdBlocks(self.db, self.retry_policy, self.catch_up)
-                     if self.effective_mode == "shared" else None)
+        self._ids = (
+            IdBlocks(self.db, self.retry_policy, self.catch_up)
+            if self.effective_mode == "shared"
+            else None
+        )
         self._local = threading.local()
         self._closed = False
         # Held while a GPI action commits: this process's monitor skips a cycle rather
@@ -142,11 +152,13 @@ class Repository:
 
     def registry(self) -> Registry:
         ids = self._ids
-        return Registry(self.connection().root(), self.workspace,
-                        ids.take if ids is not None else None)
+        return Registry(
+            self.connection().root(), self.workspace, ids.take if ids is not None else None
+        )
 
-    def in_transaction(self, action: Callable[[], T], *, what: str = "the change",
-                       attempts: int | None = None) -> T:
+    def in_transaction(
+        self, action: Callable[[], T], *, what: str = "the change", attempts: int | None = None
+    ) -> T:
         """Run ``action`` in its own transaction, retried on conflicts; commit on success.
 
         ``action`` is run again after a conflict, so it must have no effect outside the
@@ -170,9 +182,9 @@ class Repository:
                     raise RepositoryConflictError(
                         f"{what}: not done, because the changes made before it conflicted "
                         "with another session's changes to the same jobs; they were rolled "
-                        "back, make them again") from exc
-                return retried(tm, action, what=what, policy=policy,
-                               catch_up=self.catch_up)
+                        "back, make them again"
+                    ) from exc
+                return retried(tm, action, what=what, policy=policy, catch_up=self.catch_up)
         except RepositoryWriteError:
             # Never leave the caller in a failed transaction: its objects show again
             # what the repository holds.
@@ -262,12 +274,16 @@ def layout_damage(path: Path) -> Iterator[None]:
         yield
     except (*NOT_DAMAGE, POSKeyError) as exc:
         if isinstance(exc, POSKeyError):  # a table's record is missing
-            raise corrupt(path, f"the root refers to a record that is not in the file "
-                          f"({exc})") from None
+            raise corrupt(
+                path, f"the root refers to a record that is not in the file ({exc})"
+            ) from None
         raise
     except Exception as exc:
-        raise corrupt(path, f"the registry's layout in the root cannot be read "
-                      f"({type(exc).__name__}: {_short(exc)})") from None
+        raise corrupt(
+            path,
+            f"the registry's layout in the root cannot be read "
+            f"({type(exc).__name__}: {_short(exc)})",
+        ) from None
 
 
 def _short(exc: BaseException) -> str:
@@ -291,4 +307,5 @@ def write_errors(gangadir: Path) -> Iterator[None]:
         raise RepositoryWriteError(
             f"the repository in {gangadir} could not be written ({os.strerror(code)}); "
             "this change was not saved and the repository is unchanged; free some space "
-            "(or fix the filesystem) and try again") from None
+            "(or fix the filesystem) and try again"
+        ) from None

@@ -31,8 +31,9 @@ __all__ = ["RepositoryFileStorage"]
 class RepositoryFileStorage(FileStorage):  # type: ignore[misc]
     _write_failed = False
 
-    def store(self, oid: bytes, oldserial: bytes, data: bytes, version: str,
-              transaction: Any) -> Any:
+    def store(
+        self, oid: bytes, oldserial: bytes, data: bytes, version: str, transaction: Any
+    ) -> Any:
         try:
             return super().store(oid, oldserial, data, version, transaction)
         except OSError:

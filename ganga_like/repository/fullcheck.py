@@ -39,8 +39,13 @@ from ZODB.FileStorage.format import DATA_HDR, DATA_HDR_LEN, TRANS_HDR, TRANS_HDR
 
 from ganga_like.repository.stored import JobChecks
 
-__all__ = ["CheckReport", "check_file_deeply", "record_is_readable", "scan_records",
-           "zodb_silenced"]
+__all__ = [
+    "CheckReport",
+    "check_file_deeply",
+    "record_is_readable",
+    "scan_records",
+    "zodb_silenced",
+]
 
 _TRAILER = 8
 _COMMITTED = b" pu"
@@ -92,15 +97,19 @@ class CheckReport:
         return shown + self.notes
 
     def summary(self) -> str:
-        counted = (f"{self.transactions} transaction(s), {self.records} record(s), "
-                   f"{self.objects} object(s), {self.jobs} job(s) read")
+        counted = (
+            f"{self.transactions} transaction(s), {self.records} record(s), "
+            f"{self.objects} object(s), {self.jobs} job(s) read"
+        )
         if self.sound:
             return f"repository is sound: {counted}"
         total = len(self.problems) + self.hidden
         if any("ganga repository reset" in line for line in self.problems):
             return f"repository is damaged: {total} problem(s) ({counted}); see above"
-        return (f"repository is damaged: {total} problem(s) ({counted}); run `ganga "
-                "repository recover` with every session closed to keep what is intact")
+        return (
+            f"repository is damaged: {total} problem(s) ({counted}); run `ganga "
+            "repository recover` with every session closed to keep what is intact"
+        )
 
 
 @dataclass
@@ -122,8 +131,10 @@ def check_file_deeply(path: Path, checks: JobChecks) -> CheckReport:
         return report
     owners = _check_objects(path, current, report, checks)
     if report.old_only:
-        report.notes.append(f"{len(report.old_only)} of the damaged object(s) are damaged "
-                            "in old revisions only: their current state reads")
+        report.notes.append(
+            f"{len(report.old_only)} of the damaged object(s) are damaged "
+            "in old revisions only: their current state reads"
+        )
     _name_owners(report, current, owners)
     return report
 
@@ -155,9 +166,10 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
         return {}
     if size == len(MAGIC) and data == MAGIC:
         return {}
-    if data[:len(MAGIC)] != MAGIC:
-        report.problem("the file does not start like a repository file (FileStorage header "
-                       "missing)")
+    if data[: len(MAGIC)] != MAGIC:
+        report.problem(
+            "the file does not start like a repository file (FileStorage header missing)"
+        )
         return None
     current: dict[int, _Record] = {}
     every: dict[int, int] = {}  # record position -> oid, for back pointers
@@ -167,27 +179,35 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
     readable = True
     while pos < size:
         if pos + TRANS_HDR_LEN > size:
-            report.problem(f"incomplete transaction header at byte {pos} (the file ends "
-                           f"{size - pos} bytes later)")
+            report.problem(
+                f"incomplete transaction header at byte {pos} (the file ends "
+                f"{size - pos} bytes later)"
+            )
             readable = False
             break
         tid, length, status, ulen, dlen, elen = struct.unpack(
-            TRANS_HDR, data[pos:pos + TRANS_HDR_LEN])
+            TRANS_HDR, data[pos : pos + TRANS_HDR_LEN]
+        )
         end = pos + length
         if length < TRANS_HDR_LEN or end + _TRAILER > size:
             if status == b"c" and end + _TRAILER >= size:
-                report.notes.append(f"the transaction at byte {pos} is still being written "
-                                    "(a commit in progress, or one a crash interrupted: "
-                                    "it is dropped when the file is next opened)")
+                report.notes.append(
+                    f"the transaction at byte {pos} is still being written "
+                    "(a commit in progress, or one a crash interrupted: "
+                    "it is dropped when the file is next opened)"
+                )
             else:
-                report.problem(f"transaction at byte {pos} runs past the end of the file "
-                               f"(it claims {length} bytes, {size - pos} remain)")
+                report.problem(
+                    f"transaction at byte {pos} runs past the end of the file "
+                    f"(it claims {length} bytes, {size - pos} remain)"
+                )
                 readable = False
             break
-        (trailer,) = struct.unpack(">Q", data[end:end + _TRAILER])
+        (trailer,) = struct.unpack(">Q", data[end : end + _TRAILER])
         if trailer != length:
-            report.problem(f"transaction at byte {pos}: its two lengths differ ({length} "
-                           f"and {trailer})")
+            report.problem(
+                f"transaction at byte {pos}: its two lengths differ ({length} and {trailer})"
+            )
             readable = False
             break
         report.transactions += 1
@@ -211,26 +231,31 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
         missing = [ref for ref in record.refs if ref not in current]
         if missing:
             shown = ", ".join(f"{ref:#x}" for ref in missing[:5])
-            report.problem(f"record {record.oid:#x} ({record.klass}) at byte {at} refers to "
-                           f"record(s) {shown} that do not exist", record.oid)
+            report.problem(
+                f"record {record.oid:#x} ({record.klass}) at byte {at} refers to "
+                f"record(s) {shown} that do not exist",
+                record.oid,
+            )
             report.damaged_at[record.oid] = max(at, report.damaged_at.get(record.oid, 0))
-    report.old_only = {oid for oid, at in report.damaged_at.items()
-                       if oid in current and current[oid].pos != at}
+    report.old_only = {
+        oid for oid, at in report.damaged_at.items() if oid in current and current[oid].pos != at
+    }
     return current if readable else None
 
 
-def _check_metadata(data: bytes, pos: int, ulen: int, dlen: int, elen: int, where: str,
-                    report: CheckReport) -> None:
+def _check_metadata(
+    data: bytes, pos: int, ulen: int, dlen: int, elen: int, where: str, report: CheckReport
+) -> None:
     at = pos + TRANS_HDR_LEN
     for label, length in (("user", ulen), ("description", dlen)):
         try:
-            data[at:at + length].decode("utf-8")
+            data[at : at + length].decode("utf-8")
         except UnicodeDecodeError:
             report.problem(f"{where}: its {label} is not text")
         at += length
     if elen:
         try:
-            extension = _NullUnpickler(io.BytesIO(data[at:at + elen])).load()
+            extension = _NullUnpickler(io.BytesIO(data[at : at + elen])).load()
         except Exception as exc:
             report.problem(f"{where}: its extension cannot be read ({_describe(exc)})")
         else:
@@ -238,36 +263,49 @@ def _check_metadata(data: bytes, pos: int, ulen: int, dlen: int, elen: int, wher
                 report.problem(f"{where}: its extension is not a mapping")
 
 
-def _scan_records(data: bytes, tpos: int, pos: int, end: int, tid: bytes,
-                  current: dict[int, _Record], every: dict[int, int],
-                  refs_seen: list[tuple[_Record, int]], report: CheckReport) -> None:
+def _scan_records(
+    data: bytes,
+    tpos: int,
+    pos: int,
+    end: int,
+    tid: bytes,
+    current: dict[int, _Record],
+    every: dict[int, int],
+    refs_seen: list[tuple[_Record, int]],
+    report: CheckReport,
+) -> None:
     while pos < end:
         if pos + DATA_HDR_LEN > end:
-            report.problem(f"record at byte {pos}: its header runs past its transaction "
-                           f"(at byte {tpos})")
+            report.problem(
+                f"record at byte {pos}: its header runs past its transaction (at byte {tpos})"
+            )
             return
         raw_oid, serial, prev, tloc, vlen, plen = struct.unpack(
-            DATA_HDR, data[pos:pos + DATA_HDR_LEN])
+            DATA_HDR, data[pos : pos + DATA_HDR_LEN]
+        )
         oid = int.from_bytes(raw_oid, "big")
         report.records += 1
         name = f"record {oid:#x} at byte {pos}"
         body = pos + DATA_HDR_LEN
         after = body + (plen if plen else 8)
         if vlen or after > end:
-            report.problem(f"{name}: its length does not fit its transaction (at byte "
-                           f"{tpos})", oid)
+            report.problem(f"{name}: its length does not fit its transaction (at byte {tpos})", oid)
             return
         if serial != tid:
-            report.problem(f"{name}: it names another transaction than the one it is in",
-                           oid)
+            report.problem(f"{name}: it names another transaction than the one it is in", oid)
         if tloc != tpos:
-            report.problem(f"{name}: it names a transaction at byte {tloc}, it is in the "
-                           f"one at byte {tpos}", oid)
+            report.problem(
+                f"{name}: it names a transaction at byte {tloc}, it is in the one at byte {tpos}",
+                oid,
+            )
         previous = current.get(oid)
         expected_prev = previous.pos if previous is not None else 0
         if prev != expected_prev:
-            report.problem(f"{name}: its link to the object's previous record is wrong "
-                           f"({prev}, expected {expected_prev})", oid)
+            report.problem(
+                f"{name}: its link to the object's previous record is wrong "
+                f"({prev}, expected {expected_prev})",
+                oid,
+            )
         record = _Record(oid, pos, tpos, [], "?", True)
         before = report.count
         if plen:
@@ -278,8 +316,11 @@ def _scan_records(data: bytes, tpos: int, pos: int, end: int, tid: bytes,
             if back == 0:
                 record.has_data = False
             elif every.get(back) != oid:
-                report.problem(f"{name}: it points back to byte {back}, which is not a "
-                               "record of the same object", oid)
+                report.problem(
+                    f"{name}: it points back to byte {back}, which is not a "
+                    "record of the same object",
+                    oid,
+                )
             else:
                 earlier = current.get(oid)
                 record.klass = earlier.klass if earlier is not None else "?"
@@ -299,15 +340,21 @@ def _decode(pickles: bytes, record: _Record, name: str, report: CheckReport) -> 
         record.klass = _class_name(klass)
         unpickler.load()
     except Exception as exc:
-        report.problem(f"{name} ({record.klass}): its data cannot be read "
-                       f"({_describe(exc)})", record.oid)
+        report.problem(
+            f"{name} ({record.klass}): its data cannot be read ({_describe(exc)})", record.oid
+        )
         return
     if stream.tell() != len(pickles):
-        report.problem(f"{name} ({record.klass}): {len(pickles) - stream.tell()} stray "
-                       "byte(s) after its data", record.oid)
+        report.problem(
+            f"{name} ({record.klass}): {len(pickles) - stream.tell()} stray byte(s) after its data",
+            record.oid,
+        )
     elif not _memo_in_order(unpickler):
-        report.problem(f"{name} ({record.klass}): its data is not as a pickler writes it "
-                       "(memo entries out of order)", record.oid)
+        report.problem(
+            f"{name} ({record.klass}): its data is not as a pickler writes it "
+            "(memo entries out of order)",
+            record.oid,
+        )
     record.refs = unpickler.refs
 
 
@@ -394,8 +441,9 @@ def _class_name(klass: Any) -> str:
 # -- passes 2 and 3: the objects and the layout ----------------------------------------
 
 
-def _check_objects(path: Path, current: dict[int, _Record],
-                   report: CheckReport, checks: JobChecks) -> dict[int, str]:
+def _check_objects(
+    path: Path, current: dict[int, _Record], report: CheckReport, checks: JobChecks
+) -> dict[int, str]:
     """Load every current object and check the registry's layout; who owns which oid."""
     from ganga_like.repository.storage import quiet_zodb_logging
 
@@ -405,8 +453,13 @@ def _check_objects(path: Path, current: dict[int, _Record],
         return _load_objects(path, current, report, owners, checks)
 
 
-def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
-                  owners: dict[int, str], checks: JobChecks) -> dict[int, str]:
+def _load_objects(
+    path: Path,
+    current: dict[int, _Record],
+    report: CheckReport,
+    owners: dict[int, str],
+    checks: JobChecks,
+) -> dict[int, str]:
     import transaction
     from ZODB.FileStorage import FileStorage
 
@@ -443,8 +496,9 @@ def _load_objects(path: Path, current: dict[int, _Record], report: CheckReport,
                 report.problem(_after_path(str(exc)), oid)
             except Exception as exc:
                 report.old_only.discard(oid)
-                report.problem(f"record {oid:#x} ({record.klass}) cannot be loaded "
-                               f"({_describe(exc)})", oid)
+                report.problem(
+                    f"record {oid:#x} ({record.klass}) cannot be loaded ({_describe(exc)})", oid
+                )
             if report.objects % 5000 == 0:
                 conn.cacheGC()
         if 0 not in report.current_damage:
@@ -477,8 +531,9 @@ def _after_path(message: str) -> str:
     return text.split(". Nothing was changed", 1)[0]
 
 
-def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str],
-                  checks: JobChecks) -> None:
+def _check_layout(
+    conn: Any, report: CheckReport, owners: dict[int, str], checks: JobChecks
+) -> None:
     from BTrees.check import check as check_tree
     from BTrees.IOBTree import IOBTree
     from BTrees.OOBTree import OOBTree
@@ -496,20 +551,24 @@ def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str],
     # isinstance, not the class name: the registry's tables are BTrees subclasses that
     # merge more concurrent changes (``ganga_like.repository.trees``).
     expected: dict[str, type] = {
-        "jobs": IOBTree, "active": OOBTree, "ids": IdAllocator, "submitting": IOBTree,
-        "by_status": OOBTree, "status_of": IOBTree, "by_name": OOBTree}
+        "jobs": IOBTree,
+        "active": OOBTree,
+        "ids": IdAllocator,
+        "submitting": IOBTree,
+        "by_status": OOBTree,
+        "status_of": IOBTree,
+        "by_name": OOBTree,
+    }
     for key, kind in expected.items():
         value = root.get(key)
         if not isinstance(value, kind):
-            report.problem(f"the root's {key!r} is {type(value).__name__}, "
-                           f"not {kind.__name__}", 0)
+            report.problem(f"the root's {key!r} is {type(value).__name__}, not {kind.__name__}", 0)
             continue
         if kind is not IdAllocator:
             try:
                 check_tree(value)
             except Exception as exc:
-                report.problem(f"the table {key!r} is inconsistent ({_describe(exc)})",
-                               _oid(value))
+                report.problem(f"the table {key!r} is inconsistent ({_describe(exc)})", _oid(value))
     if root.get("format") != FORMAT:
         report.problem(f"the root's format is {root.get('format')!r}, not {FORMAT}", 0)
     jobs = root.get("jobs")
@@ -522,20 +581,29 @@ def _check_layout(conn: Any, report: CheckReport, owners: dict[int, str],
         report.jobs += 1
         owners[_oid(job)] = f"job {job_id}"
         if isinstance(job, Broken):
-            report.notes.append(f"job {job_id} is of a class that is not installed "
-                                f"({type(job).__name__}): it lists as broken")
+            report.notes.append(
+                f"job {job_id} is of a class that is not installed "
+                f"({type(job).__name__}): it lists as broken"
+            )
             continue
         if not checks.is_job(job):
             report.problem(f"job {job_id} is a {type(job).__name__}, not a job", _oid(job))
             continue
         _check_job(job, job_id, None, report, owners, checks)
         if next_id is not None and job_id >= next_id:
-            report.problem(f"job {job_id} is at or above the next id to be given out "
-                           f"({next_id})", _oid(ids))
+            report.problem(
+                f"job {job_id} is at or above the next id to be given out ({next_id})", _oid(ids)
+            )
 
 
-def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
-               owners: dict[int, str], checks: JobChecks) -> None:
+def _check_job(
+    job: Any,
+    job_id: int,
+    master: Any,
+    report: CheckReport,
+    owners: dict[int, str],
+    checks: JobChecks,
+) -> None:
     from BTrees.check import check as check_tree
 
     label = f"job {job_id}" if master is None else f"job {master.id}.{job_id}"
@@ -546,7 +614,8 @@ def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
             report.problem(f"{label} says it is job {job.id}", _oid(job))
         checks.validate(job)
         if (job.master is None) != (master is None) or (
-                master is not None and job.master is not master):
+            master is not None and job.master is not master
+        ):
             report.problem(f"{label} names the wrong master", _oid(job))
         subjobs = checks.subjobs(job)
     except Exception as exc:
@@ -558,8 +627,9 @@ def _check_job(job: Any, job_id: int, master: Any, report: CheckReport,
     try:
         check_tree(subjobs)
     except Exception as exc:
-        report.problem(f"the subjob table of {label} is inconsistent ({_describe(exc)})",
-                       _oid(subjobs))
+        report.problem(
+            f"the subjob table of {label} is inconsistent ({_describe(exc)})", _oid(subjobs)
+        )
         return
     for sub_id, sub in _items(subjobs, report):
         owners.setdefault(_oid(sub), f"job {job_id}.{sub_id}")
@@ -578,8 +648,7 @@ def _oid(obj: Any) -> int:
     return int.from_bytes(raw, "big") if raw else -1
 
 
-def _name_owners(report: CheckReport, current: dict[int, _Record],
-                 owners: dict[int, str]) -> None:
+def _name_owners(report: CheckReport, current: dict[int, _Record], owners: dict[int, str]) -> None:
     """Say which job each damaged record belongs to, where that is known."""
     if not owners or not report.damaged_oids:
         return

@@ -35,8 +35,9 @@ class IdBlocks:
     FIRST = 8
     LARGEST = 64
 
-    def __init__(self, db: Any, policy: RetryPolicy,
-                 catch_up: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self, db: Any, policy: RetryPolicy, catch_up: Callable[[], object] | None = None
+    ) -> None:
         self._db = db
         self._policy = policy
         self._catch_up = catch_up
@@ -68,9 +69,13 @@ class IdBlocks:
         tm = transaction.TransactionManager()
         conn = self._db.open(transaction_manager=tm)
         try:
-            start: int = retried(tm, lambda: conn.root()["ids"].reserve(size),
-                                 what="reserving job ids", policy=self._policy,
-                                 catch_up=self._catch_up)
+            start: int = retried(
+                tm,
+                lambda: conn.root()["ids"].reserve(size),
+                what="reserving job ids",
+                policy=self._policy,
+                catch_up=self._catch_up,
+            )
         finally:
             conn.close()
         self._free.extend(range(start, start + size))
@@ -95,7 +100,11 @@ class IdBlocks:
         with contextlib.suppress(Exception):
             conn = self._db.open(transaction_manager=tm)
             try:
-                retried(tm, lambda: conn.root()["ids"].release(start, end),
-                        what="giving back job ids", policy=self._policy)
+                retried(
+                    tm,
+                    lambda: conn.root()["ids"].release(start, end),
+                    what="giving back job ids",
+                    policy=self._policy,
+                )
             finally:
                 conn.close()

@@ -70,7 +70,9 @@ def corrupt(path: Path, detail: str) -> RepositoryCorruptError:
         f"repository {path} is damaged: {detail}. Nothing was changed. To keep everything "
         f"that is intact run `ganga repository recover` (or python -m "
         f"ganga_like.runtime.repository_check recover {gangadir}); the damaged file is kept "
-        "as a backup", path=str(path))
+        "as a backup",
+        path=str(path),
+    )
 
 
 # -- the check before opening ---------------------------------------------------------
@@ -92,14 +94,17 @@ def check_file(path: Path) -> str | None:
         return None
     with open(path, "rb") as f:
         if size < len(MAGIC) or f.read(len(MAGIC)) != MAGIC:
-            raise corrupt(path, "it does not start like a repository file (FileStorage "
-                                "header missing)")
+            raise corrupt(
+                path, "it does not start like a repository file (FileStorage header missing)"
+            )
         if size == len(MAGIC):
             return None
         indexed = _index_position(path)
         if indexed is not None and indexed > size:
-            raise corrupt(path, f"it is {indexed - size} bytes shorter than when it was "
-                                "last closed (truncated)")
+            raise corrupt(
+                path,
+                f"it is {indexed - size} bytes shorter than when it was last closed (truncated)",
+            )
         if indexed == size and _last_transaction_complete(f, size):
             return None
     return _classify_unfinished_end(path, size)
@@ -145,11 +150,16 @@ def _classify_unfinished_end(path: Path, size: int) -> str | None:
         f.seek(end)
         header = f.read(TRANS_HDR_LEN)
     if len(header) < TRANS_HDR_LEN or _unfinished_commit(header, end, size):
-        return (f"the last commit was interrupted by a crash and never completed; its "
-                f"{size - end} bytes are discarded (kept in {path.name}.trN)")
+        return (
+            f"the last commit was interrupted by a crash and never completed; its "
+            f"{size - end} bytes are discarded (kept in {path.name}.trN)"
+        )
     detail = "; ".join(m for m in messages if "Ignoring index" not in m)
-    raise corrupt(path, f"the transaction at byte {end} cannot be read ({size - end} bytes "
-                        f"from there on would be lost){': ' + detail if detail else ''}")
+    raise corrupt(
+        path,
+        f"the transaction at byte {end} cannot be read ({size - end} bytes "
+        f"from there on would be lost){': ' + detail if detail else ''}",
+    )
 
 
 def _unfinished_commit(header: bytes, pos: int, size: int) -> bool:
@@ -210,10 +220,12 @@ def full_check(gangadir: Path, checks: JobChecks) -> CheckReport:
     if report.sound:
         orphaned = [i for i in job_dirs(workspace) if i >= report.next_id]
         if orphaned:
-            report.problem(f"the workspace holds {len(orphaned)} job director"
-                           f"{'y' if len(orphaned) == 1 else 'ies'} at or above the next "
-                           f"job id ({report.next_id}): the repository has lost jobs; "
-                           "put back a copy of Data.fs, or run `ganga repository reset`")
+            report.problem(
+                f"the workspace holds {len(orphaned)} job director"
+                f"{'y' if len(orphaned) == 1 else 'ies'} at or above the next "
+                f"job id ({report.next_id}): the repository has lost jobs; "
+                "put back a copy of Data.fs, or run `ganga repository reset`"
+            )
     return report
 
 
@@ -231,14 +243,18 @@ class RecoveryReport:
     notes: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"repository recovered: {self.jobs_kept} job(s) kept, "
-                 f"{self.bytes_removed} damaged byte(s) left out; the damaged file is kept "
-                 f"as {self.backup}"]
+        lines = [
+            f"repository recovered: {self.jobs_kept} job(s) kept, "
+            f"{self.bytes_removed} damaged byte(s) left out; the damaged file is kept "
+            f"as {self.backup}"
+        ]
         if self.lost_jobs:
             shown = ", ".join(str(i) for i in self.lost_jobs[:20])
             more = " ..." if len(self.lost_jobs) > 20 else ""
-            lines.append(f"job(s) {shown}{more} could not be read back and were taken out of "
-                         "the registry (their workspaces are kept)")
+            lines.append(
+                f"job(s) {shown}{more} could not be read back and were taken out of "
+                "the registry (their workspaces are kept)"
+            )
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -257,26 +273,29 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
     path = data_path(gangadir.expanduser().resolve())
     check_before_open(path, path.parent.parent / "workspace")  # lost jobs: say so
     if not path.exists() or path.stat().st_size <= len(MAGIC):
-        raise RepositoryError(f"no repository at {path} to recover (the file is missing "
-                              "or empty)")
+        raise RepositoryError(f"no repository at {path} to recover (the file is missing or empty)")
     lock = lock_for_maintenance(path, "recovering")
     try:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         backup = path.with_name(f"{path.name}.damaged-{stamp}")
         target = path.with_name(f"{path.name}.recovering")
-        for stale in (target, Path(f"{target}.index"), Path(f"{target}.lock"),
-                      Path(f"{target}.tmp")):
+        for stale in (
+            target,
+            Path(f"{target}.index"),
+            Path(f"{target}.lock"),
+            Path(f"{target}.tmp"),
+        ):
             stale.unlink(missing_ok=True)
         os.replace(path, backup)
         output = io.StringIO()
         try:
             with contextlib.redirect_stdout(output), _zodb_log_captured():
-                fsrecover.recover(str(backup), str(target), verbose=0, partial=False,
-                                  force=True)
+                fsrecover.recover(str(backup), str(target), verbose=0, partial=False, force=True)
         except (Exception, SystemExit) as exc:
             os.replace(backup, path)  # leave everything as it was
-            raise RepositoryError(f"recovery of {path} failed ({_describe(exc)}); the file "
-                                  "was left unchanged") from None
+            raise RepositoryError(
+                f"recovery of {path} failed ({_describe(exc)}); the file was left unchanged"
+            ) from None
         report = RecoveryReport(backup=backup, bytes_removed=_bytes_removed(output.getvalue()))
         for suffix in (".index", ".tmp"):
             old = Path(f"{path}{suffix}")
@@ -318,8 +337,7 @@ def _check_registry(path: Path, report: RecoveryReport, checks: JobChecks) -> No
 
     if not _root_usable(path):
         _write_empty_root(path)
-        report.notes.append("the root record could not be read as a mapping; it was "
-                            "written anew")
+        report.notes.append("the root record could not be read as a mapping; it was written anew")
     storage = FileStorage(str(path))
     db = ZODB.DB(storage)
     tm = transaction.TransactionManager()
@@ -338,8 +356,9 @@ def _check_registry(path: Path, report: RecoveryReport, checks: JobChecks) -> No
             try:
                 job_ids = list(root["jobs"].keys()) if "jobs" in root else []
             except Exception as exc:
-                report.notes.append(f"the job table could not be read ({_describe(exc)}); "
-                                    "it was started afresh")
+                report.notes.append(
+                    f"the job table could not be read ({_describe(exc)}); it was started afresh"
+                )
                 job_ids = []
                 del root["jobs"]
             Registry.initialise(root)
@@ -409,8 +428,7 @@ def _write_empty_root(path: Path) -> None:
     from ZODB.FileStorage import FileStorage
     from ZODB.utils import z64
 
-    empty = (pickle.dumps(PersistentMapping, protocol=3)
-             + pickle.dumps({"data": {}}, protocol=3))
+    empty = pickle.dumps(PersistentMapping, protocol=3) + pickle.dumps({"data": {}}, protocol=3)
     storage = FileStorage(str(path))
     try:
         _data, serial = storage.load(z64)
@@ -431,8 +449,10 @@ def _rebuild_root(conn: Any, root: Any, path: Path, report: RecoveryReport) -> N
     for key, oid in sorted(tables.items()):
         root[key] = conn.get(oid.to_bytes(8, "big"))
     if "jobs" in tables:
-        report.notes.append(f"the root record was rebuilt from the tables found in the file "
-                            f"({', '.join(sorted(tables))})")
+        report.notes.append(
+            f"the root record was rebuilt from the tables found in the file "
+            f"({', '.join(sorted(tables))})"
+        )
 
 
 def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
@@ -443,14 +463,15 @@ def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
     used = [i for i in job_dirs(workspace) if i not in root["jobs"]]
     ids = root["ids"]
     if used and ids.next_id <= used[-1]:
-        report.notes.append(f"the workspaces of {len(used)} job(s) the repository no longer "
-                            f"has are kept in {workspace}; new jobs start at id "
-                            f"{used[-1] + 1}")
+        report.notes.append(
+            f"the workspaces of {len(used)} job(s) the repository no longer "
+            f"has are kept in {workspace}; new jobs start at id "
+            f"{used[-1] + 1}"
+        )
         ids.next_id = used[-1] + 1
 
 
-def _job_readable(jobs: Any, job_id: int, report: RecoveryReport,
-                  checks: JobChecks) -> bool:
+def _job_readable(jobs: Any, job_id: int, report: RecoveryReport, checks: JobChecks) -> bool:
     try:
         job = jobs[job_id]
         job._p_activate()
@@ -471,4 +492,6 @@ def lock_for_maintenance(path: Path, doing: str) -> zc.lockfile.LockFile:
     except zc.lockfile.LockError:
         raise RepositoryBusyError(
             f"repository {path.parent} is in use; close every session using it (and stop "
-            f"the monitor daemon) before {doing} it", pid=None) from None
+            f"the monitor daemon) before {doing} it",
+            pid=None,
+        ) from None

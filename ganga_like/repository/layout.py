@@ -28,8 +28,14 @@ __all__ = ["EXPECTED", "layout_problem", "printable"]
 # concurrent changes (ganga_like.repository.trees), and older repositories hold the plain
 # BTrees (Registry.initialise copies them once).
 EXPECTED: dict[str, type] = {
-    "jobs": IOBTree, "active": OOBTree, "ids": IdAllocator, "submitting": IOBTree,
-    "by_status": OOBTree, "status_of": IOBTree, "by_name": OOBTree}
+    "jobs": IOBTree,
+    "active": OOBTree,
+    "ids": IdAllocator,
+    "submitting": IOBTree,
+    "by_status": OOBTree,
+    "status_of": IOBTree,
+    "by_name": OOBTree,
+}
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
@@ -49,8 +55,7 @@ def layout_problem(conn: Any) -> str | None:
     keys = list(root.keys())
     unknown = [k for k in keys if k not in EXPECTED and k not in _OTHER_KEYS]
     if unknown:
-        return (f"the root holds an entry the registry does not have "
-                f"({printable(repr(unknown[0]))})")
+        return f"the root holds an entry the registry does not have ({printable(repr(unknown[0]))})"
     if not keys:
         return None  # a new repository: the registry creates its layout
     missing = [k for k in _ALWAYS if k not in root]
@@ -65,8 +70,7 @@ def layout_problem(conn: Any) -> str | None:
             continue
         value = root[key]  # a ghost: its class comes from the reference, nothing loaded
         if not isinstance(value, kind):
-            return (f"the root's {key!r} is of class {_full_name(type(value))}, not "
-                    f"{kind.__name__}")
+            return f"the root's {key!r} is of class {_full_name(type(value))}, not {kind.__name__}"
         oid: bytes | None = getattr(value, "_p_oid", None)
         if oid is None:
             return f"the root's {key!r} is not stored in a record of its own"
@@ -77,9 +81,11 @@ def layout_problem(conn: Any) -> str | None:
         module, name = get_pickle_metadata(data)
         klass = type(value)
         if (module, name) != (klass.__module__, klass.__name__):
-            return (f"the root's {key!r} refers to record {int.from_bytes(oid, 'big'):#x}, "
-                    f"which holds an object of class {printable(name)}, not "
-                    f"{klass.__name__}")
+            return (
+                f"the root's {key!r} refers to record {int.from_bytes(oid, 'big'):#x}, "
+                f"which holds an object of class {printable(name)}, not "
+                f"{klass.__name__}"
+            )
     return None
 
 

@@ -46,8 +46,8 @@ def ensure_private_dir(path: Path) -> None:
     if not stat.S_ISDIR(info.st_mode):
         raise RepositoryError(f"{path} exists and is not a directory")
     if info.st_uid != os.getuid():
-        raise RepositoryError(f"{path} belongs to another user (uid {info.st_uid}); "
-                              "refusing to use it")
+        raise RepositoryError(
+            f"{path} belongs to another user (uid {info.st_uid}); refusing to use it"
+        )
     if not os.access(path, os.W_OK | os.X_OK):
-        raise RepositoryError(f"{path} is not writable; choose another gangadir "
-                              "(GANGA_DIR=...)")
+        raise RepositoryError(f"{path} is not writable; choose another gangadir (GANGA_DIR=...)")

@@ -22,8 +22,14 @@ from typing import Any
 
 from ganga_like.errors import RepositoryError
 
-__all__ = ["check_after_open", "check_before_open", "first_free_id", "id_ranges", "is_empty",
-           "job_dirs"]
+__all__ = [
+    "check_after_open",
+    "check_before_open",
+    "first_free_id",
+    "id_ranges",
+    "is_empty",
+    "job_dirs",
+]
 
 
 def job_dirs(workspace: Path) -> list[int]:
@@ -32,8 +38,9 @@ def job_dirs(workspace: Path) -> list[int]:
         entries = list(os.scandir(workspace))
     except FileNotFoundError:
         return []
-    return sorted(int(e.name) for e in entries
-                  if e.name.isdigit() and e.is_dir(follow_symlinks=False))
+    return sorted(
+        int(e.name) for e in entries if e.name.isdigit() and e.is_dir(follow_symlinks=False)
+    )
 
 
 def first_free_id(take: Callable[[], int], workspace: Path | None) -> int:
@@ -89,7 +96,8 @@ def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
         f"repository does not know. Nothing was changed. With every session closed, "
         f"either put back a copy of {path.name}{found} and delete {path.name}.index, or run "
         "`ganga repository reset` to move those directories aside (into "
-        "workspace-orphaned-<time>/) and use the repository as it is")
+        "workspace-orphaned-<time>/) and use the repository as it is"
+    )
 
 
 def id_ranges(ids: list[int]) -> str:
@@ -107,7 +115,9 @@ def id_ranges(ids: list[int]) -> str:
 
 
 def _backups(path: Path) -> list[str]:
-    found = [p.name for p in sorted(path.parent.glob(f"{path.name}.*"))
-             if p.is_file() and p.stat().st_size > 4
-             and not p.name.endswith((".index", ".lock", ".tmp"))]
+    found = [
+        p.name
+        for p in sorted(path.parent.glob(f"{path.name}.*"))
+        if p.is_file() and p.stat().st_size > 4 and not p.name.endswith((".index", ".lock", ".tmp"))
+    ]
     return found[:5]

@@ -89,8 +89,9 @@ def pack_now(storage: Any, path: Path, keep_days: float) -> dict[str, Any]:
     return record
 
 
-def maybe_pack_in_background(storage: Any, path: Path,
-                             policy: PackPolicy) -> threading.Thread | None:
+def maybe_pack_in_background(
+    storage: Any, path: Path, policy: PackPolicy
+) -> threading.Thread | None:
     """Start packing in a thread if it is due; the caller joins it before closing."""
     if not pack_due(path, policy):
         return None
@@ -99,12 +100,21 @@ def maybe_pack_in_background(storage: Any, path: Path,
         try:
             record = pack_now(storage, path, policy.keep_days)
         except Exception as exc:  # packing is housekeeping: never take the session down
-            log.warning("repository %s: automatic packing failed: %s: %s", path.parent,
-                        type(exc).__name__, exc)
+            log.warning(
+                "repository %s: automatic packing failed: %s: %s",
+                path.parent,
+                type(exc).__name__,
+                exc,
+            )
             return
-        log.info("repository %s packed: %.1f MB -> %.1f MB in %.1f s (history of the last "
-                 "%g days kept)", path.parent, record["size_before"] / 2**20,
-                 record["size_after"] / 2**20, record["seconds"], policy.keep_days)
+        log.info(
+            "repository %s packed: %.1f MB -> %.1f MB in %.1f s (history of the last %g days kept)",
+            path.parent,
+            record["size_before"] / 2**20,
+            record["size_after"] / 2**20,
+            record["seconds"],
+            policy.keep_days,
+        )
 
     thread = threading.Thread(target=run, name="ganga-pack", daemon=True)
     thread.start()

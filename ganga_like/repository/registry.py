@@ -41,8 +41,7 @@ from ganga_like.repository.orphans import first_free_id
 from ganga_like.repository.stored import StoredJob
 from ganga_like.repository.trees import IdMap, IdSet, KeyMap
 
-__all__ = ["FORMAT", "KEEP", "TOP", "IdAllocator", "IdSet", "Registry", "StoredJob",
-           "active_key"]
+__all__ = ["FORMAT", "KEEP", "TOP", "IdAllocator", "IdSet", "Registry", "StoredJob", "active_key"]
 
 FORMAT = 1
 TOP = -1  # subjob id used in the active index for a job without subjobs
@@ -74,8 +73,14 @@ class IdAllocator(Persistent):  # type: ignore[misc]
 
 
 # The class of each tree of the root (ganga_like.repository.trees says why not plain BTrees).
-_TREES: dict[str, type] = {"jobs": IdMap, "active": KeyMap, "submitting": IdMap,
-                           "by_status": KeyMap, "status_of": IdMap, "by_name": KeyMap}
+_TREES: dict[str, type] = {
+    "jobs": IdMap,
+    "active": KeyMap,
+    "submitting": IdMap,
+    "by_status": KeyMap,
+    "status_of": IdMap,
+    "by_name": KeyMap,
+}
 
 
 def active_key(job: StoredJob) -> tuple[int, int]:
@@ -96,8 +101,9 @@ class Registry:
     in its own transaction.
     """
 
-    def __init__(self, root: Any, workspace: Path | None = None,
-                 ids: Callable[[Any], int] | None = None) -> None:
+    def __init__(
+        self, root: Any, workspace: Path | None = None, ids: Callable[[Any], int] | None = None
+    ) -> None:
         self.root = root
         self.workspace = workspace
         self._ids = ids
@@ -109,15 +115,18 @@ class Registry:
         Every opening checks the root's shape against ``ganga_like.repository.layout``
         first: a new key of the root goes there too."""
         created = False
-        for key, factory in (("jobs", IdMap), ("active", KeyMap), ("ids", IdAllocator),
-                             ("submitting", IdMap)):
+        for key, factory in (
+            ("jobs", IdMap),
+            ("active", KeyMap),
+            ("ids", IdAllocator),
+            ("submitting", IdMap),
+        ):
             if key not in root:
                 root[key] = factory()
                 created = True
         if "by_status" not in root:
             # Also the migration of a repository made before the indexes existed.
-            root["by_status"], root["status_of"], root["by_name"] = (
-                KeyMap(), IdMap(), KeyMap())
+            root["by_status"], root["status_of"], root["by_name"] = (KeyMap(), IdMap(), KeyMap())
             registry = Registry(root)
             for job in root["jobs"].values():
                 registry.reindex(job)
@@ -162,7 +171,8 @@ class Registry:
         take = self._ids
         job_id = first_free_id(
             (lambda: take(self.root)) if take is not None else self.root["ids"].allocate,
-            self.workspace)
+            self.workspace,
+        )
         job.__dict__["id"] = job_id
         job._p_changed = True
         self.jobs[job_id] = job

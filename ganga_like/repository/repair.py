@@ -48,11 +48,14 @@ def revert_unreadable(path: Path) -> list[str]:
                 notes.append(f"record {oid:#x} has no readable revision: left as it is")
             elif found[2] > 0:  # the current revision itself is fine otherwise
                 reverts[raw] = (found[0], found[1])
-                notes.append(f"record {oid:#x} was put back to its last readable revision "
-                             f"({found[2]} revision(s) older)")
+                notes.append(
+                    f"record {oid:#x} was put back to its last readable revision "
+                    f"({found[2]} revision(s) older)"
+                )
         if reverts:
-            meta = TransactionMetaData(description="records put back to their last "
-                                                   "readable revision by recovery")
+            meta = TransactionMetaData(
+                description="records put back to their last readable revision by recovery"
+            )
             storage.tpc_begin(meta)
             for raw, (data, serial) in reverts.items():
                 storage.store(raw, serial, data, "", meta)
@@ -63,8 +66,9 @@ def revert_unreadable(path: Path) -> list[str]:
     return notes
 
 
-def _newest_readable(storage: Any, raw: bytes,
-                     existing: set[int]) -> tuple[bytes, bytes, int] | None:
+def _newest_readable(
+    storage: Any, raw: bytes, existing: set[int]
+) -> tuple[bytes, bytes, int] | None:
     """(data, current serial, how many revisions back) of the newest revision that reads
     and refers only to records that exist (a flipped byte can leave a record that reads
     but points nowhere)."""
@@ -103,12 +107,13 @@ def drop_history(path: Path) -> list[str]:
     try:
         pack_privately(storage, path, time.time())
     except Exception as exc:
-        return [f"the damaged old revisions could not be dropped ({type(exc).__name__}); "
-                "the jobs are readable, `ganga repository check` still lists them"]
+        return [
+            f"the damaged old revisions could not be dropped ({type(exc).__name__}); "
+            "the jobs are readable, `ganga repository check` still lists them"
+        ]
     finally:
         storage.close()
-    return ["the history before the recovery was dropped (undo information; the backup "
-            "keeps it)"]
+    return ["the history before the recovery was dropped (undo information; the backup keeps it)"]
 
 
 def _empty_root() -> bytes:
@@ -150,12 +155,10 @@ def find_tables(path: Path) -> dict[str, int]:
             if target.klass == kind:
                 count += 1
             elif target.klass.endswith("Bucket"):
-                count += sum(1 for r in target.refs
-                             if r in current and current[r].klass == kind)
+                count += sum(1 for r in target.refs if r in current and current[r].klass == kind)
         return count
 
-    loose = [oid for oid, r in current.items()
-             if oid != 0 and r.has_data and oid not in referenced]
+    loose = [oid for oid, r in current.items() if oid != 0 and r.has_data and oid not in referenced]
     found: dict[str, int] = {}
     jobs = sorted((holds(oid, "Job"), oid) for oid in loose if current[oid].klass in ID_MAPS)
     if jobs and jobs[-1][0] > 0:
@@ -164,9 +167,13 @@ def find_tables(path: Path) -> dict[str, int]:
     if len(allocators) == 1:
         found["ids"] = allocators[0]
     # The active index holds tuples; the other loose OOBTrees (status, name) hold sets.
-    active = [oid for oid in loose if current[oid].klass in KEY_MAPS
-              and not any(holds(oid, kind) for kind in ID_SETS)
-              and not _has_set_buckets(current, oid)]
+    active = [
+        oid
+        for oid in loose
+        if current[oid].klass in KEY_MAPS
+        and not any(holds(oid, kind) for kind in ID_SETS)
+        and not _has_set_buckets(current, oid)
+    ]
     if len(active) == 1:
         found["active"] = active[0]
     return found

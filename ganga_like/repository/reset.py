@@ -69,6 +69,8 @@ def reset_orphans(gangadir: Path) -> str:
             os.replace(workspace / str(job_id), target / str(job_id))
     finally:
         lock.close()
-    return (f"moved {len(orphaned)} orphaned workspace director"
-            f"{'y' if len(orphaned) == 1 else 'ies'} ({id_ranges(orphaned)}) into {target}; "
-            "the repository can be used again")
+    return (
+        f"moved {len(orphaned)} orphaned workspace director"
+        f"{'y' if len(orphaned) == 1 else 'ies'} ({id_ranges(orphaned)}) into {target}; "
+        "the repository can be used again"
+    )

@@ -69,12 +69,15 @@ def conflict_error(what: str, exc: BaseException, attempts: int) -> RepositoryCo
     else:
         why = "other sessions kept changing the same records at the same moment"
     tries = f"{attempts} attempts" if attempts > 1 else "one attempt"
-    return RepositoryConflictError(f"{what}: not saved, {why} ({tries}); it was rolled back, "
-                                   "nothing of it was kept, and it can be done again")
+    return RepositoryConflictError(
+        f"{what}: not saved, {why} ({tries}); it was rolled back, "
+        "nothing of it was kept, and it can be done again"
+    )
 
 
-def repeat(action: Callable[[], T], *, what: str = "the change",
-           policy: RetryPolicy = DEFAULT_POLICY) -> T:
+def repeat(
+    action: Callable[[], T], *, what: str = "the change", policy: RetryPolicy = DEFAULT_POLICY
+) -> T:
     """``action()``, called again after a pause each time it fails with a transient error;
     after ``policy.attempts`` failures, one RepositoryConflictError. ``action`` cleans up
     after itself when it fails (aborts its transaction, closes what it opened)."""
@@ -90,14 +93,24 @@ def repeat(action: Callable[[], T], *, what: str = "the change",
                 counts["given_up"] += 1
                 raise conflict_error(what, exc, failed) from exc
             counts["retried"] += 1
-            log.debug("%s: attempt %d of %d failed: %s", what, failed, policy.attempts,
-                      str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            log.debug(
+                "%s: attempt %d of %d failed: %s",
+                what,
+                failed,
+                policy.attempts,
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            )
         time.sleep(policy.pause(failed, _rng))
 
 
-def retried(tm: Any, action: Callable[[], T], *, what: str = "the change",
-            policy: RetryPolicy = DEFAULT_POLICY,
-            catch_up: Callable[[], object] | None = None) -> T:
+def retried(
+    tm: Any,
+    action: Callable[[], T],
+    *,
+    what: str = "the change",
+    policy: RetryPolicy = DEFAULT_POLICY,
+    catch_up: Callable[[], object] | None = None,
+) -> T:
     """Run ``action`` in a transaction of ``tm`` and commit it, retrying transient failures.
 
     Each attempt begins a new transaction (it sees the latest commits), so nothing may be

@@ -119,25 +119,28 @@ def probe(address: Address, timeout: float = 2.0) -> bool:
     if not stat.S_ISSOCK(info.st_mode):
         raise RepositoryError(f"{address} exists and is not a socket; refusing to use it")
     if info.st_uid != os.getuid():
-        raise RepositoryError(f"{address} belongs to another user (uid {info.st_uid}); "
-                              "refusing to use it")
+        raise RepositoryError(
+            f"{address} belongs to another user (uid {info.st_uid}); refusing to use it"
+        )
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(address)
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                struct.calcsize("3i"))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError as exc:
         if exc.errno in (errno.ECONNREFUSED, errno.ENOENT) or isinstance(exc, TimeoutError):
             return False
-        raise RepositoryError(f"cannot reach the repository server at {address}: "
-                              f"{exc.strerror or exc}") from None
+        raise RepositoryError(
+            f"cannot reach the repository server at {address}: {exc.strerror or exc}"
+        ) from None
     finally:
         sock.close()
     _pid, uid, _gid = struct.unpack("3i", creds)
     if uid != os.getuid():
-        raise RepositoryError(f"the repository server at {address} runs as another user "
-                              f"(uid {uid}); refusing to use it")
+        raise RepositoryError(
+            f"the repository server at {address} runs as another user "
+            f"(uid {uid}); refusing to use it"
+        )
     return True
 
 
@@ -197,8 +200,11 @@ def ensure_server(repo_dir: Path, options: StorageOptions) -> bool:
             except RepositoryBusyError as exc:
                 # The file is still held by the server that was exiting (it closes the
                 # file a moment before its process ends): wait for it, then start again.
-                if exc.pid is None or not _is_server_process(exc.pid, repo_dir) \
-                        or time.monotonic() > deadline:
+                if (
+                    exc.pid is None
+                    or not _is_server_process(exc.pid, repo_dir)
+                    or time.monotonic() > deadline
+                ):
                     raise
                 _wait_for_exit(exc.pid, deadline)
                 continue
@@ -238,7 +244,8 @@ def _spawn_lock(repo_dir: Path, timeout: float) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise RepositoryError(
                         f"another process has been starting the repository server of "
-                        f"{repo_dir} for {timeout:.0f} s; see {repo_dir / LOG_NAME}") from None
+                        f"{repo_dir} for {timeout:.0f} s; see {repo_dir / LOG_NAME}"
+                    ) from None
                 time.sleep(0.02)
         yield
     finally:
@@ -248,21 +255,30 @@ def _spawn_lock(repo_dir: Path, timeout: float) -> Iterator[None]:
 def _start_server(repo_dir: Path, options: StorageOptions) -> int:
     """Start a detached server; wait until it listens or says why it cannot."""
     gangadir = repo_dir.parent
-    argv = [sys.executable, "-m", SERVER_MODULE, str(gangadir),
-            "--idle-exit", str(options.idle_exit),
-            "--pack-threshold-mb", str(options.pack_threshold_mb),
-            "--pack-keep-days", str(options.pack_keep_days)]
+    argv = [
+        sys.executable,
+        "-m",
+        SERVER_MODULE,
+        str(gangadir),
+        "--idle-exit",
+        str(options.idle_exit),
+        "--pack-threshold-mb",
+        str(options.pack_threshold_mb),
+        "--pack-keep-days",
+        str(options.pack_keep_days),
+    ]
     if options.address:
         argv += ["--address", options.address]
     # The same import path as ours: the server unpickles our classes to resolve conflicts.
     try:
-        started = start_detached(argv, repo_dir / LOG_NAME,
-                                 ready_timeout=options.connect_timeout)
+        started = start_detached(argv, repo_dir / LOG_NAME, ready_timeout=options.connect_timeout)
     except HelperNotReady as exc:
         _spawned.append(exc.proc)  # reaped later, like one that started
-        raise RepositoryError(f"the repository server of {repo_dir} did not start: "
-                              f"{exc.reason}; see {repo_dir / LOG_NAME}: "
-                              f"{_last_log_line(repo_dir)}") from None
+        raise RepositoryError(
+            f"the repository server of {repo_dir} did not start: "
+            f"{exc.reason}; see {repo_dir / LOG_NAME}: "
+            f"{_last_log_line(repo_dir)}"
+        ) from None
     proc = started.proc
     _spawned.append(proc)
     line = started.ready_line or ""
@@ -277,9 +293,11 @@ def _start_server(repo_dir: Path, options: StorageOptions) -> int:
         raise RepositoryCorruptError(rest, path=str(path))
     if kind == "error":
         raise RepositoryError(rest)
-    raise RepositoryError(f"the repository server of {repo_dir} did not start"
-                          f"{': ' + rest if rest else ''}; see {repo_dir / LOG_NAME}: "
-                          f"{_last_log_line(repo_dir)}")
+    raise RepositoryError(
+        f"the repository server of {repo_dir} did not start"
+        f"{': ' + rest if rest else ''}; see {repo_dir / LOG_NAME}: "
+        f"{_last_log_line(repo_dir)}"
+    )
 
 
 def _last_log_line(repo_dir: Path) -> str:
@@ -316,9 +334,12 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
         try:
             # The server answered just now: a short first wait tells a server that went
             # away meanwhile from a slow one; later calls wait up to connect_timeout.
-            storage = ClientStorage(address, cache=cache,
-                                    wait_timeout=min(5.0, options.connect_timeout),
-                                    client_label=f"ganga pid {os.getpid()}")
+            storage = ClientStorage(
+                address,
+                cache=cache,
+                wait_timeout=min(5.0, options.connect_timeout),
+                client_label=f"ganga pid {os.getpid()}",
+            )
         except ClientDisconnected:
             cache.close()
             continue
@@ -327,8 +348,10 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
             raise
         storage._server.timeout = options.connect_timeout
         return storage
-    raise RepositoryError(f"cannot connect to the repository server of {repo_dir}; see "
-                          f"{repo_dir / LOG_NAME}: {_last_log_line(repo_dir)}")
+    raise RepositoryError(
+        f"cannot connect to the repository server of {repo_dir}; see "
+        f"{repo_dir / LOG_NAME}: {_last_log_line(repo_dir)}"
+    )
 
 
 # Caches of this process by path: a slot whose cache is open here is taken, even though
@@ -419,11 +442,15 @@ class ServerKeeper(threading.Thread):
             try:
                 if ensure_server(self.repo_dir, self.options):
                     self.restarts += 1
-                    log.warning("the repository server of %s was gone: a new one was "
-                                "started", self.repo_dir)
+                    log.warning(
+                        "the repository server of %s was gone: a new one was started", self.repo_dir
+                    )
                 down_since = time.monotonic()
             except Exception as exc:  # keep trying; say it once
                 if not warned:
-                    log.warning("the repository server of %s is gone and could not be "
-                                "restarted: %s", self.repo_dir, exc)
+                    log.warning(
+                        "the repository server of %s is gone and could not be restarted: %s",
+                        self.repo_dir,
+                        exc,
+                    )
                     warned = True

@@ -73,8 +73,9 @@ def database_mode(db: ZODB.DB) -> str:
     return mode
 
 
-def open_database(uri: str, mode: str = "embedded",
-                  options: StorageOptions | None = None) -> ZODB.DB:
+def open_database(
+    uri: str, mode: str = "embedded", options: StorageOptions | None = None
+) -> ZODB.DB:
     """A ZODB.DB for ``uri`` in ``mode``; clear RepositoryErrors for every failure."""
     if mode not in MODES:
         raise RepositoryError(f"unknown repository mode {mode!r}; expected one of {MODES}")
@@ -163,19 +164,24 @@ def _check_root_header(storage: FileStorage) -> None:
             storage._file.seek(header.tloc)
             tid = storage._file.read(8)
     except Exception as exc:  # a damaged header: anything its fields lead to
-        raise corrupt(Path(storage.getName()), f"the root record's header cannot be read "
-                      f"({type(exc).__name__})") from None
+        raise corrupt(
+            Path(storage.getName()),
+            f"the root record's header cannot be read ({type(exc).__name__})",
+        ) from None
     if header.tid != tid:
-        raise corrupt(Path(storage.getName()), "the root record names another transaction "
-                      "than the one it is in")
+        raise corrupt(
+            Path(storage.getName()),
+            "the root record names another transaction than the one it is in",
+        )
 
 
 def _probe_lock(path: Path) -> zc.lockfile.LockFile:
     """Take the file's lock before checking it, so a busy repository is reported as busy
     (a live writer's unfinished commit is not damage)."""
     if path.exists() and path.stat().st_uid != os.getuid():
-        raise RepositoryError(f"{path} belongs to another user (uid {path.stat().st_uid}); "
-                              "refusing to use it")
+        raise RepositoryError(
+            f"{path} belongs to another user (uid {path.stat().st_uid}); refusing to use it"
+        )
     try:
         touch_private(f"{path}.lock")
         return zc.lockfile.LockFile(f"{path}.lock")
@@ -193,13 +199,16 @@ def _busy(path: Path) -> RepositoryBusyError:
             f"repository {path.parent} is served by its server (PID {pid}) to the sessions "
             "using it; open this one in the default mode to join them (leave out "
             "--Repository.mode=embedded), or read-only (--Repository.mode=readonly)",
-            pid=pid)
+            pid=pid,
+        )
     holder = f"PID {pid}" if pid else "another process"
     return RepositoryBusyError(
         f"repository {path.parent} is in use by {holder}, which opened it alone "
         "(--Repository.mode=embedded); close that session, or start it in the default "
         "mode so that sessions share the repository, or open this one read-only "
-        "(--Repository.mode=readonly)", pid=pid)
+        "(--Repository.mode=readonly)",
+        pid=pid,
+    )
 
 
 def _lock_holder(path: Path) -> int | None:
@@ -231,11 +240,9 @@ class GuardedConnection(Connection):  # type: ignore[misc]
         except NOT_DAMAGE as exc:
             if not _server_read_damage(exc):
                 raise
-            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
-                              exc) from None
+            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
         except Exception as exc:
-            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__,
-                              exc) from None
+            raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
 
     def get(self, oid: bytes) -> Any:
         try:
@@ -255,8 +262,13 @@ class GuardedConnection(Connection):  # type: ignore[misc]
         # the shared-mode client may then commit at the vote, in one round trip.
         commit_at_vote = getattr(self._db.storage, "commit_at_vote", None)
         resources = getattr(transaction, "_resources", None)  # the transaction package's
-        if commit_at_vote is not None and resources is not None and len(resources) == 1 \
-                and resources[0] is self and self._storage is self._normal_storage:
+        if (
+            commit_at_vote is not None
+            and resources is not None
+            and len(resources) == 1
+            and resources[0] is self
+            and self._storage is self._normal_storage
+        ):
             commit_at_vote(transaction.data(self), self._storage)
         super().tpc_vote(transaction)
 
@@ -276,13 +288,16 @@ class GuardedDB(ZODB.DB):  # type: ignore[misc]
     klass = GuardedConnection
 
 
-def _unreadable(path: Path, raw_oid: bytes | None, kind: str,
-                exc: BaseException) -> RepositoryCorruptError:
+def _unreadable(
+    path: Path, raw_oid: bytes | None, kind: str, exc: BaseException
+) -> RepositoryCorruptError:
     oid = int.from_bytes(raw_oid or b"", "big")
     what = f"record {oid:#x} ({kind}) cannot be read ({type(exc).__name__})"
     if not path.name.endswith(".fs"):  # a ZEO client: the file is on the server's side
-        return RepositoryCorruptError(f"repository is damaged: {what}. Stop the sessions and "
-                                      "run `ganga repository recover`", path=str(path))
+        return RepositoryCorruptError(
+            f"repository is damaged: {what}. Stop the sessions and run `ganga repository recover`",
+            path=str(path),
+        )
     return corrupt(path, what)
 
 
@@ -302,8 +317,7 @@ class _OneLine(logging.Handler):
         if record.levelno >= logging.WARNING:
             if record.getMessage().startswith(self.BENIGN):
                 return
-            if record.getMessage().startswith(self.BENIGN_WHEN_FULL) and \
-                    _write_failure(record):
+            if record.getMessage().startswith(self.BENIGN_WHEN_FULL) and _write_failure(record):
                 return
             text = record.getMessage().strip().splitlines()
             line = text[0] if text else record.levelname
@@ -319,8 +333,11 @@ def write_errno(exc: BaseException) -> int | None:
     ``ServerException('builtins.OSError', (errno, text))``)."""
     if isinstance(exc, OSError):
         return exc.errno if exc.errno in WRITE_ERRNOS else None
-    if type(exc).__name__ == "ServerException" and len(exc.args) == 2 \
-            and exc.args[0] == "builtins.OSError":
+    if (
+        type(exc).__name__ == "ServerException"
+        and len(exc.args) == 2
+        and exc.args[0] == "builtins.OSError"
+    ):
         detail = exc.args[1]
         if isinstance(detail, tuple) and detail and detail[0] in WRITE_ERRNOS:
             return int(detail[0])
@@ -380,4 +397,3 @@ def quiet_zodb_logging() -> None:
     if not txn.handlers:
         txn.addHandler(_AbortAfterWriteError())
         txn.propagate = False
-

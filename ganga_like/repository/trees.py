@@ -42,13 +42,19 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _merge(base: dict[Any, Any], theirs: dict[Any, Any],
-           ours: dict[Any, Any]) -> dict[Any, Any] | None:
+def _merge(
+    base: dict[Any, Any], theirs: dict[Any, Any], ours: dict[Any, Any]
+) -> dict[Any, Any] | None:
     """Both sides' changes applied to ``base``; None if a key was changed both ways."""
     changes = []
     for side in (theirs, ours):
-        changes.append({k: side.get(k, _GONE) for k in base.keys() | side.keys()
-                        if not _same(base.get(k, _GONE), side.get(k, _GONE))})
+        changes.append(
+            {
+                k: side.get(k, _GONE)
+                for k in base.keys() | side.keys()
+                if not _same(base.get(k, _GONE), side.get(k, _GONE))
+            }
+        )
     for key in changes[0].keys() & changes[1].keys():
         if not _same(changes[0][key], changes[1][key]):
             return None
@@ -177,8 +183,14 @@ def _known_to_btrees_check() -> None:
     the kind of a tree or bucket by its exact class: ours are listed as their bases."""
     from BTrees import check
 
-    for ours, base in ((IdSet, IITreeSet), (IdMap, IOBTree), (KeyMap, OOBTree),
-                       (_IdSetBucket, IISet), (_IdBucket, IOBucket), (_KeyBucket, OOBucket)):
+    for ours, base in (
+        (IdSet, IITreeSet),
+        (IdMap, IOBTree),
+        (KeyMap, OOBTree),
+        (_IdSetBucket, IISet),
+        (_IdBucket, IOBucket),
+        (_KeyBucket, OOBucket),
+    ):
         check._type2kind.setdefault(ours, check._type2kind[base])
     for tree in (IdSet, IdMap, KeyMap):  # a one-bucket tree is checked as its bucket
         check._btree2bucket.setdefault(tree, tree._bucket_type)

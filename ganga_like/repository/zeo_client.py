@@ -126,8 +126,9 @@ class MemoryTransactionBuffer:
                 yield oid, None, True
 
 
-def _refresh_after_commit(client: Any, tid: bytes, tbuf: MemoryTransactionBuffer,
-                          announce: Callable[[bytes], None]) -> None:
+def _refresh_after_commit(
+    client: Any, tid: bytes, tbuf: MemoryTransactionBuffer, announce: Callable[[bytes], None]
+) -> None:
     """What ZEO's tpc_finish does on this side once the server committed ``tid``: the
     committed records go into the cache, then ``lastTransaction`` moves and the other
     connections of this process hear of the change, together (ZODB >= 5.6 wants the
@@ -142,8 +143,9 @@ def _refresh_after_commit(client: Any, tid: bytes, tbuf: MemoryTransactionBuffer
         announce(tid)
 
 
-async def _vote_finish_co(client: Any, txn_id: int, tbuf: MemoryTransactionBuffer,
-                          announce: Callable[[bytes], None]) -> list[bytes]:
+async def _vote_finish_co(
+    client: Any, txn_id: int, tbuf: MemoryTransactionBuffer, announce: Callable[[bytes], None]
+) -> list[bytes]:
     """Run in the I/O thread: vote and finish in one round trip; the refresh runs as the
     answer arrives (ZEO's futures call back at once), before any later message."""
     from ZEO.Exceptions import ClientDisconnected
@@ -234,19 +236,20 @@ def _build() -> Any:
             else:
                 if tbuf is not None:
                     raise POSException.StorageTransactionError(
-                        "Duplicate tpc_begin calls for same transaction")
+                        "Duplicate tpc_begin calls for same transaction"
+                    )
             txn.set_data(self, MemoryTransactionBuffer(self._connection_generation))
             self._commit_lock.acquire()
             self._tbuf = txn.data(self)
             try:
-                self._async("tpc_begin", id(txn), txn.user, txn.description, txn.extension,
-                            tid, status)
+                self._async(
+                    "tpc_begin", id(txn), txn.user, txn.description, txn.extension, tid, status
+                )
             except ClientDisconnected:
                 self.tpc_end(txn)
                 raise
 
-        def store(self, oid: bytes, serial: bytes, data: bytes, version: str,
-                  txn: Any) -> None:
+        def store(self, oid: bytes, serial: bytes, data: bytes, version: str, txn: Any) -> None:
             assert not version
             tbuf = self._check_trans(txn, "store")
             if self._pending is None:
@@ -267,8 +270,7 @@ def _build() -> Any:
                 for oid, serial, data in pending:
                     self._async("storea", oid, serial, data, self._pending_txn)
 
-        def checkCurrentSerialInTransaction(self, oid: bytes, serial: bytes,
-                                            txn: Any) -> None:
+        def checkCurrentSerialInTransaction(self, oid: bytes, serial: bytes, txn: Any) -> None:
             self._send_stores()
             super().checkCurrentSerialInTransaction(oid, serial, txn)
 
@@ -301,7 +303,8 @@ def _build() -> Any:
 
             try:
                 resolved = self._server.io_call(
-                    _vote_finish_co(self._server.client, id(txn), tbuf, announce))
+                    _vote_finish_co(self._server.client, id(txn), tbuf, announce)
+                )
             except POSException.StorageTransactionError:
                 self._check_trans(txn, "tpc_vote")  # a reconnection in between: say so
                 raise
@@ -346,8 +349,11 @@ def _build() -> Any:
             invalidate = client.invalidateTransaction
 
             def invalidate_and_fetch(tid: bytes, oids: list[bytes]) -> None:
-                wanted = [oid for oid in oids if oid in cache.current] \
-                    if len(oids) <= PREFETCH_MAX else []
+                wanted = (
+                    [oid for oid in oids if oid in cache.current]
+                    if len(oids) <= PREFETCH_MAX
+                    else []
+                )
                 invalidate(tid, oids)
                 protocol = client.protocol
                 if not wanted or protocol is None or not client.operational:

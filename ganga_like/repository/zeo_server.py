@@ -54,16 +54,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pack-keep-days", type=float, default=7.0)
     args = parser.parse_args(argv)
     os.umask(0o077)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s",
+    )
     logging.getLogger("ganga_like").setLevel(logging.INFO)  # packing reports too
     # A session that exits drops its connection (the server may be writing to it then):
     # ZEO logs that as an error; it is not.
     logging.getLogger("ZEO.asyncio.server").addFilter(_NotClientExits())
     ready = _Ready(args.ready_fd)
     try:
-        return serve(args.gangadir.expanduser().resolve(), args.idle_exit, args.address,
-                     PackPolicy(args.pack_threshold_mb, args.pack_keep_days), ready)
+        return serve(
+            args.gangadir.expanduser().resolve(),
+            args.idle_exit,
+            args.address,
+            PackPolicy(args.pack_threshold_mb, args.pack_keep_days),
+            ready,
+        )
     except RepositoryBusyError as exc:
         ready.send(f"busy {exc.pid or 0} {exc}")
     except RepositoryCorruptError as exc:
@@ -79,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
 class _NotClientExits(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        return not (text.startswith("Disconnected")
-                    and ("ConnectionResetError" in text or "BrokenPipeError" in text))
+        return not (
+            text.startswith("Disconnected")
+            and ("ConnectionResetError" in text or "BrokenPipeError" in text)
+        )
 
 
 class _Ready:
@@ -99,8 +109,9 @@ class _Ready:
         self.fd = -1
 
 
-def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolicy,
-          ready: _Ready) -> int:
+def serve(
+    gangadir: Path, idle_exit: float, address_text: str, policy: PackPolicy, ready: _Ready
+) -> int:
     _Server = _server_class()
     repo_dir = gangadir / "repository"
     ensure_private_dir(gangadir)
@@ -116,13 +127,17 @@ def serve(gangadir: Path, idle_exit: float, address_text: str, policy: PackPolic
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        server = _Server(address, {"1": storage},
-                               invalidation_queue_size=INVALIDATION_QUEUE,
-                               transaction_timeout=TRANSACTION_TIMEOUT)
+        server = _Server(
+            address,
+            {"1": storage},
+            invalidation_queue_size=INVALIDATION_QUEUE,
+            transaction_timeout=TRANSACTION_TIMEOUT,
+        )
     except OSError as exc:
         storage.close()
-        raise RepositoryError(f"the repository server cannot listen on {address}: "
-                              f"{exc.strerror or exc}") from None
+        raise RepositoryError(
+            f"the repository server cannot listen on {address}: {exc.strerror or exc}"
+        ) from None
     socket_inode = None
     if isinstance(address, str):
         os.chmod(address, 0o600)
@@ -231,8 +246,15 @@ def _server_class() -> Any:
                 return list(super().new_oids(n))  # raises ReadOnlyError
             return [self.storage.new_oid() for _ in range(max(1, min(n, MAX_OID_BATCH)))]
 
-        def tpc_begin(self, id: int, user: bytes, description: bytes, ext: Any,
-                      tid: bytes | None = None, status: str = " ") -> None:
+        def tpc_begin(
+            self,
+            id: int,
+            user: bytes,
+            description: bytes,
+            ext: Any,
+            tid: bytes | None = None,
+            status: str = " ",
+        ) -> None:
             # ZEO's, with the commit log in memory.
             if self.read_only:
                 raise ReadOnlyError()
@@ -241,8 +263,9 @@ def _server_class() -> Any:
                 if current.id == id:
                     self.log(f"duplicate tpc_begin({id!r})")
                     return
-                raise StorageTransactionError("Multiple simultaneous tpc_begin"
-                                              " requests from one client.")
+                raise StorageTransactionError(
+                    "Multiple simultaneous tpc_begin requests from one client."
+                )
             t = TransactionMetaData(user, description, ext)
             t.id = id
             self.serials: list[bytes] = []
@@ -289,8 +312,10 @@ def _server_class() -> Any:
             try:
                 super().notify_disconnected()
             except Exception as exc:
-                log.warning("a client left in the middle of a transaction that could not "
-                            "be aborted: %s", exc)
+                log.warning(
+                    "a client left in the middle of a transaction that could not be aborted: %s",
+                    exc,
+                )
                 self.transaction = None
                 self.connected = False
                 self.server.close_conn(self)
@@ -299,8 +324,9 @@ def _server_class() -> Any:
         def create_client_handler(self) -> Any:
             return BatchZEOStorage(self, self.read_only)
 
-        def invalidate(self, zeo_storage: Any, storage_id: str, tid: bytes,
-                       invalidated: list[bytes]) -> None:
+        def invalidate(
+            self, zeo_storage: Any, storage_id: str, tid: bytes, invalidated: list[bytes]
+        ) -> None:
             # ZEO's, but from the server's own thread (a commit) the other clients are
             # told at once, while the commit is made durable, rather than after it has
             # answered: those that had the records ask for them again sooner.

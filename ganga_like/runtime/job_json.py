@@ -53,10 +53,10 @@ def _value(value: Any) -> Any:
 def from_json(document: Any) -> Job:
     """A new, unattached Job built from an exported document (validated)."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise GangaError(f"not a job export: expected an object with \"format\": \"{FORMAT}\"")
+        raise GangaError(f'not a job export: expected an object with "format": "{FORMAT}"')
     body = document.get("job")
     if not isinstance(body, dict):
-        raise GangaError("a job export needs a \"job\" object")
+        raise GangaError('a job export needs a "job" object')
     job = Job()
     _fill(job, body, "job")
     return job
@@ -68,8 +68,7 @@ def _fill(obj: GangaObject, body: dict[str, Any], where: str) -> None:
             continue
         trait = type(obj)._schema.get(name)
         if trait is None or trait.metadata.get("protected"):
-            raise SchemaError(f"{where}: {type(obj).__name__} has no settable attribute "
-                              f"{name!r}")
+            raise SchemaError(f"{where}: {type(obj).__name__} has no settable attribute {name!r}")
         # Before building: _build recurses once per level of the file's nesting.
         check_depth(type(obj), name, raw, f"{where}.{name}")
         obj._assign(name, _build(raw, f"{where}.{name}"))

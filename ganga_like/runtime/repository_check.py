@@ -21,8 +21,15 @@ from ganga_like.repository import fullcheck, integrity
 from ganga_like.repository.fullcheck import CheckReport
 from ganga_like.repository.integrity import RecoveryReport
 
-__all__ = ["MODEL_JOBS", "ModelJobs", "check_file_deeply", "check_repository", "full_check",
-           "main", "recover_repository"]
+__all__ = [
+    "MODEL_JOBS",
+    "ModelJobs",
+    "check_file_deeply",
+    "check_repository",
+    "full_check",
+    "main",
+    "recover_repository",
+]
 
 
 class ModelJobs:
@@ -84,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m ganga_like.runtime.repository_check check|recover GANGADIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] not in ("check", "recover"):
-        print("usage: python -m ganga_like.runtime.repository_check check|recover GANGADIR",
-              file=sys.stderr)
+        print(
+            "usage: python -m ganga_like.runtime.repository_check check|recover GANGADIR",
+            file=sys.stderr,
+        )
         return 2
     gangadir = Path(args[1])
     try:

@@ -87,8 +87,7 @@ def candidate_ids(registry: Registry, query: Query) -> list[int]:
     return _narrow(registry, query, _dt.datetime.now(_dt.UTC))[0]
 
 
-def _narrow(registry: Registry, query: Query,
-            now: _dt.datetime) -> tuple[list[int], Query]:
+def _narrow(registry: Registry, query: Query, now: _dt.datetime) -> tuple[list[int], Query]:
     """(the ids of the jobs that satisfy every condition decided from the indexes, the
     conditions left to evaluate job by job, in the query's order)."""
     sets: list[IITreeSet] = []
@@ -117,8 +116,9 @@ def _narrow(registry: Registry, query: Query,
     return list(ids), Query(tuple(rest))
 
 
-def _holding(condition: Condition, values: Iterable[object],
-             now: _dt.datetime) -> list[object] | None:
+def _holding(
+    condition: Condition, values: Iterable[object], now: _dt.datetime
+) -> list[object] | None:
     """The values for which ``condition`` holds, as the evaluator says; None when it
     cannot be evaluated for one of them (then it is left to the job-by-job evaluation)."""
     single = Query((condition,))
@@ -139,8 +139,12 @@ def _by_status(registry: Registry, condition: Condition, now: _dt.datetime) -> A
     holding = _holding(condition, list(Status), now)
     if holding is None:
         return None
-    return multiunion([registry.ids_with_status(s.label)  # type: ignore[attr-defined]
-                       for s in holding])
+    return multiunion(
+        [
+            registry.ids_with_status(s.label)  # type: ignore[attr-defined]
+            for s in holding
+        ]
+    )
 
 
 def _by_name(registry: Registry, condition: Condition, now: _dt.datetime) -> Any:

@@ -53,8 +53,9 @@ class Session:
         config_store.attach(_repository_open, _apply_config_change)
         # Masters' statuses are derived when read, by every part of this process alike.
         set_master_status_order(settings.master_status_order)
-        self.repo = Repository(settings.gangadir, settings.repository_mode,
-                               options=settings.storage_options())
+        self.repo = Repository(
+            settings.gangadir, settings.repository_mode, options=settings.storage_options()
+        )
         self.monitor = Monitor(self.repo, settings)
         # Outside a shell cell, every change is committed at once (scripts, notebooks
         # without the extension); the shell turns this off and commits per cell.
@@ -79,9 +80,13 @@ class Session:
         return self.repo.registry()
 
     def submit_context(self) -> SubmitContext:
-        return SubmitContext(self.repo.gangadir, self.repo.workspace,
-                             self.settings.backend_settings(), build_subjobs=build_subjobs,
-                             job_of_backend=self._job_of_backend)
+        return SubmitContext(
+            self.repo.gangadir,
+            self.repo.workspace,
+            self.settings.backend_settings(),
+            build_subjobs=build_subjobs,
+            job_of_backend=self._job_of_backend,
+        )
 
     def _job_of_backend(self, backend: IBackend) -> Job | None:
         jobs = self.registry().jobs

@@ -55,8 +55,10 @@ class _Fields:
     # "shared" (default): through the repository's server, started on demand, so any
     # number of sessions use one gangadir at once; "embedded" only when asked for.
     repository_mode: str = field(
-        default_factory=lambda: os.environ.get("GANGA_REPOSITORY_MODE")
-        or default(Repository, "mode"))
+        default_factory=lambda: (
+            os.environ.get("GANGA_REPOSITORY_MODE") or default(Repository, "mode")
+        )
+    )
     # Monitoring: fastest poll while things change, slowest when nothing does.
     monitor_min_interval: float = default(Monitor, "min_interval")
     monitor_max_interval: float = default(Monitor, "max_interval")
@@ -108,8 +110,7 @@ class Settings(_Fields):
         return default(section, option)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _FIELD_NAMES and not name.startswith("_") \
-                and name in plugin_option_keys():
+        if name not in _FIELD_NAMES and not name.startswith("_") and name in plugin_option_keys():
             self.plugin_options[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -133,8 +134,11 @@ def plugin_option_keys() -> dict[str, tuple[Any, str]]:
     """Flat key -> (plugin section class, option), for every plugin section's option."""
     from ganga_like.config.plugins import plugin_sections
 
-    return {option_key(cls.__name__, option): (cls, option)
-            for cls in plugin_sections() for option in options(cls)}
+    return {
+        option_key(cls.__name__, option): (cls, option)
+        for cls in plugin_sections()
+        for option in options(cls)
+    }
 
 
 def configured_settings(source: ConfigStore | None = None) -> Settings:
@@ -145,8 +149,12 @@ def configured_settings(source: ConfigStore | None = None) -> Settings:
     sections = (source or store).sections()
     values: dict[str, Any] = {
         fld: getattr(sections[section], option)
-        for (section, option), fld in SETTINGS_FIELDS.items()}
+        for (section, option), fld in SETTINGS_FIELDS.items()
+    }
     values["gangadir"] = Path(values["gangadir"]).expanduser()
-    plugin = {option_key(cls.__name__, option): getattr(sections[cls.__name__], option)
-              for cls in plugin_sections() for option in options(cls)}
+    plugin = {
+        option_key(cls.__name__, option): getattr(sections[cls.__name__], option)
+        for cls in plugin_sections()
+        for option in options(cls)
+    }
     return Settings(plugin_options=plugin, **values)

@@ -82,15 +82,16 @@ class GangaApp(Application):
         return [*all_sections()]
 
     interactive = Bool(
-        False, help="Run the script, then stay in the interactive shell (-i).",
+        False,
+        help="Run the script, then stay in the interactive shell (-i).",
     ).tag(config=True)
     generate_config = Bool(
-        False, help="Write a commented config file with every option and its default, "
-                    "then exit.",
+        False,
+        help="Write a commented config file with every option and its default, then exit.",
     ).tag(config=True)
     config_file = Unicode(
-        "", help="The config file to read instead of "
-                 "$XDG_CONFIG_HOME/ganga_like/ganga_config.py.",
+        "",
+        help="The config file to read instead of $XDG_CONFIG_HOME/ganga_like/ganga_config.py.",
     ).tag(config=True)
 
     aliases = {  # noqa: RUF012 - traitlets declares these as plain class attributes
@@ -101,14 +102,22 @@ class GangaApp(Application):
     }
     flags = {  # noqa: RUF012
         **Application.flags,
-        "i": ({"GangaApp": {"interactive": True}},
-              "Run the script, then stay in the interactive shell."),
-        "generate-config": ({"GangaApp": {"generate_config": True}},
-                            "Write a commented config file, then exit."),
-        "no-monitor": ({"Monitor": {"enabled": False}},
-                       "Do not start the monitoring thread (%monitor on starts it)."),
-        "readonly": ({"Repository": {"mode": "readonly"}},
-                     "Open the repository read-only (beside another ganga)."),
+        "i": (
+            {"GangaApp": {"interactive": True}},
+            "Run the script, then stay in the interactive shell.",
+        ),
+        "generate-config": (
+            {"GangaApp": {"generate_config": True}},
+            "Write a commented config file, then exit.",
+        ),
+        "no-monitor": (
+            {"Monitor": {"enabled": False}},
+            "Do not start the monitoring thread (%monitor on starts it).",
+        ),
+        "readonly": (
+            {"Repository": {"mode": "readonly"}},
+            "Open the repository read-only (beside another ganga).",
+        ),
     }
 
     # Options that choose what ganga does rather than how: not for a subcommand.
@@ -138,8 +147,9 @@ class GangaApp(Application):
             for token in own:
                 name = token.lstrip("-").split("=", 1)[0]
                 if token.startswith("-") and name in self.NOT_WITH_SUBCOMMAND:
-                    raise UsageFailure(f"{token} cannot be used with the subcommand "
-                                       f"{self.subcommand[0]!r}")
+                    raise UsageFailure(
+                        f"{token} cannot be used with the subcommand {self.subcommand[0]!r}"
+                    )
         self._check(own)
         self.parse_command_line(own)
         config_file = Path(self.config_file).expanduser() if self.config_file else None
@@ -156,13 +166,12 @@ class GangaApp(Application):
         while i < len(args):
             token = args[i]
             if token == "--":
-                return own, args[i + 1:]
+                return own, args[i + 1 :]
             if not token.startswith("-") or token == "-":
                 return own, args[i:]
             own.append(token)
             name = token.lstrip("-")
-            if "=" not in name and (name in self.aliases or "." in name) \
-                    and i + 1 < len(args):
+            if "=" not in name and (name in self.aliases or "." in name) and i + 1 < len(args):
                 own.append(args[i + 1])
                 i += 1
             i += 1
@@ -183,8 +192,9 @@ class GangaApp(Application):
                 break
             name = token[2:].split("=", 1)[0] if token.startswith("--") else ""
             takes_value = name in self.aliases or ("." in name and name[:1].isupper())
-            if name and (takes_value or (name in self.flags
-                                         and name not in self.NOT_WITH_SUBCOMMAND)):
+            if name and (
+                takes_value or (name in self.flags and name not in self.NOT_WITH_SUBCOMMAND)
+            ):
                 own.append(token)
                 if takes_value and "=" not in token and i + 1 < len(args):
                     own.append(args[i + 1])
@@ -214,8 +224,11 @@ class GangaApp(Application):
                 if option in cls.class_traits(config=True):
                     skip = "=" not in token
                     continue
-                detail = (unknown_option(section, option) if cls in sections
-                          else f"{section} has no option {option!r}")
+                detail = (
+                    unknown_option(section, option)
+                    if cls in sections
+                    else f"{section} has no option {option!r}"
+                )
                 raise UsageFailure(f"unknown option {token.split('=', 1)[0]} ({detail})")
             raise UsageFailure(f"unknown option {token.split('=', 1)[0]}")
 
@@ -230,8 +243,9 @@ class GangaApp(Application):
         yield from emit_subcommands()
         yield from self.emit_options_help()
         if classes:
-            yield "Settings (--Section.option=value, or c.Section.option = value in the " \
-                  "config file)"
+            yield (
+                "Settings (--Section.option=value, or c.Section.option = value in the config file)"
+            )
             yield "=" * 78
             yield ""
             for cls in all_sections():
@@ -270,11 +284,11 @@ class GangaApp(Application):
         return launch_shell(names) or status
 
     def _write_config(self) -> int:
-        path = Path(self.config_file).expanduser() if self.config_file else \
-            default_config_file()
+        path = Path(self.config_file).expanduser() if self.config_file else default_config_file()
         if path.exists():
-            print(f"ganga: {path} already exists; move it away to write a fresh one",
-                  file=sys.stderr)
+            print(
+                f"ganga: {path} already exists; move it away to write a fresh one", file=sys.stderr
+            )
             return 1
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.generate_config_file(classes=list(all_sections())))
@@ -313,8 +327,11 @@ def launch_shell(names: dict[str, Any]) -> int:
     argv = ["--ext=ganga_like"]  # on the command line so a user's IPython config keeps it
     if not shell.banner:
         argv.append("--no-banner")
-    start_ipython(argv=argv, user_ns=namespace,  # type: ignore[no-untyped-call]
-                  config=ipython_config(banner(session) if shell.banner else ""))
+    start_ipython(
+        argv=argv,
+        user_ns=namespace,  # type: ignore[no-untyped-call]
+        config=ipython_config(banner(session) if shell.banner else ""),
+    )
     return 0
 
 
@@ -351,10 +368,10 @@ def banner(session: Session) -> str:
     import IPython
 
     lines = [
-        f"ganga_like {ganga_like.__version__} · IPython {IPython.__version__} · "
-        f"Python {python}",
+        f"ganga_like {ganga_like.__version__} · IPython {IPython.__version__} · Python {python}",
         f"gangadir {session.repo.gangadir} ({session.repo.mode}) · jobs: {counts.total}"
-        + (f" ({summary(counts.jobs)})" if counts.total else "") + f" · monitor {monitor}",
+        + (f" ({summary(counts.jobs)})" if counts.total else "")
+        + f" · monitor {monitor}",
         "Job? shows every attribute · %jobs, %monitor status · config shows the settings · "
         "exit leaves jobs running",
     ]
@@ -383,8 +400,11 @@ def main(argv: list[str] | None = None) -> int:
         status = app.run()
     except UsageFailure as exc:
         short_usage = "\n".join(USAGE.splitlines()[:3])
-        print(f"ganga: {exc}\n{short_usage}\n(ganga --help explains them, ganga --help-all "
-              "lists every setting)", file=sys.stderr)
+        print(
+            f"ganga: {exc}\n{short_usage}\n(ganga --help explains them, ganga --help-all "
+            "lists every setting)",
+            file=sys.stderr,
+        )
         return 2
     except ConfigError as exc:
         print(f"ganga: {exc}", file=sys.stderr)

@@ -38,8 +38,16 @@ __all__ = [
     "unregister",
 ]
 
-SHORT = {"completed": "done", "failed": "fail", "running": "run", "submitted": "sub",
-         "killed": "kill", "new": "new", "submitting": "subm", "completing": "cmpl"}
+SHORT = {
+    "completed": "done",
+    "failed": "fail",
+    "running": "run",
+    "submitted": "sub",
+    "killed": "kill",
+    "new": "new",
+    "submitting": "subm",
+    "completing": "cmpl",
+}
 
 
 # -- the shared model -----------------------------------------------------------------
@@ -69,8 +77,7 @@ def _row(job: object) -> Row:
     cells = {column: cell(value) for column, value in job_row(job).items()}
     counts: list[tuple[str, int]] = []
     if isinstance(job, JobImpl):
-        counts = [(s.label, n) for s, n in sorted(job.counts().items(),
-                                                   key=lambda kv: kv[0].order)]
+        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].order)]
         if counts:
             cells["subjobs"] = str(sum(n for _, n in counts))
     return Row(cells, cells["status"], counts)
@@ -84,8 +91,11 @@ def _pick(obj: JobSlice, limit: int) -> tuple[int, list[object], list[object]]:
         if total <= limit:
             return total, list(master.iter_subjobs()), []
         half = limit // 2
-        return (total, [master.subjob(i) for i in range(half)],
-                [master.subjob(i) for i in range(total - half, total)])
+        return (
+            total,
+            [master.subjob(i) for i in range(half)],
+            [master.subjob(i) for i in range(total - half, total)],
+        )
     impls: list[object] = list(obj._impls())
     if len(impls) <= limit:
         return len(impls), impls, []
@@ -96,8 +106,9 @@ def _pick(obj: JobSlice, limit: int) -> tuple[int, list[object], list[object]]:
 def table_model(obj: JobSlice) -> TableModel:
     display = store.section("Display")
     total, head, tail = _pick(obj, display.max_rows)
-    return TableModel(obj._title, total, list(display.columns),
-                      [_row(j) for j in head], [_row(j) for j in tail])
+    return TableModel(
+        obj._title, total, list(display.columns), [_row(j) for j in head], [_row(j) for j in tail]
+    )
 
 
 def _colours() -> dict[str, str] | None:
@@ -115,8 +126,9 @@ def _status_text(label: str, colours: dict[str, str] | None) -> Any:
     return Text(label, style="" if style == "default" else style)
 
 
-def _counts_text(total: str, counts: Sequence[tuple[str, int]],
-                 colours: dict[str, str] | None) -> Any:
+def _counts_text(
+    total: str, counts: Sequence[tuple[str, int]], colours: dict[str, str] | None
+) -> Any:
     from rich.text import Text
 
     text = Text(total)
@@ -126,8 +138,7 @@ def _counts_text(total: str, counts: Sequence[tuple[str, int]],
             if i:
                 text.append(" ")
             style = colours.get(label, "") if colours else ""
-            text.append(f"{SHORT.get(label, label)}:{n}", style="" if style == "default"
-                        else style)
+            text.append(f"{SHORT.get(label, label)}:{n}", style="" if style == "default" else style)
         text.append(")")
     return text
 
@@ -136,13 +147,22 @@ def rich_table(model: TableModel, colours: dict[str, str] | None) -> RenderableT
     from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{model.title}: {model.total}", title_justify="left",
-                  box=box.SIMPLE_HEAD, header_style="bold" if colours else "",
-                  title_style="bold" if colours else "", pad_edge=False)
+    table = Table(
+        title=f"{model.title}: {model.total}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        header_style="bold" if colours else "",
+        title_style="bold" if colours else "",
+        pad_edge=False,
+    )
     for column in model.columns:
         # One line per job: a cell too wide for the terminal is cut, never wrapped.
-        table.add_column(header(column), justify="right" if column == "fqid" else "left",
-                         no_wrap=True, overflow="ellipsis")
+        table.add_column(
+            header(column),
+            justify="right" if column == "fqid" else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
 
     def add(row: Row) -> None:
         cells: list[Any] = []
@@ -158,8 +178,10 @@ def rich_table(model: TableModel, colours: dict[str, str] | None) -> RenderableT
     for row in model.head:
         add(row)
     if model.omitted:
-        table.add_row(*[f"… {model.omitted} more" if i == 0 else "…"
-                        for i in range(len(model.columns))], style="dim")
+        table.add_row(
+            *[f"… {model.omitted} more" if i == 0 else "…" for i in range(len(model.columns))],
+            style="dim",
+        )
     for row in model.tail:
         add(row)
     return table
@@ -170,9 +192,14 @@ def render_ansi(renderable: RenderableType, colour: bool) -> str:
     from rich.console import Console
 
     width = shutil.get_terminal_size((100, 24)).columns
-    console = Console(width=width, force_terminal=colour, no_color=not colour,
-                      color_system="standard" if colour else None, highlight=False,
-                      emoji=False)
+    console = Console(
+        width=width,
+        force_terminal=colour,
+        no_color=not colour,
+        color_system="standard" if colour else None,
+        highlight=False,
+        emoji=False,
+    )
     with console.capture() as capture:
         console.print(renderable)
     return capture.get().rstrip("\n")
@@ -213,14 +240,19 @@ def _add_branch(tree: Any, name: str, value: Any, colours: dict[str, str] | None
     from rich.text import Text
 
     if isinstance(value, GangaObject):
-        branch = tree.add(Text.assemble((f"{name}: ", "bold" if colours else ""),
-                                        type(value).__name__))
+        branch = tree.add(
+            Text.assemble((f"{name}: ", "bold" if colours else ""), type(value).__name__)
+        )
         for sub_name, sub_value in component_fields(value):
             _add_branch(branch, sub_name, sub_value, colours)
         return
     if isinstance(value, _Counts):
-        tree.add(Text.assemble((f"{name}: ", "bold" if colours else ""),
-                               _counts_text(str(value.total), value.counts, colours)))
+        tree.add(
+            Text.assemble(
+                (f"{name}: ", "bold" if colours else ""),
+                _counts_text(str(value.total), value.counts, colours),
+            )
+        )
         return
     tree.add(Text.assemble((f"{name}: ", "bold" if colours else ""), _short_repr(value)))
 
@@ -248,8 +280,7 @@ def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
         if stored.get(part.name):
             out.append((part.name, getattr(job, part.name)))
     if job.is_master:
-        counts = [(s.label, n) for s, n in sorted(job.counts().items(),
-                                                   key=lambda kv: kv[0].order)]
+        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].order)]
         out.append(("subjobs", _Counts(job.subjob_count(), counts)))
     elif job.exit_code is not None:
         out.append(("exit_code", job.exit_code))
@@ -259,9 +290,17 @@ def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
     if times:
         import datetime as dt
 
-        out.append(("time", _Text(", ".join(
-            f"{label} {dt.datetime.fromtimestamp(t).strftime('%Y-%m-%d %H:%M:%S')}"
-            for label, t in sorted(times.items(), key=lambda kv: kv[1])))))
+        out.append(
+            (
+                "time",
+                _Text(
+                    ", ".join(
+                        f"{label} {dt.datetime.fromtimestamp(t).strftime('%Y-%m-%d %H:%M:%S')}"
+                        for label, t in sorted(times.items(), key=lambda kv: kv[1])
+                    )
+                ),
+            )
+        )
     return out
 
 
@@ -277,10 +316,10 @@ def component_fields(obj: GangaObject) -> list[tuple[str, Any]]:
     otherwise), or the first two when nothing was set."""
     items = list(schema_items(type(obj)))
     stored = obj.stored()
-    chosen = [(n, getattr(obj, n)) for n, t in items
-              if n in stored or isinstance(t, Component)]
+    chosen = [(n, getattr(obj, n)) for n, t in items if n in stored or isinstance(t, Component)]
     return [(n, v) for n, v in chosen if v is not None] or [
-        (n, getattr(obj, n)) for n, _ in items[:2]]
+        (n, getattr(obj, n)) for n, _ in items[:2]
+    ]
 
 
 def _short_repr(value: Any, limit: int = 6) -> str:
@@ -302,11 +341,22 @@ def _short_repr(value: Any, limit: int = 6) -> str:
 # The terminal's basic colours, as shades that read well on a white page with white text
 # on top (the terminal's own #0000ff blue or #ffff00 yellow do not).
 _CSS_NAMES: dict[str, str] = {
-    "black": "#424242", "red": "#c62828", "green": "#2e7d32", "yellow": "#b7860b",
-    "blue": "#1565c0", "magenta": "#8e24aa", "cyan": "#00838f", "white": "#9e9e9e",
-    "bright_black": "#757575", "bright_red": "#e53935", "bright_green": "#43a047",
-    "bright_yellow": "#c9a227", "bright_blue": "#1e88e5", "bright_magenta": "#ab47bc",
-    "bright_cyan": "#0097a7", "bright_white": "#bdbdbd",
+    "black": "#424242",
+    "red": "#c62828",
+    "green": "#2e7d32",
+    "yellow": "#b7860b",
+    "blue": "#1565c0",
+    "magenta": "#8e24aa",
+    "cyan": "#00838f",
+    "white": "#9e9e9e",
+    "bright_black": "#757575",
+    "bright_red": "#e53935",
+    "bright_green": "#43a047",
+    "bright_yellow": "#c9a227",
+    "bright_blue": "#1e88e5",
+    "bright_magenta": "#ab47bc",
+    "bright_cyan": "#0097a7",
+    "bright_white": "#bdbdbd",
 }
 
 
@@ -326,16 +376,16 @@ def status_css(label: str, colours: dict[str, str] | None) -> str:
     return css
 
 
-_STYLE = ("border-collapse:collapse;font-family:monospace;font-size:12px;"
-          "margin:2px 0")
+_STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;margin:2px 0"
 _CELL = "padding:2px 10px;text-align:left;border-bottom:1px solid #ddd"
 _TREE_CELL = "padding:1px 8px;text-align:left;vertical-align:top;border:none"
 
 
 def _badge(label: str, text: str, colours: dict[str, str] | None) -> str:
     css = status_css(label, colours)
-    style = (f"color:white;background:{css};border-radius:3px;padding:0 4px"
-             if css else "padding:0 4px")
+    style = (
+        f"color:white;background:{css};border-radius:3px;padding:0 4px" if css else "padding:0 4px"
+    )
     return f'<span style="{style}">{html.escape(text)}</span>'
 
 
@@ -352,8 +402,10 @@ def slice_html(obj: JobSlice) -> str:
                 content = _badge(row.status, row.status, colours)
             elif column == "subjobs":
                 parts = [html.escape(row.cells["subjobs"])]
-                parts += [_badge(label, f"{SHORT.get(label, label)}:{n}", colours)
-                          for label, n in row.counts]
+                parts += [
+                    _badge(label, f"{SHORT.get(label, label)}:{n}", colours)
+                    for label, n in row.counts
+                ]
                 content = " ".join(parts)
             else:
                 content = html.escape(row.cells[column])
@@ -363,14 +415,20 @@ def slice_html(obj: JobSlice) -> str:
     for row in model.head:
         add(row)
     if model.omitted:
-        body.append(f'<tr><td style="{_CELL};color:#888" colspan="{len(model.columns)}">'
-                    f"… {model.omitted} more …</td></tr>")
+        body.append(
+            f'<tr><td style="{_CELL};color:#888" colspan="{len(model.columns)}">'
+            f"… {model.omitted} more …</td></tr>"
+        )
     for row in model.tail:
         add(row)
-    caption = (f'<caption style="text-align:left;font-weight:bold;padding:2px 0">'
-               f"{html.escape(model.title)}: {model.total}</caption>")
-    return (f'<table class="ganga-jobs" style="{_STYLE}">{caption}<thead><tr>{head}'
-            f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    caption = (
+        f'<caption style="text-align:left;font-weight:bold;padding:2px 0">'
+        f"{html.escape(model.title)}: {model.total}</caption>"
+    )
+    return (
+        f'<table class="ganga-jobs" style="{_STYLE}">{caption}<thead><tr>{head}'
+        f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def job_html(job: Job) -> str:
@@ -378,28 +436,39 @@ def job_html(job: Job) -> str:
     colours = _colours()
     status = impl.current_status().label
     name = f" {html.escape(repr(impl.name))}" if impl.name else ""
-    title = (f"<b>Job {html.escape(impl.fqid)}</b>{name} "
-             f"{_badge(status, status, colours)}")
-    return (f'<div class="ganga-job" style="font-family:monospace;font-size:12px">{title}'
-            f"{_fields_html(job_fields(impl), colours)}</div>")
+    title = f"<b>Job {html.escape(impl.fqid)}</b>{name} {_badge(status, status, colours)}"
+    return (
+        f'<div class="ganga-job" style="font-family:monospace;font-size:12px">{title}'
+        f"{_fields_html(job_fields(impl), colours)}</div>"
+    )
 
 
 def _fields_html(fields: Iterable[tuple[str, Any]], colours: dict[str, str] | None) -> str:
     rows = []
     for name, value in fields:
         if isinstance(value, GangaObject):
-            inner = (f"{html.escape(type(value).__name__)}"
-                     f"{_fields_html(component_fields(value), colours)}")
+            inner = (
+                f"{html.escape(type(value).__name__)}"
+                f"{_fields_html(component_fields(value), colours)}"
+            )
         elif isinstance(value, _Counts):
-            inner = " ".join([str(value.total)] + [
-                _badge(label, f"{SHORT.get(label, label)}:{n}", colours)
-                for label, n in value.counts])
+            inner = " ".join(
+                [str(value.total)]
+                + [
+                    _badge(label, f"{SHORT.get(label, label)}:{n}", colours)
+                    for label, n in value.counts
+                ]
+            )
         else:
             inner = html.escape(_short_repr(value))
-        rows.append(f'<tr style="background:none"><td style="{_TREE_CELL};font-weight:bold">'
-                    f'{html.escape(name)}</td><td style="{_TREE_CELL}">{inner}</td></tr>')
-    return (f'<table style="{_STYLE};margin-left:10px;border-left:2px solid #e0e0e0">'
-            f'{"".join(rows)}</table>')
+        rows.append(
+            f'<tr style="background:none"><td style="{_TREE_CELL};font-weight:bold">'
+            f'{html.escape(name)}</td><td style="{_TREE_CELL}">{inner}</td></tr>'
+        )
+    return (
+        f'<table style="{_STYLE};margin-left:10px;border-left:2px solid #e0e0e0">'
+        f"{''.join(rows)}</table>"
+    )
 
 
 # -- registration (the extension registers lazily; this is the way back) ----------------

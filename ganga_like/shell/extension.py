@@ -45,8 +45,7 @@ class PluginLoader:
 
     def start(self, *_: Any) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._import, name="ganga-plugins",
-                                             daemon=True)
+            self._thread = threading.Thread(target=self._import, name="ganga-plugins", daemon=True)
             self._thread.start()
 
     def _import(self) -> None:

@@ -34,8 +34,10 @@ class CellTransactions:
         self.ip.events.register("post_run_cell", self.post_run_cell)
 
     def unregister(self) -> None:
-        for name, callback in (("pre_run_cell", self.pre_run_cell),
-                               ("post_run_cell", self.post_run_cell)):
+        for name, callback in (
+            ("pre_run_cell", self.pre_run_cell),
+            ("post_run_cell", self.post_run_cell),
+        ):
             with contextlib.suppress(ValueError):
                 self.ip.events.unregister(name, callback)
 
@@ -58,13 +60,17 @@ class CellTransactions:
         except ConflictError as exc:
             tm.abort()
             self.rolled_back += 1
-            _warn("this cell's changes conflicted with another change to the same jobs and "
-                  f"were rolled back ({_reason(exc)}); run it again")
+            _warn(
+                "this cell's changes conflicted with another change to the same jobs and "
+                f"were rolled back ({_reason(exc)}); run it again"
+            )
         except TransientError:  # the shared server went away in the middle of the commit
             tm.abort()
             self.rolled_back += 1
-            _warn("this cell's changes could not be saved (the repository server could not "
-                  "be reached) and were rolled back; run it again")
+            _warn(
+                "this cell's changes could not be saved (the repository server could not "
+                "be reached) and were rolled back; run it again"
+            )
         except ReadOnlyError:
             tm.abort()
             self.rolled_back += 1
@@ -72,8 +78,10 @@ class CellTransactions:
         except Exception as exc:  # never leave a half-committed cell behind
             tm.abort()
             self.rolled_back += 1
-            _warn(f"this cell's changes could not be saved and were rolled back: "
-                  f"{type(exc).__name__}: {exc}")
+            _warn(
+                f"this cell's changes could not be saved and were rolled back: "
+                f"{type(exc).__name__}: {exc}"
+            )
 
 
 def _reason(exc: ConflictError) -> str:
@@ -86,8 +94,9 @@ def _warn(message: str) -> None:
     print(f"{yellow}WARNING: {message}{reset}", file=sys.stderr)
 
 
-def show_gpi_error(ip: Any, etype: type[BaseException], value: BaseException, tb: Any,
-                   tb_offset: int | None = None) -> list[str]:
+def show_gpi_error(
+    ip: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: int | None = None
+) -> list[str]:
     """IPython custom exception handler: ``ERROR: message``, no traceback (for Ctrl-C:
     ``KeyboardInterrupt`` and what was stopped).
 
@@ -100,7 +109,8 @@ def show_gpi_error(ip: Any, etype: type[BaseException], value: BaseException, tb
     # In a kernel the notebook renders the escape codes; in a terminal only when stdout is
     # one (not when piped).
     colour = getattr(ip, "colors", "NoColor") != "NoColor" and (
-        sys.stdout.isatty() or not _is_terminal(ip))
+        sys.stdout.isatty() or not _is_terminal(ip)
+    )
     red, reset = ("\033[31m", "\033[0m") if colour else ("", "")
     if isinstance(value, KeyboardInterrupt):
         # Ctrl-C: the cell stopped where it was, which its message says if it knows.

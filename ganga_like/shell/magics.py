@@ -63,8 +63,10 @@ class GangaMagics(Magics):
             session = current_session()
             result = session.monitor.run_once()
             session.sync()  # show the cell what this poll just committed
-            print(f"monitor: polled {result.polled} active (sub)jobs, {result.changed} "
-                  "changed" + _stale_text(result.stale_backends))
+            print(
+                f"monitor: polled {result.polled} active (sub)jobs, {result.changed} "
+                "changed" + _stale_text(result.stale_backends)
+            )
         else:
             raise UsageError(f"%monitor {command}: expected on, off, status or once")
 
@@ -98,9 +100,11 @@ def _status_line() -> str:
     if session.repo.read_only:
         state += " (read-only repository: nothing to monitor)"
     active = len(session.registry().active)
-    return (f"monitor: {state}; {monitor.cycles} cycles, {monitor.cpu_seconds:.2f} s CPU; "
-            f"polls every {settings.monitor_min_interval:g}-{settings.monitor_max_interval:g}"
-            f" s; {active} active (sub)jobs" + _stale_text(monitor.stale_backends))
+    return (
+        f"monitor: {state}; {monitor.cycles} cycles, {monitor.cpu_seconds:.2f} s CPU; "
+        f"polls every {settings.monitor_min_interval:g}-{settings.monitor_max_interval:g}"
+        f" s; {active} active (sub)jobs" + _stale_text(monitor.stale_backends)
+    )
 
 
 def _stale_text(stale: dict[str, Any]) -> str:

@@ -48,14 +48,25 @@ class RichProgress:
         )
 
         self._bar = Progress(
-            SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-            MofNCompleteColumn(), TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
-            console=Console(file=sys.stderr), refresh_per_second=8)
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr),
+            refresh_per_second=8,
+        )
         self._bar.start()
         self._task = self._bar.add_task(self._title, total=None, detail="")
 
-    def update(self, done: int, total: int | None, detail: str = "",
-               counts: Mapping[str, int] | None = None) -> None:
+    def update(
+        self,
+        done: int,
+        total: int | None,
+        detail: str = "",
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
         if self._bar is None:
             if time.monotonic() - self._start < self._delay:
                 return
@@ -107,8 +118,13 @@ class NotebookProgress:
         self._shown_at = 0.0
         self._pending: str | None = None
 
-    def update(self, done: int, total: int | None, detail: str = "",
-               counts: Mapping[str, int] | None = None) -> None:
+    def update(
+        self,
+        done: int,
+        total: int | None,
+        detail: str = "",
+        counts: Mapping[str, int] | None = None,
+    ) -> None:
         now = time.monotonic()
         if self._handle is None and now - self._start < self._delay:
             return
@@ -134,36 +150,46 @@ class NotebookProgress:
         if self._handle is not None or self._pending is not None:
             self._show(time.monotonic())
 
-    def _html(self, done: int, total: int | None, detail: str,
-              counts: Mapping[str, int] | None, elapsed: float) -> str:
+    def _html(
+        self,
+        done: int,
+        total: int | None,
+        detail: str,
+        counts: Mapping[str, int] | None,
+        elapsed: float,
+    ) -> str:
         colours = _colours()
         if total is None:
             bar = '<progress style="width:240px"></progress>'
             amount = ""
         else:
-            bar = f'<progress style="width:240px" value="{done}" max="{max(total, 1)}">' \
-                  "</progress>"
+            bar = f'<progress style="width:240px" value="{done}" max="{max(total, 1)}"></progress>'
             amount = f" {done}/{total}"
         badges = ""
         if counts:
             spans = []
             for label, n in counts.items():
                 css = status_css(label, colours)
-                style = (f"color:white;background:{css};border-radius:3px;padding:0 4px"
-                         if css else "padding:0 4px")
-                spans.append(f'<span style="{style}">'
-                             f"{html.escape(SHORT.get(label, label))}:{n}</span>")
+                style = (
+                    f"color:white;background:{css};border-radius:3px;padding:0 4px"
+                    if css
+                    else "padding:0 4px"
+                )
+                spans.append(
+                    f'<span style="{style}">{html.escape(SHORT.get(label, label))}:{n}</span>'
+                )
             badges = " ".join(spans)
         elif detail:
             badges = html.escape(detail)
-        return (f'<div class="ganga-progress" style="font-family:monospace;font-size:12px">'
-                f"<b>{html.escape(self._title)}</b> {bar}{amount} {badges} "
-                f'<span style="color:#888">{elapsed:.1f}s</span></div>')
+        return (
+            f'<div class="ganga-progress" style="font-family:monospace;font-size:12px">'
+            f"<b>{html.escape(self._title)}</b> {bar}{amount} {badges} "
+            f'<span style="color:#888">{elapsed:.1f}s</span></div>'
+        )
 
 
 def notebook_factory(title: str, *, show: bool | None, delay: float) -> Progress:
     return NotebookProgress(title, delay) if _wanted(show) else NullProgress()
 
 
-FACTORIES: dict[str, ProgressFactory] = {"terminal": terminal_factory,
-                                         "notebook": notebook_factory}
+FACTORIES: dict[str, ProgressFactory] = {"terminal": terminal_factory, "notebook": notebook_factory}

@@ -26,12 +26,16 @@ def core_namespace() -> dict[str, Any]:
 
 def plugin_namespace() -> dict[str, Any]:
     """The plugin classes (Executable, Local, ...): importing them is most of the cost."""
-    return {name: getattr(ganga_like, name) for name in ganga_like.__all__
-            if name not in ganga_like._CORE}
+    return {
+        name: getattr(ganga_like, name)
+        for name in ganga_like.__all__
+        if name not in ganga_like._CORE
+    }
 
 
-def run_script(path: str, args: list[str],
-               namespace: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+def run_script(
+    path: str, args: list[str], namespace: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
     """Run ``path`` as ``__main__`` with ``sys.argv = [path, *args]``.
 
     Returns its exit status (0, its ``sys.exit`` code, 1 on an error, 2 when the file is

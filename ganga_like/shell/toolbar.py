@@ -45,8 +45,8 @@ class GangaPrompts(Prompts):
 
 @dataclass
 class JobCounts:
-    jobs: dict[str, int] = field(default_factory=dict)      # top-level jobs by status
-    subjobs: dict[str, int] = field(default_factory=dict)   # subjobs of active masters
+    jobs: dict[str, int] = field(default_factory=dict)  # top-level jobs by status
+    subjobs: dict[str, int] = field(default_factory=dict)  # subjobs of active masters
 
     @property
     def total(self) -> int:
@@ -64,8 +64,7 @@ def count_jobs(registry: Registry) -> JobCounts:
             job = registry.get(job_id)
             if isinstance(job, JobImpl):
                 for sub_status, n in job.counts().items():
-                    counts.subjobs[sub_status.label] = counts.subjobs.get(
-                        sub_status.label, 0) + n
+                    counts.subjobs[sub_status.label] = counts.subjobs.get(sub_status.label, 0) + n
     return counts
 
 
@@ -110,8 +109,9 @@ class Toolbar:
         parts.append((_BASE, "  │ monitor: "))
         parts.append((_BASE, "on") if monitor.running else (f"{_BASE} fg:ansired bold", "off"))
         if monitor.stale_backends:
-            parts.append((f"{_BASE} fg:ansired",
-                          f" ({', '.join(monitor.stale_backends)} unreachable)"))
+            parts.append(
+                (f"{_BASE} fg:ansired", f" ({', '.join(monitor.stale_backends)} unreachable)")
+            )
         return parts
 
     @staticmethod

@@ -198,8 +198,9 @@ class Local(IBackend):
         directory = runner_dir(ctx.gangadir)
         for keys in runner_client.batch_keys(directory):
             found.update(wanted[key] for key in keys if key in wanted)
-        journals = {os.path.join(str(ctx.workspace), str((job.master or job).id), JOURNAL)
-                    for job in jobs}
+        journals = {
+            os.path.join(str(ctx.workspace), str((job.master or job).id), JOURNAL) for job in jobs
+        }
         for journal in sorted(journals):
             events, _ = runner_client.read_events(Path(journal), 0)
             found.update(wanted[e.key] for e in events if e.key in wanted)

@@ -17,11 +17,13 @@ class Local(Configurable):
     """The Local backend: jobs on this machine."""
 
     max_concurrent = Int(
-        os.cpu_count() or 1, min=1,
+        os.cpu_count() or 1,
+        min=1,
         help="How many Local subjobs run at once (default: the number of cores). Takes "
-             "effect at the next submission.",
+        "effect at the next submission.",
     ).tag(config=True)
     idle_exit = Float(
-        30.0, min=0.0,
+        30.0,
+        min=0.0,
         help="Seconds the detached Local runner stays alive with nothing to do.",
     ).tag(config=True)

@@ -69,30 +69,49 @@ class Slurm(BatchBackend):
     submit() would send, without submitting anything."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "partition": SingleLine("", help="Partition (sbatch --partition); empty: the first "
-                                "partition whose limits fit the resources."),
-        "account": SingleLine("", help="Account to charge (sbatch --account); empty: your "
-                              "default account."),
+        "partition": SingleLine(
+            "",
+            help="Partition (sbatch --partition); empty: the first "
+            "partition whose limits fit the resources.",
+        ),
+        "account": SingleLine(
+            "", help="Account to charge (sbatch --account); empty: your default account."
+        ),
         "reservation": SingleLine("", help="Reservation to run in (sbatch --reservation)."),
         "qos": SingleLine("", help="Quality of service (sbatch --qos)."),
-        "resources": ResourcesTrait(help="What each (sub)job needs: Resources(process_count"
-                                    "=..., cpu_cores_per_process=..., gpus_per_process=..., "
-                                    "processes_per_node=..., memory='2G', walltime='1:00:00'"
-                                    ") or a dict of those."),
-        "extra_options": traitlets.List(SingleLine(), help="More #SBATCH options, one per "
-                                        "item, e.g. ['--constraint=avx2', '--exclusive']."),
-        "setup": traitlets.List(SingleLine(), help="Shell lines run before the program, "
-                                "e.g. ['module load gcc']."),
-        "array_throttle": traitlets.Int(None, allow_none=True, min=1, help="At most this "
-                                        "many subjobs of an array run at once (--array=...%N);"
-                                        " None: no limit."),
-        "bulk": traitlets.Bool(True, help="True: a split job is one job array. False: one "
-                               "sbatch per subjob."),
-        "id": traitlets.Unicode("", help="Slurm job id: '123_4' for array element 4, '123' "
-                                "for a job; for a master, the array(s) of its latest "
-                                "submission.").tag(protected=True, copyable=False),
-        "actual_partition": traitlets.Unicode("", help="The partition the job was submitted "
-                                              "to.").tag(protected=True, copyable=False),
+        "resources": ResourcesTrait(
+            help="What each (sub)job needs: Resources(process_count"
+            "=..., cpu_cores_per_process=..., gpus_per_process=..., "
+            "processes_per_node=..., memory='2G', walltime='1:00:00'"
+            ") or a dict of those."
+        ),
+        "extra_options": traitlets.List(
+            SingleLine(),
+            help="More #SBATCH options, one per item, e.g. ['--constraint=avx2', '--exclusive'].",
+        ),
+        "setup": traitlets.List(
+            SingleLine(), help="Shell lines run before the program, e.g. ['module load gcc']."
+        ),
+        "array_throttle": traitlets.Int(
+            None,
+            allow_none=True,
+            min=1,
+            help="At most this "
+            "many subjobs of an array run at once (--array=...%N);"
+            " None: no limit.",
+        ),
+        "bulk": traitlets.Bool(
+            True, help="True: a split job is one job array. False: one sbatch per subjob."
+        ),
+        "id": traitlets.Unicode(
+            "",
+            help="Slurm job id: '123_4' for array element 4, '123' "
+            "for a job; for a master, the array(s) of its latest "
+            "submission.",
+        ).tag(protected=True, copyable=False),
+        "actual_partition": traitlets.Unicode(
+            "", help="The partition the job was submitted to."
+        ).tag(protected=True, copyable=False),
     }
     scheduler = SCHEDULER
 
@@ -120,18 +139,27 @@ class Slurm(BatchBackend):
     def batch_settings(cls, ctx: SubmitContext | PollContext) -> SlurmSettings:
         return SlurmSettings.from_section(ctx.config_for(SlurmSection))
 
-    def plan(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-             settings: BatchSettings) -> tuple[list[Batch], dict[str, str]]:
+    def plan(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
+    ) -> tuple[list[Batch], dict[str, str]]:
         assert isinstance(settings, SlurmSettings)
         try:
-            return plan_submission(ctx, jobs, settings, lambda: PARTITIONS.get(settings),
-                                   lambda: ARRAY_LIMIT.get(settings))
+            return plan_submission(
+                ctx,
+                jobs,
+                settings,
+                lambda: PARTITIONS.get(settings),
+                lambda: ARRAY_LIMIT.get(settings),
+            )
         except SlurmCommandError as exc:
-            raise BackendError(f"cannot read the cluster's partitions or limits: {exc.message}",
-                               transient=exc.transient) from None
+            raise BackendError(
+                f"cannot read the cluster's partitions or limits: {exc.message}",
+                transient=exc.transient,
+            ) from None
 
-    def render(self, batch: Batch, members: Sequence[Member] | None = None
-               ) -> tuple[str | None, dict[str, str]]:
+    def render(
+        self, batch: Batch, members: Sequence[Member] | None = None
+    ) -> tuple[str | None, dict[str, str]]:
         return render_batch(batch, members)
 
     def before_submit(self, batch: Batch, members: Sequence[Member]) -> None:
@@ -146,8 +174,9 @@ class Slurm(BatchBackend):
     def prepare(member: Member) -> None:
         prepare_workspace(member)
 
-    def plan_preview(self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]],
-                     settings: BatchSettings) -> tuple[list[Batch], dict[str, str], list[str]]:
+    def plan_preview(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
+    ) -> tuple[list[Batch], dict[str, str], list[str]]:
         """As :meth:`plan`, but a cluster whose MaxArraySize cannot be read is assumed to
         have Slurm's default, and said so."""
         assert isinstance(settings, SlurmSettings)
@@ -158,16 +187,21 @@ class Slurm(BatchBackend):
                 # One attempt: a preview should not wait out a controller that is down.
                 return ARRAY_LIMIT.get(replace(settings, submit_attempts=1))
             except SlurmCommandError as exc:
-                assumed.append(f"# MaxArraySize could not be read ({exc.message}); "
-                               f"assumed {commands.DEFAULT_MAX_ARRAY_SIZE}")
+                assumed.append(
+                    f"# MaxArraySize could not be read ({exc.message}); "
+                    f"assumed {commands.DEFAULT_MAX_ARRAY_SIZE}"
+                )
                 return commands.DEFAULT_MAX_ARRAY_SIZE
 
         try:
-            batches, failed = plan_submission(ctx, jobs, settings,
-                                              lambda: PARTITIONS.get(settings), array_limit)
+            batches, failed = plan_submission(
+                ctx, jobs, settings, lambda: PARTITIONS.get(settings), array_limit
+            )
         except SlurmCommandError as exc:
-            raise BackendError(f"cannot read the cluster's partitions or limits: {exc.message}",
-                               transient=exc.transient) from None
+            raise BackendError(
+                f"cannot read the cluster's partitions or limits: {exc.message}",
+                transient=exc.transient,
+            ) from None
         return batches, failed, assumed
 
     @staticmethod

@@ -152,8 +152,9 @@ def _check_ids(job_ids: Iterable[str]) -> list[str]:
 def _run(
     args: Sequence[str], *, timeout: float, input_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return run_command(args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS,
-                       error=SlurmCommandError)
+    return run_command(
+        args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS, error=SlurmCommandError
+    )
 
 
 def _fail(args: Sequence[str], result: subprocess.CompletedProcess[str]) -> CommandError:
@@ -249,8 +250,14 @@ def parse_squeue(text: str) -> dict[str, SqueueRow]:
 def squeue_command(ids: Sequence[str]) -> list[str]:
     """``--states=all`` keeps finished jobs visible for MinJobAge; ``--array`` lists
     pending elements one per line."""
-    return ["squeue", "--noheader", "--array", "--states=all", f"--jobs={','.join(ids)}",
-            f"--format={SQUEUE_FORMAT}"]
+    return [
+        "squeue",
+        "--noheader",
+        "--array",
+        "--states=all",
+        f"--jobs={','.join(ids)}",
+        f"--format={SQUEUE_FORMAT}",
+    ]
 
 
 def squeue(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SqueueRow]:
@@ -339,8 +346,14 @@ def parse_sacct(text: str) -> dict[str, SacctRow]:
 
 def sacct_command(ids: Sequence[str]) -> list[str]:
     """Allocations only (no job steps), one ``|``-separated line each."""
-    return ["sacct", "--noheader", "--parsable2", "--allocations", f"--jobs={','.join(ids)}",
-            f"--format={','.join(SACCT_FIELDS)}"]
+    return [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--jobs={','.join(ids)}",
+        f"--format={','.join(SACCT_FIELDS)}",
+    ]
 
 
 def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SacctRow]:
@@ -392,8 +405,14 @@ def scancel(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> None
 
 
 def find_by_name_command(names: Sequence[str]) -> list[str]:
-    return ["squeue", "--noheader", "--me", "--states=all", f"--name={','.join(names)}",
-            "--format=%A|%j"]
+    return [
+        "squeue",
+        "--noheader",
+        "--me",
+        "--states=all",
+        f"--name={','.join(names)}",
+        "--format=%A|%j",
+    ]
 
 
 def parse_names(text: str, names: Sequence[str]) -> dict[str, str]:
@@ -406,8 +425,7 @@ def parse_names(text: str, names: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def find_jobs_by_name(names: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
-                      ) -> dict[str, str]:
+def find_jobs_by_name(names: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
     """Our jobs called one of ``names``: name -> job id (an array's id for an array), in
     ONE squeue call; names not found are absent."""
     if not names:

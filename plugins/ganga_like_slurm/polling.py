@@ -31,5 +31,6 @@ def query_ids(slurm_ids: Iterable[str]) -> list[list[str]]:
 
 def poll(ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
     """Reports for the (sub)jobs of ``refs`` whose status changed since the last cycle."""
-    return batch_polling.poll(SCHEDULER, ctx, refs, SlurmSettings.from_mapping(ctx.settings),
-                              read_missing_output)
+    return batch_polling.poll(
+        SCHEDULER, ctx, refs, SlurmSettings.from_mapping(ctx.settings), read_missing_output
+    )

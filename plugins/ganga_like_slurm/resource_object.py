@@ -82,15 +82,22 @@ class Resources(GangaObject):
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "process_count": traitlets.Int(1, min=1, help="Processes (Slurm tasks) in all."),
         "processes_per_node": traitlets.Int(
-            None, allow_none=True, min=1,
+            None,
+            allow_none=True,
+            min=1,
             help="Processes on each node (None: Slurm packs them as it likes); must "
-                 "divide process_count."),
+            "divide process_count.",
+        ),
         "cpu_cores_per_process": traitlets.Int(1, min=1, help="Cores for each process."),
         "gpus_per_process": traitlets.Int(0, min=0, help="GPUs for each process."),
-        "memory": Memory(help="Memory per node: bytes, or '2G', '500M' (binary units); "
-                              "None: the partition's default."),
-        "walltime": Walltime(help="Time limit: a timedelta or a Slurm time such as "
-                                  "'1:30:00'; None: the partition's default."),
+        "memory": Memory(
+            help="Memory per node: bytes, or '2G', '500M' (binary units); "
+            "None: the partition's default."
+        ),
+        "walltime": Walltime(
+            help="Time limit: a timedelta or a Slurm time such as "
+            "'1:30:00'; None: the partition's default."
+        ),
     }
 
     process_count: int
@@ -120,8 +127,9 @@ class Resources(GangaObject):
 
     def __repr__(self) -> str:
         # Stable across sessions (the event log compares descriptions of a job's parts).
-        shown = ", ".join(f"{name}={self.__dict__[name]!r}" for name in self._schema
-                          if name in self.__dict__)
+        shown = ", ".join(
+            f"{name}={self.__dict__[name]!r}" for name in self._schema if name in self.__dict__
+        )
         return f"{type(self).__name__}({shown})"
 
     def to_spec(self, **override: Any) -> ResourceSpec:

@@ -25,8 +25,9 @@ log = logging.getLogger("ganga_like.slurm")
 _ID_RE = re.compile(r"^\d+(?:_\d+)?$")
 
 
-def _observe(job_id: str, state: str, reason: str | None,
-             exit_code: str | None) -> Observation | None:
+def _observe(
+    job_id: str, state: str, reason: str | None, exit_code: str | None
+) -> Observation | None:
     try:
         return classify(state, reason, exit_code)
     except UnknownStateError as exc:
@@ -50,8 +51,11 @@ def queue_sighting(row: SqueueRow) -> Sighting:
 
 def history_sighting(row: SacctRow) -> Sighting:
     """An sacct row: state (with who cancelled it), exit code, start and end."""
-    return Sighting(_observe(row.job_id, row.raw_state, row.reason, row.exit_code),
-                    started=row.start is not None, ended_at=_timestamp(row.end))
+    return Sighting(
+        _observe(row.job_id, row.raw_state, row.reason, row.exit_code),
+        started=row.start is not None,
+        ended_at=_timestamp(row.end),
+    )
 
 
 class SlurmScheduler(BatchScheduler):

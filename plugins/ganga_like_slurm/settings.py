@@ -91,48 +91,58 @@ class Slurm(Configurable):
     """The Slurm backend: how often the cluster is asked, how patiently, and how much."""
 
     submit_attempts = Int(
-        _default("submit_attempts"), min=1,
+        _default("submit_attempts"),
+        min=1,
         help="sbatch attempts in all when the controller does not answer.",
     ).tag(config=True)
     submit_backoff = Float(
-        _default("submit_backoff"), min=0.0,
+        _default("submit_backoff"),
+        min=0.0,
         help="Seconds before the first sbatch retry; each next one waits twice as long.",
     ).tag(config=True)
     submit_patience = Float(
-        _default("submit_patience"), min=0.0,
+        _default("submit_patience"),
+        min=0.0,
         help="No new sbatch attempt starts later than this many seconds after the first.",
     ).tag(config=True)
     command_timeout = Float(
-        _default("command_timeout"), min=0.0,
+        _default("command_timeout"),
+        min=0.0,
         help="Longest, in seconds, any one Slurm command (sbatch, squeue, sacct, scancel, "
-             "scontrol) may take.",
+        "scontrol) may take.",
     ).tag(config=True)
     poll_interval = Float(
-        _default("poll_interval"), min=0.0,
+        _default("poll_interval"),
+        min=0.0,
         help="The controller is asked for job statuses at most once per this many "
-             "seconds, however often the monitor wakes.",
+        "seconds, however often the monitor wakes.",
     ).tag(config=True)
     partition_cache_seconds = Float(
-        _default("partition_cache_seconds"), min=0.0,
+        _default("partition_cache_seconds"),
+        min=0.0,
         help="Seconds the partitions and MaxArraySize read from the cluster are reused.",
     ).tag(config=True)
     max_array_size = Int(
-        _default("max_array_size"), min=0,
+        _default("max_array_size"),
+        min=0,
         help="Most subjobs in one job array; 0: what the cluster's MaxArraySize allows "
-             "(a smaller value applies too when the cluster's is smaller).",
+        "(a smaller value applies too when the cluster's is smaller).",
     ).tag(config=True)
     final_grace_seconds = Float(
-        _default("final_grace_seconds"), min=0.0,
+        _default("final_grace_seconds"),
+        min=0.0,
         help="Seconds to wait for sacct to confirm a job squeue shows as finished (with "
-             "its exit code) before squeue's word is taken.",
+        "its exit code) before squeue's word is taken.",
     ).tag(config=True)
     vanish_seconds = Float(
-        _default("vanish_seconds"), min=0.0,
+        _default("vanish_seconds"),
+        min=0.0,
         help="A job neither squeue nor sacct lists is concluded gone only after being "
-             "missing this many seconds (and vanish_cycles polls).",
+        "missing this many seconds (and vanish_cycles polls).",
     ).tag(config=True)
     vanish_cycles = Int(
-        _default("vanish_cycles"), min=1,
+        _default("vanish_cycles"),
+        min=1,
         help="A job neither squeue nor sacct lists is concluded gone only after being "
-             "missing this many polls (and vanish_seconds).",
+        "missing this many polls (and vanish_seconds).",
     ).tag(config=True)

@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class Options:
     """The job-level part of a batch script: what must be equal to share one array."""
@@ -125,8 +124,12 @@ def sbatch_with_retry(text: str, name: str, settings: SlurmSettings) -> str:
     return submit_with_retry(
         lambda: commands.sbatch(text, timeout=timeout),
         lambda names: find_jobs_by_name(names, timeout=timeout),
-        name, settings, never_sent=commands.NEVER_SENT,
-        lookup_hint=f"squeue --me --name={name}", sleep=lambda delay: sleep(delay))
+        name,
+        settings,
+        never_sent=commands.NEVER_SENT,
+        lookup_hint=f"squeue --me --name={name}",
+        sleep=lambda delay: sleep(delay),
+    )
 
 
 class ClusterQuery(Generic[T]):
@@ -150,9 +153,11 @@ class ClusterQuery(Generic[T]):
 
 
 PARTITIONS: ClusterQuery[list[PartitionInfo]] = ClusterQuery(
-    lambda timeout: commands.scontrol_show_partitions(timeout=timeout))
+    lambda timeout: commands.scontrol_show_partitions(timeout=timeout)
+)
 ARRAY_LIMIT: ClusterQuery[int] = ClusterQuery(
-    lambda timeout: commands.scontrol_max_array_size(timeout=timeout))
+    lambda timeout: commands.scontrol_max_array_size(timeout=timeout)
+)
 
 
 # -- planning -------------------------------------------------------------------------
@@ -199,9 +204,15 @@ def plan(
             raise PlacementError(f"Slurm.resources: {choice}")
         return choice
 
-    return plan_batches(ctx, pairs, options_of=options_of, place=place, command=_element,
-                        array_size=lambda: _array_size(array_limit(), settings),
-                        new_name=_new_name)
+    return plan_batches(
+        ctx,
+        pairs,
+        options_of=options_of,
+        place=place,
+        command=_element,
+        array_size=lambda: _array_size(array_limit(), settings),
+        new_name=_new_name,
+    )
 
 
 def _array_size(cluster_limit: int, settings: SlurmSettings) -> int:
@@ -263,12 +274,16 @@ def batch_spec(batch: Batch, members: Sequence[Member] | None = None) -> BatchSc
     )
 
 
-def render_batch(batch: Batch, members: Sequence[Member] | None = None
-                 ) -> tuple[str | None, dict[str, str]]:
+def render_batch(
+    batch: Batch, members: Sequence[Member] | None = None
+) -> tuple[str | None, dict[str, str]]:
     """The script text, and fqid -> error for members whose command cannot be written
     (see :func:`ganga_like.batch.planning.render_pinned`)."""
-    return render_pinned(lambda chosen: render_script(batch_spec(batch, chosen)),
-                         batch.members if members is None else members, ScriptError)
+    return render_pinned(
+        lambda chosen: render_script(batch_spec(batch, chosen)),
+        batch.members if members is None else members,
+        ScriptError,
+    )
 
 
 def prepare_workspace(member: Member) -> None:

@@ -20,12 +20,15 @@ class Executable(IApplication):
     """Runs ``exe`` with ``args`` (a list: no shell is involved) and extra ``env``."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "exe": traitlets.Unicode("echo", help="Program to run: a path, or a name looked "
-                                 "up on PATH."),
-        "args": traitlets.List(Arg(), help="Arguments, passed as a list (never through a "
-                               "shell)."),
-        "env": traitlets.Dict(value_trait=traitlets.Unicode(), key_trait=traitlets.Unicode(),
-                              help="Environment variables added for the program."),
+        "exe": traitlets.Unicode(
+            "echo", help="Program to run: a path, or a name looked up on PATH."
+        ),
+        "args": traitlets.List(Arg(), help="Arguments, passed as a list (never through a shell)."),
+        "env": traitlets.Dict(
+            value_trait=traitlets.Unicode(),
+            key_trait=traitlets.Unicode(),
+            help="Environment variables added for the program.",
+        ),
     }
 
     def check_before_submit(self) -> None:

@@ -18,8 +18,9 @@ class GangaDataset(IDataset):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files": traitlets.List(traitlets.Unicode(), help="Paths of the files."),
-        "treat_as_inputfiles": traitlets.Bool(False, help="Also copy the files into the "
-                                              "job's work directory."),
+        "treat_as_inputfiles": traitlets.Bool(
+            False, help="Also copy the files into the job's work directory."
+        ),
     }
     _positional = ("files",)
 

@@ -21,8 +21,9 @@ class LocalFile(IFile):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "namePattern": traitlets.Unicode("", help="File name or glob pattern."),
-        "localDir": traitlets.Unicode("", help="Directory of an input file (default: the "
-                                      "current directory at submit time)."),
+        "localDir": traitlets.Unicode(
+            "", help="Directory of an input file (default: the current directory at submit time)."
+        ),
     }
     _positional = ("namePattern", "localDir")
 

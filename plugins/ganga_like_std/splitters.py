@@ -37,23 +37,23 @@ class GenericSplitter(ISplitter):
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "attribute": traitlets.Unicode("", help="Dotted attribute path to vary."),
         "values": traitlets.List(help="The values, one per subjob."),
-        "multi_attrs": traitlets.Dict(key_trait=traitlets.Unicode(), value_trait=traitlets.List(),
-                                      help="Attribute path -> list of values; all lists "
-                                      "the same length."),
+        "multi_attrs": traitlets.Dict(
+            key_trait=traitlets.Unicode(),
+            value_trait=traitlets.List(),
+            help="Attribute path -> list of values; all lists the same length.",
+        ),
     }
 
     def variations(self, job: Job) -> list[dict[str, Any]]:
         if self.attribute and self.multi_attrs:
-            raise JobError("GenericSplitter: give either attribute/values or multi_attrs, "
-                           "not both")
+            raise JobError("GenericSplitter: give either attribute/values or multi_attrs, not both")
         if self.attribute:
             return [{self.attribute: v} for v in self.values]
         if not self.multi_attrs:
             raise JobError("GenericSplitter: set attribute and values, or multi_attrs")
         lengths = {name: len(vals) for name, vals in self.multi_attrs.items()}
         if len(set(lengths.values())) != 1:
-            raise JobError(f"GenericSplitter.multi_attrs: value lists differ in length: "
-                           f"{lengths}")
+            raise JobError(f"GenericSplitter.multi_attrs: value lists differ in length: {lengths}")
         names = list(self.multi_attrs)
         count = next(iter(lengths.values()))
         return [{n: self.multi_attrs[n][i] for n in names} for i in range(count)]
@@ -65,8 +65,9 @@ class DatasetSplitter(ISplitter):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files_per_subjob": traitlets.Int(1, min=1, help="Files given to each subjob."),
-        "max_files": traitlets.Int(None, allow_none=True, min=1,
-                                   help="Use at most this many files (None: all)."),
+        "max_files": traitlets.Int(
+            None, allow_none=True, min=1, help="Use at most this many files (None: all)."
+        ),
     }
 
     def variations(self, job: Job) -> list[dict[str, Any]]:

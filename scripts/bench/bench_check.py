@@ -35,8 +35,7 @@ def main() -> None:
     t0 = time.perf_counter()
     report = full_check(gangadir)
     seconds = time.perf_counter() - t0
-    print(f"Data.fs {size / 2**20:.1f} MB: full check {seconds:.2f} s "
-          f"({report.summary()})")
+    print(f"Data.fs {size / 2**20:.1f} MB: full check {seconds:.2f} s ({report.summary()})")
     t0 = time.perf_counter()
     check_file(path)
     print(f"check when opening: {(time.perf_counter() - t0) * 1000:.2f} ms")

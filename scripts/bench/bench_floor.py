@@ -90,8 +90,9 @@ def follow(db: ZODB.DB, name: str, journal: Path, n: int, cpu: list[float]) -> N
     cpu.append(time.thread_time() - cpu_before)
 
 
-def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
-              flat: bool) -> tuple[float, float, float]:
+def floor_run(
+    db: ZODB.DB, runner: Path, base: Path, n: int, name: str, flat: bool
+) -> tuple[float, float, float]:
     """Wall seconds submit -> all recorded, seconds until the hand-off, monitor CPU."""
     journal = base / f"{name}.jsonl"
     cpu: list[float] = []
@@ -101,8 +102,11 @@ def floor_run(db: ZODB.DB, runner: Path, base: Path, n: int, name: str,
     now = time.time()
     for i in range(n):
         records[i] = PersistentMapping(
-            argv=(ECHO, "task", str(i)), status="submitted", exit_code=None,
-            history=((now, "new", "submitted", "user: submit"),))
+            argv=(ECHO, "task", str(i)),
+            status="submitted",
+            exit_code=None,
+            history=((now, "new", "submitted", "user: submit"),),
+        )
     conn.root()[name] = records
     transaction.commit()
     submit(runner, make_tasks(base, name, n, journal, flat), TASK_ENV, CONCURRENCY)
@@ -133,8 +137,7 @@ def main() -> None:
     db = ZODB.DB(FileStorage(str(base / "repository.fs")), cache_size=200_000)
     runner = base / "runner"
     warm_up(runner, base)
-    print(f"subjobs: {args.n}, concurrency: {CONCURRENCY}, layout: {args.layout}, "
-          f"in {base}")
+    print(f"subjobs: {args.n}, concurrency: {CONCURRENCY}, layout: {args.layout}, in {base}")
     ratios = []
     try:
         for number in range(1, args.rounds + 1):
@@ -143,11 +146,14 @@ def main() -> None:
             print(f"round {number}: {describe(base)}")
             pool_wall = plain_pool(args.n, CONCURRENCY, outdir)
             wall, handed_off, monitor_cpu = floor_run(
-                db, runner, base, args.n, f"job{number}", args.layout == "flat")
+                db, runner, base, args.n, f"job{number}", args.layout == "flat"
+            )
             ratios.append(wall / pool_wall)
-            print(f"round {number}: plain subprocess pool {pool_wall:.2f} s; floor "
-                  f"{wall:.2f} s (handed to the runner at {1000 * handed_off:.0f} ms, "
-                  f"monitor CPU {monitor_cpu:.3f} s); ratio {wall / pool_wall:.2f}")
+            print(
+                f"round {number}: plain subprocess pool {pool_wall:.2f} s; floor "
+                f"{wall:.2f} s (handed to the runner at {1000 * handed_off:.0f} ms, "
+                f"monitor CPU {monitor_cpu:.3f} s); ratio {wall / pool_wall:.2f}"
+            )
     finally:
         stop(runner)
         db.close()

@@ -90,8 +90,11 @@ def main() -> None:
 
         runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
         monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
-        j = Job(application=Executable(exe="/bin/echo"),
-                splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
+        j = Job(
+            application=Executable(exe="/bin/echo"),
+            splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
+            backend=Local(),
+        )
         ticks0 = cpu_ticks()
         started = time.perf_counter()
         j.submit()
@@ -105,16 +108,21 @@ def main() -> None:
 
         own = (my_cpu.user + my_cpu.system) - (my_cpu0.user + my_cpu0.system)
         run = (runner_cpu.user + runner_cpu.system) - (runner_cpu0.user + runner_cpu0.system)
-        children = ((runner_cpu.children_user + runner_cpu.children_system)
-                    - (runner_cpu0.children_user + runner_cpu0.children_system))
+        children = (runner_cpu.children_user + runner_cpu.children_system) - (
+            runner_cpu0.children_user + runner_cpu0.children_system
+        )
         ratios.append(ganga_wall / pool_wall)
-        print(f"round {round_number}: plain subprocess pool {pool_wall:.2f} s wall; "
-              f"ganga_like Local, submit->completed {ganga_wall:.2f} s wall; "
-              f"ratio {ganga_wall / pool_wall:.2f}")
-        print(f"  CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
-              f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
-              f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
-              f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU")
+        print(
+            f"round {round_number}: plain subprocess pool {pool_wall:.2f} s wall; "
+            f"ganga_like Local, submit->completed {ganga_wall:.2f} s wall; "
+            f"ratio {ganga_wall / pool_wall:.2f}"
+        )
+        print(
+            f"  CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
+            f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
+            f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
+            f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU"
+        )
         print(f"  CPU left idle: pool {pool_idle}, ganga_like {job_idle}")
     print(f"ratio: {statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     close_session()

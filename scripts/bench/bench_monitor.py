@@ -31,8 +31,10 @@ def main() -> None:
     from ganga_like_local.runner import client as runner_client
 
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
-    j = Job(application=Executable(exe="/bin/true"),
-            splitter=ArgSplitter(args=[[str(i)] for i in range(n)]))
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
+    )
     j.submit()
     journal = session.repo.workspace / str(j.id) / JOURNAL
     while True:
@@ -53,10 +55,14 @@ def main() -> None:
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     assert j.status == "completed", j.status
     transitions = sum(len(sj.history) - 1 for sj in j.subjobs)
-    print(f"one cycle: {result.changed} backend reports applied, {n} subjobs, "
-          f"{transitions} status changes")
-    print(f"CPU {cpu:.2f} s: {1e6 * cpu / transitions:.0f} us per status change "
-          f"(10,000 changes: {1e4 * cpu / transitions:.2f} s); wall {wall:.2f} s")
+    print(
+        f"one cycle: {result.changed} backend reports applied, {n} subjobs, "
+        f"{transitions} status changes"
+    )
+    print(
+        f"CPU {cpu:.2f} s: {1e6 * cpu / transitions:.0f} us per status change "
+        f"(10,000 changes: {1e4 * cpu / transitions:.2f} s); wall {wall:.2f} s"
+    )
     idle_cycle(session, n)
     close_session()
     runner_client.stop(runner_dir(gangadir))
@@ -66,8 +72,10 @@ def idle_cycle(session: Any, n: int, cycles: int = 20) -> None:
     """CPU of a cycle that finds nothing new while ``n`` subjobs are followed."""
     from ganga_like import ArgSplitter, Executable, Job
 
-    j = Job(application=Executable(exe="/bin/sleep"),
-            splitter=ArgSplitter(args=[["600"] for _ in range(n)]))
+    j = Job(
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["600"] for _ in range(n)]),
+    )
     j.submit()
     time.sleep(0.5)
     session.monitor.run_once()  # takes the "started" events of the first subjobs

@@ -41,13 +41,17 @@ def main() -> None:
     master_id = build(repo)
     churn(repo, master_id, cycles)
     size = path.stat().st_size
-    print(f"built: {cycles} cycles of 500 updates in {time.perf_counter() - t0:.1f} s; "
-          f"Data.fs {size / 2**20:.1f} MB")
+    print(
+        f"built: {cycles} cycles of 500 updates in {time.perf_counter() - t0:.1f} s; "
+        f"Data.fs {size / 2**20:.1f} MB"
+    )
 
     t0 = time.perf_counter()
     record = pack_now(repo.db.storage, path, keep_days=7)
-    print(f"pack keeping 7 days: {record['seconds']:.2f} s, "
-          f"{record['size_before'] / 2**20:.1f} -> {record['size_after'] / 2**20:.1f} MB")
+    print(
+        f"pack keeping 7 days: {record['seconds']:.2f} s, "
+        f"{record['size_before'] / 2**20:.1f} -> {record['size_after'] / 2**20:.1f} MB"
+    )
 
     latencies: list[float] = []
     done = threading.Event()
@@ -76,11 +80,15 @@ def main() -> None:
     done.set()
     thread.join()
     latencies.sort()
-    print(f"pack keeping no history: {record['seconds']:.2f} s, "
-          f"{record['size_before'] / 2**20:.1f} -> {record['size_after'] / 2**20:.1f} MB "
-          f"({record['size_before'] / max(record['size_after'], 1):.0f}x smaller)")
-    print(f"  {len(latencies)} commits meanwhile: median "
-          f"{statistics.median(latencies) * 1e3:.1f} ms, max {latencies[-1] * 1e3:.0f} ms")
+    print(
+        f"pack keeping no history: {record['seconds']:.2f} s, "
+        f"{record['size_before'] / 2**20:.1f} -> {record['size_after'] / 2**20:.1f} MB "
+        f"({record['size_before'] / max(record['size_after'], 1):.0f}x smaller)"
+    )
+    print(
+        f"  {len(latencies)} commits meanwhile: median "
+        f"{statistics.median(latencies) * 1e3:.1f} ms, max {latencies[-1] * 1e3:.0f} ms"
+    )
     repo.close()
 
     # Grow it again and reopen with packing due: the open does not wait for the pack.
@@ -93,8 +101,10 @@ def main() -> None:
     opened = time.perf_counter() - t0
     repo.close()  # waits for the background pack
     total = time.perf_counter() - t0
-    print(f"open with packing due: {opened:.3f} s to open (the pack runs behind it; "
-          f"{total:.1f} s until it finished)")
+    print(
+        f"open with packing due: {opened:.3f} s to open (the pack runs behind it; "
+        f"{total:.1f} s until it finished)"
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,9 @@ def main() -> None:
     build(gangadir, n)
     print(f"built {n} jobs in {time.perf_counter() - started:.1f} s")
     env = dict(os.environ, GANGA_DIR=str(gangadir))
-    out = subprocess.run([sys.executable, "-c", MEASURE], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE], env=env, capture_output=True, text=True, check=True
+    )
     print(out.stdout, end="")
 
 

@@ -66,10 +66,12 @@ def main() -> None:
         for i in range(n):
             registry.lookup(master_id, i % 1000)
 
-    results = {"reindex, status unchanged": per_call(unchanged, n),
-               "reindex, status changed": per_call(changed, n),
-               "reindex, master's derived status changed": per_call(derived, derived_n),
-               "lookup of a subjob": per_call(lookup, n)}
+    results = {
+        "reindex, status unchanged": per_call(unchanged, n),
+        "reindex, status changed": per_call(changed, n),
+        "reindex, master's derived status changed": per_call(derived, derived_n),
+        "lookup of a subjob": per_call(lookup, n),
+    }
     for label, micros in results.items():
         print(f"{label}: {micros:.2f} us CPU per call")
     repo.abort()

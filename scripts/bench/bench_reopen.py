@@ -45,8 +45,11 @@ def build(gangadir: Path) -> None:
     from ganga_like import ArgSplitter, Executable, Job
     from ganga_like.runtime.session import close_session
 
-    big = Job(name="big", application=Executable(exe="/bin/true"),
-              splitter=ArgSplitter(args=[[str(i)] for i in range(10_000)]))
+    big = Job(
+        name="big",
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(10_000)]),
+    )
     big.submit()
     for i in range(999):
         Job(name=f"small-{i}", application=Executable(exe="/bin/true", args=[str(i)]))
@@ -55,8 +58,11 @@ def build(gangadir: Path) -> None:
 
 
 def main() -> None:
-    gangadir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(
-        tempfile.mkdtemp(prefix="bench-reopen-")) / "gangadir"
+    gangadir = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(tempfile.mkdtemp(prefix="bench-reopen-")) / "gangadir"
+    )
     if not (gangadir / "repository" / "Data.fs").exists():
         started = time.perf_counter()
         build(gangadir)
@@ -64,8 +70,9 @@ def main() -> None:
     env = dict(os.environ, GANGA_DIR=str(gangadir))
     for attempt in range(3):
         print(f"--- fresh process {attempt + 1}")
-        out = subprocess.run([sys.executable, "-c", MEASURE], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE], env=env, capture_output=True, text=True, check=True
+        )
         print(out.stdout, end="")
 
 

@@ -137,14 +137,22 @@ def start_echo(root: Path, i: int, devnull: int, env: dict[str, str]) -> tuple[i
     its pid and its open ``__run__`` record.  Not thread-safe (``chdir``)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     workdir, output = make_task_dirs(root, i)
-    out, err, record = (os.open(output / name, flags, 0o644)
-                        for name in ("stdout", "stderr", "__run__"))
+    out, err, record = (
+        os.open(output / name, flags, 0o644) for name in ("stdout", "stderr", "__run__")
+    )
     os.chdir(workdir)
     pid = os.posix_spawn(
-        ECHO, [ECHO, "task", str(i)], env,
-        file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
-                      (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
-        setsid=True, setsigmask=())
+        ECHO,
+        [ECHO, "task", str(i)],
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_DUP2, devnull, 0),
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, err, 2),
+        ],
+        setsid=True,
+        setsigmask=(),
+    )
     os.chdir("/")
     os.close(out)
     os.close(err)

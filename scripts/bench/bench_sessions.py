@@ -139,9 +139,12 @@ MODES = ("embedded", "default")
 
 
 def environment(gangadir: Path, mode: str) -> dict[str, str]:
-    env = dict(os.environ, GANGA_DIR=str(gangadir),
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
-               XDG_CONFIG_HOME=str(gangadir.parent / "xdg"))
+    env = dict(
+        os.environ,
+        GANGA_DIR=str(gangadir),
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+        XDG_CONFIG_HOME=str(gangadir.parent / "xdg"),
+    )
     env.pop("GANGA_REPOSITORY_MODE", None)
     if mode == "embedded":
         env["GANGA_REPOSITORY_MODE"] = "embedded"
@@ -149,8 +152,13 @@ def environment(gangadir: Path, mode: str) -> dict[str, str]:
 
 
 def run(code: str, env: dict[str, str], *argv: str) -> float:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *argv], env=env,
-                         capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if out.returncode:
         raise SystemExit(out.stderr)
     return float(out.stdout.split()[-1])
@@ -159,11 +167,16 @@ def run(code: str, env: dict[str, str], *argv: str) -> float:
 def listing(gangadir: Path, mode: str) -> float:
     env = environment(gangadir, mode)
     if mode == "embedded":
-        run(FILL.replace('print("filled", flush=True)', 'print(0)'), env)
+        run(FILL.replace('print("filled", flush=True)', "print(0)"), env)
         run(LIST, env)  # the file is read once: the page cache is warm
         return run(LIST, env)
-    first = subprocess.Popen([sys.executable, "-c", textwrap.dedent(FILL), "stay"], env=env,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(FILL), "stay"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert first.stdout is not None and first.stdout.readline().strip() == "filled"
         run(LIST, env)  # fills a client cache, as an earlier session would have
@@ -193,11 +206,16 @@ def main() -> None:
         order = MODES if r % 2 == 0 else MODES[::-1]
         for mode in order:
             for name, measure in (
-                    ("submit", lambda g, m: run(SUBMIT, environment(g, m), str(n))),
-                    ("seen", lambda g, m: run(SEEN, environment(g, m),
-                                              "embedded" if m == "embedded" else "shared")),
-                    ("list", listing),
-                    ("complete", lambda g, m: run(COMPLETE, environment(g, m)))):
+                ("submit", lambda g, m: run(SUBMIT, environment(g, m), str(n))),
+                (
+                    "seen",
+                    lambda g, m: run(
+                        SEEN, environment(g, m), "embedded" if m == "embedded" else "shared"
+                    ),
+                ),
+                ("list", listing),
+                ("complete", lambda g, m: run(COMPLETE, environment(g, m))),
+            ):
                 gangadir = base / f"{r}-{mode}-{name}" / "gangadir"
                 gangadir.parent.mkdir(parents=True)
                 try:
@@ -207,10 +225,12 @@ def main() -> None:
                 figures.setdefault((name, mode), []).append(value)
                 print(f"round {r + 1} {mode:8s} {name:8s} {value:.4f}", flush=True)
     print()
-    labels = {"submit": f"submit() of {n} subjobs (s)",
-              "seen": "status change seen by another session (ms, median of 200)",
-              "list": "second session lists 1,000 jobs, warm (s)",
-              "complete": "1,000 subjobs submit -> completed (s)"}
+    labels = {
+        "submit": f"submit() of {n} subjobs (s)",
+        "seen": "status change seen by another session (ms, median of 200)",
+        "list": "second session lists 1,000 jobs, warm (s)",
+        "complete": "1,000 subjobs submit -> completed (s)",
+    }
     for name, label in labels.items():
         emb = statistics.median(figures[(name, "embedded")])
         dflt = statistics.median(figures[(name, "default")])

@@ -69,8 +69,13 @@ HOLDER = """
 
 
 def run(code: str, env: dict[str, str], *argv: str) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *argv], env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode:
         raise SystemExit(out.stderr)
     return out.stdout.strip()
@@ -85,17 +90,24 @@ def main() -> None:
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
 
-    env = dict(os.environ, GANGA_DIR=str(gangadir), GANGA_REPOSITORY_MODE="shared",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
-               XDG_CONFIG_HOME=str(base / "xdg"))
-    session = open_session(Settings(gangadir=gangadir, repository_mode="shared",
-                                    monitoring=False, zeo_idle_exit=5))
+    env = dict(
+        os.environ,
+        GANGA_DIR=str(gangadir),
+        GANGA_REPOSITORY_MODE="shared",
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+        XDG_CONFIG_HOME=str(base / "xdg"),
+    )
+    session = open_session(
+        Settings(gangadir=gangadir, repository_mode="shared", monitoring=False, zeo_idle_exit=5)
+    )
     t0 = time.perf_counter()
     for i in range(1000):
+
         def add(i: int = i) -> None:
             job = JobImpl()
             job.name = f"job{i}"
             Registry(session.repo.connection().root()).add(job)
+
         session.repo.in_transaction(add)
     print(f"1,000 jobs created, one commit each: {time.perf_counter() - t0:.2f} s")
 
@@ -111,31 +123,34 @@ def main() -> None:
 
     for label in ("cold", "warm", "warm"):
         opened, listed, rows = run(LIST, env).split()
-        print(f"second session, list 1,000 jobs ({label} client cache): {float(listed):.3f} s "
-              f"(opening the session {float(opened):.3f} s; {rows} lines)")
+        print(
+            f"second session, list 1,000 jobs ({label} client cache): {float(listed):.3f} s "
+            f"(opening the session {float(opened):.3f} s; {rows} lines)"
+        )
 
     median, p90 = run(UPDATES, env, str(master_id)).split()
     print(f"subjob status update round trip, shared: median {median} ms, p90 {p90} ms")
     close_session()
     shared.stop_server(gangadir / "repository")
-    median, p90 = run(UPDATES, dict(env, GANGA_REPOSITORY_MODE="embedded"),
-                      str(master_id)).split()
+    median, p90 = run(UPDATES, dict(env, GANGA_REPOSITORY_MODE="embedded"), str(master_id)).split()
     print(f"subjob status update round trip, embedded: median {median} ms, p90 {p90} ms")
 
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER)], env=env,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(HOLDER)], env=env, stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-    session = open_session(Settings(gangadir=gangadir, repository_mode="shared",
-                                    zeo_idle_exit=5))
+    session = open_session(Settings(gangadir=gangadir, repository_mode="shared", zeo_idle_exit=5))
     time.sleep(0.5)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     killed = time.perf_counter()
     while not session.monitor.lease.held:
         time.sleep(0.005)
-    print(f"monitor lease taken over {time.perf_counter() - killed:.2f} s after its holder "
-          f"was killed (Settings.monitor_lease_timeout = "
-          f"{session.settings.monitor_lease_timeout} s)")
+    print(
+        f"monitor lease taken over {time.perf_counter() - killed:.2f} s after its holder "
+        f"was killed (Settings.monitor_lease_timeout = "
+        f"{session.settings.monitor_lease_timeout} s)"
+    )
     close_session()
     shared.stop_server(gangadir / "repository")
 

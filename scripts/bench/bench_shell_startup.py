@@ -48,8 +48,9 @@ def time_to_prompt(name: str, env: dict[str, str], extra: list[str]) -> tuple[fl
     """(wall seconds, CPU seconds) from spawn to the first prompt."""
     argv = command(name, extra if name == "ganga" else [])
     start = time.perf_counter()
-    child = pexpect.spawn(argv[0], argv[1:], env=env, encoding="utf-8", timeout=60,
-                          dimensions=(40, 120))
+    child = pexpect.spawn(
+        argv[0], argv[1:], env=env, encoding="utf-8", timeout=60, dimensions=(40, 120)
+    )
     try:
         child.expect(PROMPTS[name])
         elapsed = time.perf_counter() - start
@@ -64,9 +65,11 @@ def time_to_prompt(name: str, env: dict[str, str], extra: list[str]) -> tuple[fl
 def make_jobs(n: int, env: dict[str, str]) -> None:
     if n <= 0:
         return
-    code = ("from ganga_like import *\n"
-            f"for i in range({n}):\n"
-            "    Job(name=f'bench{i}', application=Executable(exe='true'))\n")
+    code = (
+        "from ganga_like import *\n"
+        f"for i in range({n}):\n"
+        "    Job(name=f'bench{i}', application=Executable(exe='true'))\n"
+    )
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
 
@@ -77,9 +80,14 @@ def main() -> None:
     parser.add_argument("ganga_args", nargs="*", help="extra ganga options, after --")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-shell-"))
-    env = dict(os.environ, GANGA_DIR=str(tmp / "gangadir"), XDG_CONFIG_HOME=str(tmp / "xdg"),
-               IPYTHONDIR=str(tmp / "ipython"), PROMPT_TOOLKIT_NO_CPR="1",
-               TERM="xterm-256color")
+    env = dict(
+        os.environ,
+        GANGA_DIR=str(tmp / "gangadir"),
+        XDG_CONFIG_HOME=str(tmp / "xdg"),
+        IPYTHONDIR=str(tmp / "ipython"),
+        PROMPT_TOOLKIT_NO_CPR="1",
+        TERM="xterm-256color",
+    )
     try:
         make_jobs(args.jobs, env)
         for name in PROMPTS:  # warm-up: profile dir, history database, disk caches
@@ -93,14 +101,18 @@ def main() -> None:
                 cpu[name].append(c)
         for name in PROMPTS:
             w, c = wall[name], cpu[name]
-            print(f"{name:8s} wall median {statistics.median(w):.3f} s  min {min(w):.3f}  "
-                  f"max {max(w):.3f}   CPU median {statistics.median(c):.3f} s  "
-                  f"({len(w)} runs)")
+            print(
+                f"{name:8s} wall median {statistics.median(w):.3f} s  min {min(w):.3f}  "
+                f"max {max(w):.3f}   CPU median {statistics.median(c):.3f} s  "
+                f"({len(w)} runs)"
+            )
         median = statistics.median(wall["ganga"]) / statistics.median(wall["ipython"])
         best = min(wall["ganga"]) / min(wall["ipython"])
         on_cpu = statistics.median(cpu["ganga"]) / statistics.median(cpu["ipython"])
-        print(f"ratio ganga/ipython: wall medians {median:.2f}, wall minima {best:.2f}, "
-              f"CPU medians {on_cpu:.2f}   (jobs in repository: {args.jobs})")
+        print(
+            f"ratio ganga/ipython: wall medians {median:.2f}, wall minima {best:.2f}, "
+            f"CPU medians {on_cpu:.2f}   (jobs in repository: {args.jobs})"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -30,15 +30,19 @@ def main() -> None:
     from ganga_like_slurm import commands
 
     if not commands.ping():
-        sys.exit(f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
-                 'start one with: eval "$(bash scripts/start-slurm.sh)"')
+        sys.exit(
+            f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
+            'start one with: eval "$(bash scripts/start-slurm.sh)"'
+        )
     # The monitor is driven by hand below, so each cycle can be measured.
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
 
     exe = "/bin/true" if run else "/bin/sleep"
-    j = Job(application=Executable(exe=exe),
-            splitter=ArgSplitter(args=[[str(i)] if run else ["600"] for i in range(n)]),
-            backend=Slurm())
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[str(i)] if run else ["600"] for i in range(n)]),
+        backend=Slurm(),
+    )
     commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
     before = commands.COMMAND_COUNTS.copy()
     started = time.perf_counter()
@@ -59,8 +63,10 @@ def main() -> None:
         result = monitor.run_once()
         wall = time.perf_counter() - started
         used = dict(commands.COMMAND_COUNTS - before)
-        print(f"{label}: {result.polled} active, {result.changed} changed, {wall:.2f} s wall, "
-              f"{monitor.cpu_seconds - cpu:.2f} s CPU; Slurm commands: {used}")
+        print(
+            f"{label}: {result.polled} active, {result.changed} changed, {wall:.2f} s wall, "
+            f"{monitor.cpu_seconds - cpu:.2f} s CPU; Slurm commands: {used}"
+        )
 
     if run:
         started = time.perf_counter()
@@ -68,14 +74,15 @@ def main() -> None:
             time.sleep(5.1)
             monitor.run_once()
             session.refresh()
-        print(f"all {n} {j.status} {time.perf_counter() - started:.0f} s after the first "
-              "cycles")
+        print(f"all {n} {j.status} {time.perf_counter() - started:.0f} s after the first cycles")
     else:
         before = commands.COMMAND_COUNTS.copy()
         started = time.perf_counter()
         j.kill()
-        print(f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
-              f"commands: {dict(commands.COMMAND_COUNTS - before)}")
+        print(
+            f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
+            f"commands: {dict(commands.COMMAND_COUNTS - before)}"
+        )
     session.close()
 
 

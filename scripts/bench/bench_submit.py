@@ -26,8 +26,11 @@ def main() -> None:
     from ganga_like_local.runner import client as runner_client
 
     session = current_session()
-    j = Job(application=Executable(exe="/bin/true"),
-            splitter=ArgSplitter(args=[[str(i)] for i in range(n)]), backend=Local())
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
+        backend=Local(),
+    )
     data = gangadir / "repository" / "Data.fs"
     size_before = data.stat().st_size
     started = time.perf_counter()

@@ -110,14 +110,25 @@ def main() -> None:
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     base = Path(tempfile.mkdtemp(prefix="bench-writers-"))
     gangadir = base / "gangadir"
-    env = dict(os.environ, GANGA_DIR=str(gangadir), GANGA_REPOSITORY_MODE="shared",
-               XDG_CONFIG_HOME=str(base / "xdg"))
+    env = dict(
+        os.environ,
+        GANGA_DIR=str(gangadir),
+        GANGA_REPOSITORY_MODE="shared",
+        XDG_CONFIG_HOME=str(base / "xdg"),
+    )
     ganga = [str(Path(sys.executable).with_name("ganga"))]
     subprocess.run([*ganga, "monitor", "start"], env=env, check=True, capture_output=True)
-    writers = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(WRITER), f"w{i}",
-                                 str(seconds)], env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for i in range(count)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(WRITER), f"w{i}", str(seconds)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(count)
+    ]
     for w in writers:
         assert w.stdout is not None
         if w.stdout.readline().strip() != "ready":
@@ -145,25 +156,47 @@ def main() -> None:
         # Tracebacks: every unexpected exception, plus any printed by something else.
         tracebacks += report["unexpected"] + max(0, printed - min(3, report["unexpected"]))
         reports.append(report)
-    held_list = json.loads(subprocess.run([sys.executable, "-c", textwrap.dedent(COUNT)],
-                                          env=env, capture_output=True, text=True,
-                                          check=True).stdout)
+    held_list = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(COUNT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     subprocess.run([*ganga, "monitor", "stop"], env=env, capture_output=True)
     claimed = [job_id for r in reports for job_id in r["mine"]]
     held, reported = set(held_list), set(claimed)
     duplicated = (len(claimed) - len(reported)) + (len(held_list) - len(held))
-    unusable = failed + sum(1 for r in reports if r["last_action"] != "ok"
-                            or "TransactionFailedError" in r["unexpected_kinds"])
-    totals = {k: sum(r[k] for r in reports)
-              for k in ("actions", "created", "submitted", "removed", "retried",
-                        "rolled_back", "unexpected")}
-    print(f"{count} writers + monitor daemon, {seconds:.0f} s, repository server killed "
-          f"(SIGKILL) at {killed_at:.1f} s; gangadir {gangadir} (writers' stderr beside it)")
-    print(f"actions: {totals['actions']} ({totals['created']} creations, "
-          f"{totals['submitted']} submissions, {totals['removed']} removals); retried "
-          f"attempts: {totals['retried']}; changes rolled back after the last attempt: "
-          f"{totals['rolled_back']}; slowest action: "
-          f"{max((r['slowest'] for r in reports), default=0):.2f} s")
+    unusable = failed + sum(
+        1
+        for r in reports
+        if r["last_action"] != "ok" or "TransactionFailedError" in r["unexpected_kinds"]
+    )
+    totals = {
+        k: sum(r[k] for r in reports)
+        for k in (
+            "actions",
+            "created",
+            "submitted",
+            "removed",
+            "retried",
+            "rolled_back",
+            "unexpected",
+        )
+    }
+    print(
+        f"{count} writers + monitor daemon, {seconds:.0f} s, repository server killed "
+        f"(SIGKILL) at {killed_at:.1f} s; gangadir {gangadir} (writers' stderr beside it)"
+    )
+    print(
+        f"actions: {totals['actions']} ({totals['created']} creations, "
+        f"{totals['submitted']} submissions, {totals['removed']} removals); retried "
+        f"attempts: {totals['retried']}; changes rolled back after the last attempt: "
+        f"{totals['rolled_back']}; slowest action: "
+        f"{max((r['slowest'] for r in reports), default=0):.2f} s"
+    )
     other: dict[str, int] = {}
     for r in reports:
         for kind, n in r["other_errors"].items():
@@ -178,9 +211,11 @@ def main() -> None:
     for line in messages[:5]:
         print(f"  {line[:160]}")
     print(f"jobs in the repository: {len(held)}; reported by the writers: {len(reported)}")
-    print(f"lost: {len(reported - held)}  not reported: {len(held - reported)}  "
-          f"duplicated: {duplicated}  tracebacks: {tracebacks}  "
-          f"unusable sessions: {unusable}")
+    print(
+        f"lost: {len(reported - held)}  not reported: {len(held - reported)}  "
+        f"duplicated: {duplicated}  tracebacks: {tracebacks}  "
+        f"unusable sessions: {unusable}"
+    )
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def churn(repo: Repository, master_id: int, cycles: int, label: str = "cycle") -
     subjobs = list(master.iter_subjobs())
     for c in range(cycles):
         start = (c * PER_CYCLE) % SUBJOBS
-        for sj in subjobs[start:start + PER_CYCLE]:
+        for sj in subjobs[start : start + PER_CYCLE]:
             sj.log_event(f"{label} {c}")
         repo.commit()
 

@@ -58,18 +58,30 @@ def child_env(gangadir: Path, mode: str | None = None) -> dict[str, str]:
     return env
 
 
-def python(code: str, env: dict[str, str], argv: tuple[str, ...] = (),
-           stdin: bool = False) -> subprocess.Popen[str]:
+def python(
+    code: str, env: dict[str, str], argv: tuple[str, ...] = (), stdin: bool = False
+) -> subprocess.Popen[str]:
     """A child Python running ``code`` (stdout and stderr piped, stdin too if asked)."""
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *argv], env=env,
-                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *argv],
+        env=env,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def run_python(code: str, env: dict[str, str],
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_python(
+    code: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def wait_until(predicate: Callable[[], object], timeout: float, step: float = 0.05) -> bool:

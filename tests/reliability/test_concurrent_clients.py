@@ -56,33 +56,42 @@ CLIENTS = {"shell-1": 3, "shell-2": 5, "script": 1, "notebook": 20}  # changes p
 
 
 def test_four_clients_update_the_same_jobs_and_nothing_is_lost(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     _run_clients(gangadir, cleanup, updates_per_client=500)
 
 
 @pytest.mark.slow
 def test_ten_thousand_concurrent_updates_full_scale(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     _run_clients(gangadir, cleanup, updates_per_client=2500)
 
 
-def _run_clients(gangadir: Path, cleanup: list[subprocess.Popen[str]],
-                 updates_per_client: int) -> None:
+def _run_clients(
+    gangadir: Path, cleanup: list[subprocess.Popen[str]], updates_per_client: int
+) -> None:
     settings = shared_settings(gangadir, local_max_concurrent=2)
     daemon.start(settings)
     session = open_session(shared_settings(gangadir, monitoring=False))
     masters = []
     for _ in range(4):
-        j = Job(application=Executable(exe="sleep"),
-                splitter=ArgSplitter(args=[["0.1"] for _ in range(20)]))
+        j = Job(
+            application=Executable(exe="sleep"),
+            splitter=ArgSplitter(args=[["0.1"] for _ in range(20)]),
+        )
         j.submit()
         masters.append(j.id)
     targets = [(m, s) for m in masters for s in range(-1, 20)]
     env = child_env(gangadir)
     clients = {}
     for name, cell in CLIENTS.items():
-        child = python(CLIENT, env, argv=(name, str(updates_per_client), str(cell),
-                                          json.dumps(targets)), stdin=True)
+        child = python(
+            CLIENT,
+            env,
+            argv=(name, str(updates_per_client), str(cell), json.dumps(targets)),
+            stdin=True,
+        )
         cleanup.append(child)
         clients[name] = child
     # Release them together once all are connected.
@@ -104,8 +113,10 @@ def _run_clients(gangadir: Path, cleanup: list[subprocess.Popen[str]],
 
     def all_done() -> bool:
         session.sync()
-        return all(session.registry().get(m).current_status().final  # type: ignore[union-attr]
-                   for m in masters)
+        return all(
+            session.registry().get(m).current_status().final  # type: ignore[union-attr]
+            for m in masters
+        )
 
     assert wait_until(all_done, 120)
     _check(session, masters, updates_per_client)
@@ -120,8 +131,9 @@ def _check(session: Session, masters: list[int], updates_per_client: int) -> Non
         assert master is not None
         journal = session.repo.workspace / str(job_id) / JOURNAL
         events, _ = runner_client.read_events(journal, 0)
-        truth = {e.key.split("@")[0]: e.event for e in events
-                 if e.event in runner_client.TERMINAL_EVENTS}
+        truth = {
+            e.key.split("@")[0]: e.event for e in events if e.event in runner_client.TERMINAL_EVENTS
+        }
         counts: dict[str, int] = {}
         for job in (master, *master.iter_subjobs()):
             for _time, _old, _new, cause in job.history:

@@ -84,7 +84,8 @@ WRITERS = ("w1", "w2", "w3")
 
 
 def test_concurrent_writers_lose_nothing_and_every_session_goes_on(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     env = child_env(gangadir)
     writers = {}
     for name in WRITERS:
@@ -124,13 +125,14 @@ def test_concurrent_writers_lose_nothing_and_every_session_goes_on(
                 check_tree(ids)
         for label, ids in root["by_status"].items():
             assert all(root["status_of"][i] == label for i in ids), label
-        names = {session.registry().get(r["mine"][-1]).name  # type: ignore[union-attr]
-                 for r in reports.values()}
+        names = {
+            session.registry().get(r["mine"][-1]).name  # type: ignore[union-attr]
+            for r in reports.values()
+        }
         assert names == {f"last of {name}" for name in WRITERS}
     finally:
         close_session()
-    total = {k: sum(r[k] for r in reports.values())
-             for k in ("actions", "retried", "rolled_back")}
+    total = {k: sum(r[k] for r in reports.values()) for k in ("actions", "retried", "rolled_back")}
     print(f"3 writers: {total}")
 
 
@@ -145,12 +147,15 @@ print(Job().id, flush=True)
 
 
 def test_sessions_opening_a_new_repository_at_once_all_work(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     # Creating the repository's root and layout conflicts when sessions start together.
     env = child_env(gangadir)
     go = gangadir.parent / "go"
-    openers = [python("import ganga_like, ganga_like_local\n" + OPENER, env, argv=(str(go),))
-               for _ in range(4)]
+    openers = [
+        python("import ganga_like, ganga_like_local\n" + OPENER, env, argv=(str(go),))
+        for _ in range(4)
+    ]
     cleanup.extend(openers)
     go.touch()
     ids = []
@@ -163,7 +168,8 @@ def test_sessions_opening_a_new_repository_at_once_all_work(
 
 
 def test_shared_sessions_one_after_another_number_jobs_without_gaps(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     from ganga_like import Job
 
     ids = []
@@ -175,7 +181,8 @@ def test_shared_sessions_one_after_another_number_jobs_without_gaps(
 
 
 def test_objects_created_after_the_server_was_killed_get_new_ids(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     import os
     import signal
 
@@ -189,6 +196,7 @@ def test_objects_created_after_the_server_was_killed_get_new_ids(
     options = shared_settings(gangadir).storage_options()
     first, second = (Repository(gangadir, "shared", options=options) for _ in range(2))
     try:
+
         def create(repo: Repository, count: int) -> None:
             for _ in range(count):
                 repo.in_transaction(lambda: repo.registry().add(JobImpl()))

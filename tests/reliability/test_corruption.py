@@ -30,10 +30,12 @@ def _make_repository(gangadir: Path) -> Path:
     repo = Repository(gangadir)
     try:
         for i in range(JOBS):
+
             def add(i: int = i) -> None:
                 job = JobImpl()
                 job.name = f"job{i}"
                 Registry(repo.connection().root()).add(job)
+
             repo.in_transaction(add)
     finally:
         repo.close()
@@ -43,8 +45,7 @@ def _make_repository(gangadir: Path) -> Path:
 def _names(gangadir: Path, mode: str = "embedded") -> list[str]:
     repo = Repository(gangadir, mode)
     try:
-        return sorted((j.name for j in repo.registry().jobs.values()),
-                      key=lambda n: (len(n), n))
+        return sorted((j.name for j in repo.registry().jobs.values()), key=lambda n: (len(n), n))
     finally:
         repo.close()
 
@@ -98,8 +99,7 @@ def _transaction_starts(path: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("index", ["missing", "stale"])
-def test_garbage_over_a_transaction_in_the_middle_is_refused(index: str,
-                                                              gangadir: Path) -> None:
+def test_garbage_over_a_transaction_in_the_middle_is_refused(index: str, gangadir: Path) -> None:
     path = _make_repository(gangadir)
     starts = _transaction_starts(path)
     if index == "missing":
@@ -110,7 +110,7 @@ def test_garbage_over_a_transaction_in_the_middle_is_refused(index: str,
         fsIndex().save(starts[2], f"{path}.index")
     data = bytearray(path.read_bytes())
     middle = starts[len(starts) // 2]
-    data[middle:middle + 64] = b"\xff" * 64  # a header FileStorage would cut the file at
+    data[middle : middle + 64] = b"\xff" * 64  # a header FileStorage would cut the file at
     path.write_bytes(bytes(data))
     with pytest.raises(RepositoryCorruptError, match="is damaged"):
         Repository(gangadir)
@@ -153,8 +153,9 @@ def test_a_damaged_record_is_reported_when_read_not_as_a_traceback(gangadir: Pat
     assert len(_names(gangadir)) == JOBS - 1
 
 
-def test_an_interrupted_commit_is_dropped_with_a_note(gangadir: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_an_interrupted_commit_is_dropped_with_a_note(
+    gangadir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = _make_repository(gangadir)
     # What a kill -9 in the middle of writing a commit leaves: a transaction header with
     # the "being committed" flag and part of its data.
@@ -167,16 +168,19 @@ def test_an_interrupted_commit_is_dropped_with_a_note(gangadir: Path,
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in kept)
 
 
-def test_the_command_line_shows_one_line_and_no_traceback(gangadir: Path,
-                                                          tmp_path: Path) -> None:
+def test_the_command_line_shows_one_line_and_no_traceback(gangadir: Path, tmp_path: Path) -> None:
     path = _make_repository(gangadir)
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size - 100)
     script = tmp_path / "list.py"
     script.write_text("print(len(jobs))\n")
-    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", str(script)],
-                            env=child_env(gangadir, mode="embedded"), capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", str(script)],
+        env=child_env(gangadir, mode="embedded"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ERROR: repository "), result.stderr
@@ -184,7 +188,8 @@ def test_the_command_line_shows_one_line_and_no_traceback(gangadir: Path,
 
 
 def test_shared_mode_reports_a_damaged_file_the_same_way(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     path = _make_repository(gangadir)
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size - 100)
@@ -207,9 +212,11 @@ def test_recovery_refuses_while_the_repository_is_open(gangadir: Path) -> None:
 
 
 def test_kill_9_of_a_writer_leaves_a_file_that_opens(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     _make_repository(gangadir)
-    writer = python("""
+    writer = python(
+        """
         from ganga_like.repository.connection import Repository
         from ganga_like.repository.registry import Registry
         from ganga_like.model.job import Job
@@ -222,7 +229,9 @@ def test_kill_9_of_a_writer_leaves_a_file_that_opens(
                 job.name = "x" * 5000
                 Registry(repo.connection().root()).add(job)
             repo.in_transaction(add)
-    """, child_env(gangadir, mode="embedded"))
+    """,
+        child_env(gangadir, mode="embedded"),
+    )
     cleanup.append(writer)
     assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
     rng = random.Random(5)
@@ -269,17 +278,22 @@ def _damage(path: Path, kind: str) -> None:
         start, end = _record_span(path, 0)
         data[(start + 42 + end) // 2] ^= 0xFF
     elif kind == "truncated":
-        del data[len(data) - 300:]
+        del data[len(data) - 300 :]
     elif kind == "garbage appended":
         data += b"garbage" * 10
     elif kind == "region zeroed":
         middle = len(data) // 2
-        data[middle:middle + 200] = bytes(200)
+        data[middle : middle + 200] = bytes(200)
     path.write_bytes(bytes(data))
 
 
-DAMAGE = ["byte flipped in the middle of a job record", "byte flipped in the root record",
-          "truncated", "garbage appended", "region zeroed"]
+DAMAGE = [
+    "byte flipped in the middle of a job record",
+    "byte flipped in the root record",
+    "truncated",
+    "garbage appended",
+    "region zeroed",
+]
 
 
 @pytest.mark.parametrize("kind", DAMAGE)
@@ -290,9 +304,13 @@ def test_the_full_check_reports_each_kind_of_damage(kind: str, gangadir: Path) -
     problems = check_repository(gangadir)
     assert problems, kind
     assert all("\n" not in line for line in problems)
-    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "repository", "check"],
-                            env=child_env(gangadir, mode="embedded"), capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", "repository", "check"],
+        env=child_env(gangadir, mode="embedded"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     assert "repository is damaged" in result.stdout and "sound" not in result.stdout
     assert "Traceback" not in result.stderr
@@ -317,8 +335,7 @@ def test_the_full_check_names_the_damaged_job(gangadir: Path) -> None:
     assert any("belong to: job 17" in line for line in report.notes)
 
 
-def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(
-        gangadir: Path) -> None:
+def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(gangadir: Path) -> None:
     """A byte flipped anywhere in the file is found, except inside a stored value (a
     number, a text, a byte string): the record stays well-formed then, and FileStorage
     keeps no checksum."""
@@ -344,8 +361,16 @@ def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(
         start = pristine.rfind(b"\x80\x03", 0, pos + 1)
         ops = list(pickletools.genops(io.BytesIO(pristine[start:])))
         op = [o for o in ops if o[2] is not None and start + o[2] < pos][-1]
-        assert op[0].name in ("BININT1", "BININT2", "BININT", "BINFLOAT", "SHORT_BINBYTES",
-                              "BINBYTES", "SHORT_BINUNICODE", "BINUNICODE"), (pos, op)
+        assert op[0].name in (
+            "BININT1",
+            "BININT2",
+            "BININT",
+            "BINFLOAT",
+            "SHORT_BINBYTES",
+            "BINBYTES",
+            "SHORT_BINUNICODE",
+            "BINUNICODE",
+        ), (pos, op)
     assert len(missed) < len(positions) // 20
 
 
@@ -356,8 +381,9 @@ def test_the_full_check_finds_every_flipped_byte_but_inside_stored_values(
 ROOT_FLIPS = (0xFF, 0x01, 0x40)
 
 
-def _jobs_in_process(monkeypatch: pytest.MonkeyPatch, gangadir: Path,
-                     capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+def _jobs_in_process(
+    monkeypatch: pytest.MonkeyPatch, gangadir: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     """``ganga jobs`` run in this process: the real opening path of a command."""
     from ganga_like.commands.dispatch import dispatch
 
@@ -381,8 +407,8 @@ def _write_repository(path: Path, data: bytes) -> None:
 
 
 def test_a_flipped_byte_in_the_root_record_is_one_line_wherever_it_is(
-        gangadir: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    gangadir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Every byte of the root record's data, flipped in each way, through the opening a
     command does: either the repository opens with every job, or the command says in one
     line that it is damaged and how to recover. The root may unpickle into something
@@ -404,20 +430,28 @@ def test_a_flipped_byte_in_the_root_record_is_one_line_wherever_it_is(
             refused += 1
             lines = err.strip().splitlines()
             assert code == 1 and len(lines) == 1, (where, err)
-            assert "is damaged" in lines[0] and "ganga repository recover" in lines[0], \
-                (where, err)
+            assert "is damaged" in lines[0] and "ganga repository recover" in lines[0], (where, err)
     _write_repository(path, pristine)
     assert refused > len(ROOT_FLIPS) * (end - start - 42) // 2
 
 
 # Where the first flips of these kinds escaped as tracebacks: the root's class name, the
 # "data" key of its state, a table's class name, a table's object id, a key.
-_ROOT_SHAPE_FLIPS = [(0x01, 10), (0x01, 25), (0x01, 54), (0x01, 255), (0x01, 292),
-                     (0x08, 292), (0x01, 341), (0x40, 32)]
+_ROOT_SHAPE_FLIPS = [
+    (0x01, 10),
+    (0x01, 25),
+    (0x01, 54),
+    (0x01, 255),
+    (0x01, 292),
+    (0x08, 292),
+    (0x01, 341),
+    (0x40, 32),
+]
 
 
 def test_a_root_of_the_wrong_shape_is_one_line_from_the_command_then_recovered(
-        gangadir: Path) -> None:
+    gangadir: Path,
+) -> None:
     """The real ``ganga jobs`` for a few flips whose root still unpickles, then
     ``ganga repository recover`` puts back a root that holds every job."""
     path = _make_repository(gangadir)
@@ -426,15 +460,26 @@ def test_a_root_of_the_wrong_shape_is_one_line_from_the_command_then_recovered(
     env = child_env(gangadir, mode="embedded")
     for mask, offset in _ROOT_SHAPE_FLIPS:
         _write_repository(path, _flipped(pristine, start + 42 + offset, mask))
-        result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "jobs"], env=env,
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "ganga_like.cli", "jobs"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 1, ((mask, offset), result.stderr)
-        assert len(lines) == 1 and "ganga repository recover" in lines[0], \
-            ((mask, offset), result.stderr)
-        recover = subprocess.run([sys.executable, "-m", "ganga_like.cli", "repository",
-                                  "recover"], env=env, capture_output=True, text=True,
-                                 timeout=60)
+        assert len(lines) == 1 and "ganga repository recover" in lines[0], (
+            (mask, offset),
+            result.stderr,
+        )
+        recover = subprocess.run(
+            [sys.executable, "-m", "ganga_like.cli", "repository", "recover"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert recover.returncode == 0, ((mask, offset), recover.stdout, recover.stderr)
         assert check_repository(gangadir) == [], (mask, offset)
         assert len(_names(gangadir)) == JOBS, (mask, offset)
@@ -454,8 +499,13 @@ def test_a_damaged_root_record_gives_one_line_to_the_command_line(gangadir: Path
     path = _make_repository(gangadir)
     _root_flip_that_broke_text(path)
     env = child_env(gangadir, mode="embedded")
-    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "jobs"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", "jobs"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and "UnicodeDecodeError" not in result.stderr
     lines = result.stderr.strip().splitlines()
@@ -469,7 +519,8 @@ def test_a_damaged_root_record_gives_one_line_to_the_command_line(gangadir: Path
 
 @pytest.mark.parametrize("kind", DAMAGE)
 def test_recovery_leaves_a_sound_repository_after_each_kind_of_damage(
-        kind: str, gangadir: Path) -> None:
+    kind: str, gangadir: Path
+) -> None:
     path = _make_repository(gangadir)
     _damage(path, kind)
     report = recover_repository(gangadir)
@@ -501,7 +552,8 @@ def test_damage_in_an_old_revision_is_reported_as_such(gangadir: Path) -> None:
 
 @pytest.mark.parametrize("where", ["text", "length"])
 def test_a_damaged_root_record_gives_one_line_in_shared_mode_too(
-        where: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    where: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     """The server reads the record there: its failure comes back as a ServerException."""
     path = _make_repository(gangadir)
     if where == "text":
@@ -511,9 +563,13 @@ def test_a_damaged_root_record_gives_one_line_in_shared_mode_too(
         data = bytearray(path.read_bytes())
         data[start + 35] ^= 0xFF
         path.write_bytes(bytes(data))
-    result = subprocess.run([sys.executable, "-m", "ganga_like.cli", "jobs"],
-                            env=child_env(gangadir, mode="shared"), capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", "jobs"],
+        env=child_env(gangadir, mode="shared"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "is damaged" in lines[0], result.stderr

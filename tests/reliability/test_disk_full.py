@@ -35,8 +35,11 @@ def _tmpfs(mount: Path, size: str) -> Iterator[Path]:
     mount.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
-                             str(mount)], capture_output=True, text=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
     try:
@@ -54,10 +57,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def _fill_until_full(repo: Repository) -> tuple[int, RepositoryWriteError]:
     """Add 20 kB jobs until a commit fails; return how many were saved and the error."""
     for i in range(1000):
+
         def add(i: int = i) -> None:
             job = JobImpl()
             job.comment = f"{i:05d}" + "x" * 20_000
             Registry(repo.connection().root()).add(job)
+
         try:
             repo.in_transaction(add)
         except RepositoryWriteError as exc:
@@ -67,7 +72,8 @@ def _fill_until_full(repo: Repository) -> tuple[int, RepositoryWriteError]:
 
 @pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_a_full_disk_aborts_the_commit_and_the_repository_stays_usable(
-        mode: str, small_disk: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    mode: str, small_disk: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     gangadir = small_disk / "gangadir"
     ballast = small_disk / "ballast"
     ballast.write_bytes(b"\0" * 300_000)  # room to give back once the disk is full
@@ -96,8 +102,9 @@ def test_a_full_disk_aborts_the_commit_and_the_repository_stays_usable(
     try:
         jobs = reopened.registry().jobs
         assert len(jobs) == saved + 1
-        assert [j.comment[:5] for j in list(jobs.values())[:saved]] == \
-            [f"{i:05d}" for i in range(saved)]
+        assert [j.comment[:5] for j in list(jobs.values())[:saved]] == [
+            f"{i:05d}" for i in range(saved)
+        ]
     finally:
         reopened.close()
 
@@ -160,7 +167,8 @@ def _fill(path: Path) -> None:
 
 
 def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recorded(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The runner's journals fill up while 64 subjobs end and 16 more wait for their turn;
     nothing is lost once space returns.  The repository stays on a roomy disk (only the
     workspace and the runner's directory are on the small one), so that the runner alone
@@ -182,20 +190,22 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
         for name in ("workspace", "local-runner"):
             (small / name).mkdir()
             (gangadir / name).symlink_to(small / name)
-        open_session(Settings(gangadir=gangadir, local_max_concurrent=running,
-                              local_idle_exit=5.0))
+        open_session(Settings(gangadir=gangadir, local_max_concurrent=running, local_idle_exit=5.0))
         try:
-            j = Job(application=Executable(exe=str(exe)),
-                    splitter=ArgSplitter(args=[[str(i)] for i in range(count)]))
+            j = Job(
+                application=Executable(exe=str(exe)),
+                splitter=ArgSplitter(args=[[str(i)] for i in range(count)]),
+            )
             j.submit()
-            assert wait_until(
-                lambda: [sj.status for sj in j.subjobs].count("running") == running)
+            assert wait_until(lambda: [sj.status for sj in j.subjobs].count("running") == running)
             journal = small / "workspace" / str(j.id) / JOURNAL
             ballast = small / "ballast"
             _fill(ballast)
             gate.touch()  # the running subjobs end now, on a full disk; the others wait
-            records = [small / "workspace" / str(j.id) / str(i) / "output" / "__run__"
-                       for i in range(running)]
+            records = [
+                small / "workspace" / str(j.id) / str(i) / "output" / "__run__"
+                for i in range(running)
+            ]
             assert wait_until(lambda: all(b'"state"' in r.read_bytes() for r in records))
             finals = _finals(journal)
             assert len(finals) < running  # the full disk held events back
@@ -250,7 +260,8 @@ finally:
 
 @pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line(
-        mode: str, tmp_path: Path) -> None:
+    mode: str, tmp_path: Path
+) -> None:
     from ganga_like.repository.connection import Repository as Repo
 
     env = dict(os.environ)
@@ -267,8 +278,20 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
             # kept short there (its one-line outcome is still checked).
             patience = "30" if mode == "embedded" else "1"
             result = subprocess.run(
-                [sys.executable, "-m", "ganga_like.cli", str(script), str(small / "ballast"),
-                 "60000", patience], env=env, capture_output=True, text=True, timeout=120)
+                [
+                    sys.executable,
+                    "-m",
+                    "ganga_like.cli",
+                    str(script),
+                    str(small / "ballast"),
+                    "60000",
+                    patience,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         finally:
             _free_and_stop(small, gangadir)
         assert result.returncode == 1, result
@@ -348,7 +371,8 @@ finally:
 
 @pytest.mark.parametrize("mode", ["embedded", "shared"])
 def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_the_repository(
-        mode: str, tmp_path: Path) -> None:
+    mode: str, tmp_path: Path
+) -> None:
     from ganga_like.repository.connection import Repository as Repo
     from ganga_like_local.backend import JOURNAL
 
@@ -364,9 +388,13 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
         gangadir = small / "gangadir"
         env["GANGA_DIR"] = str(gangadir)
         runners = gangadir / "local-runner"
-        child = subprocess.Popen([sys.executable, "-m", "ganga_like.cli", str(script)],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ganga_like.cli", str(script)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert child.stdout is not None
             assert child.stdout.readline().strip() == "resubmitting"
@@ -378,8 +406,10 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
                 # ran, and was removed, and its events are in the job's journal.
                 return journal.stat().st_size > before or any(
                     name.endswith(".batch.json") and not name.startswith(".")
-                    for sub in ("queue", "accepted") if (runners / sub).is_dir()
-                    for name in os.listdir(runners / sub))
+                    for sub in ("queue", "accepted")
+                    if (runners / sub).is_dir()
+                    for name in os.listdir(runners / sub)
+                )
 
             assert wait_until(first_slice_handed_over)
             _fill(small / "ballast")  # while the submitter pauses: its outcome cannot fit

@@ -41,10 +41,12 @@ def _repository(gangadir: Path, jobs: int, change: Callable[[Repository], None])
     """``jobs`` jobs (ids 0..jobs-1), then ``change`` in a transaction of its own."""
     repo = Repository(gangadir)
     try:
+
         def add() -> None:
             registry = repo.registry()
             for _ in range(jobs):
                 registry.add(Job())
+
         repo.in_transaction(add)
         repo.in_transaction(lambda: change(repo))
     finally:
@@ -59,19 +61,23 @@ def test_the_full_check_names_what_does_not_fit_in_a_job(gangadir: Path) -> None
         for job_id in (1, 2):
             table[job_id]._p_changed = True
         table[3] = PersistentMapping()
+
     _repository(gangadir, 4, spoil)
     problems = full_check(gangadir).problems
     assert problems[0].startswith("job 1 says it is job 7")
-    assert problems[1].startswith("job 2 is inconsistent (UnknownStatusError: unknown status "
-                                  "'bogus'")
+    assert problems[1].startswith(
+        "job 2 is inconsistent (UnknownStatusError: unknown status 'bogus'"
+    )
     assert problems[2].startswith("job 3 is a PersistentMapping, not a job")
     assert len(problems) == 3
 
 
 def test_an_object_whose_class_is_gone_is_noted_by_the_check_and_kept_by_recovery(
-        gangadir: Path, vanishing_class: type) -> None:
+    gangadir: Path, vanishing_class: type
+) -> None:
     def replace(repo: Repository) -> None:
         repo.registry().jobs[1] = vanishing_class()
+
     _repository(gangadir, 2, replace)
     sys.modules.pop(GONE)
     report = full_check(gangadir)
@@ -91,6 +97,7 @@ def test_recovery_recomputes_the_subjob_counts_of_a_master(gangadir: Path) -> No
             sj.__dict__["status"] = status
         master.attach_subjobs(subjobs)
         master._counter.counts = {"completed": 3}  # wrong: one of them failed
+
     _repository(gangadir, 2, split)
     assert full_check(gangadir).sound  # counts are not checked, only recomputed
     report = recover_repository(gangadir)
@@ -110,16 +117,20 @@ def test_the_check_runs_as_a_module(gangadir: Path) -> None:
     _repository(gangadir, 1, lambda repo: None)
     command = [sys.executable, "-m", "ganga_like.runtime.repository_check"]
     env = child_env(gangadir)
-    done = subprocess.run([*command, "check", str(gangadir)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [*command, "check", str(gangadir)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1].startswith("repository is sound: ")
-    mended = subprocess.run([*command, "recover", str(gangadir)], env=env,
-                            capture_output=True, text=True, timeout=120)
+    mended = subprocess.run(
+        [*command, "recover", str(gangadir)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert mended.returncode == 0, mended.stderr
     assert mended.stdout.startswith("repository recovered: 1 job(s) kept")
-    wrong = subprocess.run([*command, "mend", str(gangadir)], env=env, capture_output=True,
-                           text=True, timeout=120)
+    wrong = subprocess.run(
+        [*command, "mend", str(gangadir)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert wrong.returncode == 2
-    assert wrong.stderr.strip() == ("usage: python -m ganga_like.runtime.repository_check "
-                                    "check|recover GANGADIR")
+    assert wrong.stderr.strip() == (
+        "usage: python -m ganga_like.runtime.repository_check check|recover GANGADIR"
+    )

@@ -22,8 +22,7 @@ def _add_jobs(gangadir: Path, count: int) -> list[int]:
     """``count`` jobs, each with a workspace file, as a submission leaves them."""
     repo = Repository(gangadir)
     try:
-        ids = [repo.in_transaction(lambda: repo.registry().add(JobImpl()))
-               for _ in range(count)]
+        ids = [repo.in_transaction(lambda: repo.registry().add(JobImpl())) for _ in range(count)]
     finally:
         repo.close()
     for job_id in ids:
@@ -34,9 +33,13 @@ def _add_jobs(gangadir: Path, count: int) -> list[int]:
 
 
 def _ganga(gangadir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ganga_like.cli", *args],
-                          env=child_env(gangadir, mode="embedded"), capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=child_env(gangadir, mode="embedded"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_an_empty_repository_file_beside_job_workspaces_is_refused(gangadir: Path) -> None:

@@ -38,8 +38,7 @@ HOLDER = """
 """
 
 
-def test_only_the_lease_holder_polls(gangadir: Path,
-                                     cleanup: list[subprocess.Popen[str]]) -> None:
+def test_only_the_lease_holder_polls(gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
     session = open_session(shared_settings(gangadir))
     assert wait_until(lambda: session.monitor.lease.held, 5)
     child = python(HOLDER, child_env(gangadir), argv=("1.5",))
@@ -52,13 +51,15 @@ def test_only_the_lease_holder_polls(gangadir: Path,
 
 
 def test_a_dead_holders_lease_is_taken_over_within_seconds(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     holder = python(HOLDER, child_env(gangadir))
     cleanup.append(holder)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
     session = open_session(shared_settings(gangadir))
-    j = Job(application=Executable(exe="sleep"),
-            splitter=ArgSplitter(args=[["0.3"] for _ in range(4)]))
+    j = Job(
+        application=Executable(exe="sleep"), splitter=ArgSplitter(args=[["0.3"] for _ in range(4)])
+    )
     j.submit()
     time.sleep(0.5)
     assert not session.monitor.lease.held
@@ -74,16 +75,20 @@ def test_a_dead_holders_lease_is_taken_over_within_seconds(
 
 
 def test_the_daemon_follows_jobs_after_every_shell_exited(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     pid = daemon.start(shared_settings(gangadir))
     assert daemon.start(shared_settings(gangadir)) == pid  # one per gangadir
-    submit = python("""
+    submit = python(
+        """
         from ganga_like import *
         j = Job(application=Executable(exe="sleep"),
                 splitter=ArgSplitter(args=[["0.2"] for _ in range(6)]))
         j.submit()
         print(j.id, flush=True)
-    """, child_env(gangadir))
+    """,
+        child_env(gangadir),
+    )
     cleanup.append(submit)
     out, err = submit.communicate(timeout=60)
     assert submit.returncode == 0, err
@@ -106,7 +111,8 @@ def test_the_daemon_follows_jobs_after_every_shell_exited(
 
 
 def test_sessions_give_the_lease_to_the_daemon(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     session = open_session(shared_settings(gangadir))
     assert wait_until(lambda: session.monitor.lease.held, 5)
     pid = daemon.start(shared_settings(gangadir))
@@ -132,35 +138,44 @@ MONITOR = """
 
 @pytest.mark.parametrize("mode", ["shared", "embedded"])
 def test_kill_9_of_the_monitor_mid_cycle_loses_and_repeats_nothing(
-        mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     _kill_monitors_while_jobs_finish(mode, gangadir, cleanup, subjobs=150, kills=8)
 
 
 @pytest.mark.slow
 def test_kill_9_of_the_monitor_at_many_points_full_scale(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     _kill_monitors_while_jobs_finish("shared", gangadir, cleanup, subjobs=2000, kills=60)
 
 
-def _kill_monitors_while_jobs_finish(mode: str, gangadir: Path,
-                                     cleanup: list[subprocess.Popen[str]],
-                                     subjobs: int, kills: int) -> None:
+def _kill_monitors_while_jobs_finish(
+    mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]], subjobs: int, kills: int
+) -> None:
     rng = random.Random(11)
-    settings = shared_settings(gangadir, repository_mode=mode, monitoring=False,
-                               local_max_concurrent=1)
+    settings = shared_settings(
+        gangadir, repository_mode=mode, monitoring=False, local_max_concurrent=1
+    )
     open_session(settings)
     # Each subjob takes a moment, so the monitors record the run while they are killed.
-    j = Job(application=Executable(exe="sleep"),
-            splitter=ArgSplitter(args=[["0.02"] for _ in range(subjobs)]))
+    j = Job(
+        application=Executable(exe="sleep"),
+        splitter=ArgSplitter(args=[["0.02"] for _ in range(subjobs)]),
+    )
     j.submit()
     job_id = j.id
     close_session()  # from now on only the killed monitors write
     env = child_env(gangadir, mode=mode)
-    code = MONITOR.replace("current_session()", (
-        "__import__('ganga_like.runtime.session', fromlist=['x']).open_session("
-        "__import__('ganga_like.runtime.settings', fromlist=['x']).Settings("
-        "monitor_min_interval=0.005, monitor_max_interval=0.02, "
-        "monitor_lease_timeout=0.1))"))
+    code = MONITOR.replace(
+        "current_session()",
+        (
+            "__import__('ganga_like.runtime.session', fromlist=['x']).open_session("
+            "__import__('ganga_like.runtime.settings', fromlist=['x']).Settings("
+            "monitor_min_interval=0.005, monitor_max_interval=0.02, "
+            "monitor_lease_timeout=0.1))"
+        ),
+    )
     seen = []
     for _ in range(kills):
         child = python(code, env)
@@ -172,8 +187,7 @@ def _kill_monitors_while_jobs_finish(mode: str, gangadir: Path,
     print(f"subjobs recorded done after each kill -9 of the monitor: {seen}")
     # The kills fell while the monitor was recording: some progress, not all of it.
     assert any(0 < done < subjobs for done in seen)
-    session = open_session(Settings(gangadir=gangadir, repository_mode=mode,
-                                    monitoring=False))
+    session = open_session(Settings(gangadir=gangadir, repository_mode=mode, monitoring=False))
     journal = session.repo.workspace / str(job_id) / JOURNAL
     assert wait_until(lambda: _finished(journal) >= subjobs, 60)
     for _ in range(3):
@@ -202,8 +216,9 @@ def _check_against_the_runner(session: object, job_id: int, journal: Path) -> No
     assert isinstance(session, Session)
     session.repo.abort()  # see what the monitor (its own connection) committed
     events, _ = runner_client.read_events(journal, 0)
-    truth = {e.key.split("@")[0]: e.event for e in events
-             if e.event in runner_client.TERMINAL_EVENTS}
+    truth = {
+        e.key.split("@")[0]: e.event for e in events if e.event in runner_client.TERMINAL_EVENTS
+    }
     master = session.registry().get(job_id)
     assert master is not None
     counts: dict[str, int] = {}
@@ -219,7 +234,8 @@ def _check_against_the_runner(session: object, job_id: int, journal: Path) -> No
 
 
 def test_a_job_left_completing_is_finished_by_the_next_monitor(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     """``completing`` is an active state: it stays in the active index (written in the same
     transaction), so whichever monitor holds the lease next finishes it."""
     session = open_session(shared_settings(gangadir, monitoring=False))

@@ -21,22 +21,25 @@ def _grow(gangadir: Path, updates: int) -> int:
     try:
         registry = repo.registry()
         for i in range(10):
+
             def add(i: int = i) -> None:
                 job = JobImpl()
                 job.name = f"job{i}"
                 Registry(repo.connection().root()).add(job)
+
             repo.in_transaction(add)
         for n in range(updates):
+
             def update(n: int = n) -> None:
                 registry.get(3).comment = f"{n}:" + "y" * 2000  # type: ignore[union-attr]
+
             repo.in_transaction(update)
     finally:
         repo.close()
     return (gangadir / "repository" / "Data.fs").stat().st_size
 
 
-def test_a_large_file_is_packed_when_opened_and_nothing_current_is_lost(
-        gangadir: Path) -> None:
+def test_a_large_file_is_packed_when_opened_and_nothing_current_is_lost(gangadir: Path) -> None:
     before = _grow(gangadir, 300)
     path = gangadir / "repository" / "Data.fs"
     policy = Settings(pack_threshold_mb=before / 2**20 / 2, pack_keep_days=0)
@@ -73,12 +76,12 @@ def test_recent_history_is_kept(gangadir: Path) -> None:
         snapshot.close()
 
 
-def test_the_shared_server_packs_when_it_starts(gangadir: Path,
-                                                cleanup: list[subprocess.Popen[str]]) -> None:
+def test_the_shared_server_packs_when_it_starts(
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     before = _grow(gangadir, 300)
     path = gangadir / "repository" / "Data.fs"
-    settings = shared_settings(gangadir, pack_threshold_mb=before / 2**20 / 2,
-                               pack_keep_days=0)
+    settings = shared_settings(gangadir, pack_threshold_mb=before / 2**20 / 2, pack_keep_days=0)
     repo = Repository(gangadir, "shared", options=settings.storage_options())
     try:
         assert wait_until(lambda: (path.parent / packing.STATE_NAME).exists(), 30)

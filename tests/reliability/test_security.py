@@ -24,36 +24,72 @@ from ganga_like.runtime.session import Session
 
 from .conftest import child_env
 
-REPORT = ("import json, os, sys; sys.stdout.write(json.dumps({'argv': sys.argv[1:], "
-          "'env': {k: v for k, v in os.environ.items() if k.startswith('GT_')}}))")
+REPORT = (
+    "import json, os, sys; sys.stdout.write(json.dumps({'argv': sys.argv[1:], "
+    "'env': {k: v for k, v in os.environ.items() if k.startswith('GT_')}}))"
+)
 
 # Strings a shell would act on, mixed into the generated ones.
 CANARY = "ganga-canary"
 SHELLISH = [
-    f"$(touch {CANARY})", f"`touch {CANARY}`", f"; touch {CANARY}", f"| touch {CANARY}",
-    f"&& touch {CANARY}", "'", '"', "\\", "\n", "*", "?", "~", "$HOME", "${PATH}", "-c",
-    "--help", "a b", "\t", "#", "!", ">out", "<in", "2>&1", "", " ", "é", "日本", "🙂",
-    "\u202e", "\x7f",
+    f"$(touch {CANARY})",
+    f"`touch {CANARY}`",
+    f"; touch {CANARY}",
+    f"| touch {CANARY}",
+    f"&& touch {CANARY}",
+    "'",
+    '"',
+    "\\",
+    "\n",
+    "*",
+    "?",
+    "~",
+    "$HOME",
+    "${PATH}",
+    "-c",
+    "--help",
+    "a b",
+    "\t",
+    "#",
+    "!",
+    ">out",
+    "<in",
+    "2>&1",
+    "",
+    " ",
+    "é",
+    "日本",
+    "🙂",
+    "\u202e",
+    "\x7f",
 ]
 # Anything a process can receive: no NUL (it ends a C string) and no lone surrogates
 # (they have no encoding in the environment or on a command line).
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-               max_size=40)
+TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
+)
 ARG = st.one_of(TEXT, st.sampled_from(SHELLISH))
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                 HealthCheck.too_slow])
-@given(runs=st.lists(st.lists(ARG, max_size=6), min_size=1, max_size=4),
-       env=st.dictionaries(st.sampled_from(["GT_A", "GT_B", "GT_C"]), ARG, max_size=3),
-       name=ARG)
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    runs=st.lists(st.lists(ARG, max_size=6), min_size=1, max_size=4),
+    env=st.dictionaries(st.sampled_from(["GT_A", "GT_B", "GT_C"]), ARG, max_size=3),
+    name=ARG,
+)
 def test_arguments_and_environment_reach_the_program_unchanged(
-        session: Session, runs: list[list[str]], env: dict[str, str], name: str) -> None:
+    session: Session, runs: list[list[str]], env: dict[str, str], name: str
+) -> None:
     workdir_root = session.repo.workspace
-    j = Job(name=name,
-            application=Executable(exe=sys.executable, args=["-c", REPORT], env=env),
-            splitter=ArgSplitter(args=[["-c", REPORT, *args] for args in runs]))
+    j = Job(
+        name=name,
+        application=Executable(exe=sys.executable, args=["-c", REPORT], env=env),
+        splitter=ArgSplitter(args=[["-c", REPORT, *args] for args in runs]),
+    )
     assert j.name == name
     j.submit()
     assert j.wait(timeout=120) == "completed", [s.status for s in j.subjobs]
@@ -64,11 +100,13 @@ def test_arguments_and_environment_reach_the_program_unchanged(
     assert not list(workdir_root.rglob(CANARY))  # no shell ever ran `touch`
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(name=ARG, comment=ARG)
 def test_names_and_comments_are_stored_and_found_unchanged(
-        session: Session, name: str, comment: str) -> None:
+    session: Session, name: str, comment: str
+) -> None:
     j = Job(name=name, comment=comment)
     session.repo.abort()  # read back what was committed
     again = jobs(j.id)
@@ -124,10 +162,16 @@ subprocess.run([*run, "monitor", "stop"], env=env, check=True, capture_output=Tr
 
 @pytest.mark.parametrize("umask", [0o000, 0o022], ids=["umask 000", "umask 022"])
 def test_everything_created_in_the_gangadir_is_private_whatever_the_umask(
-        umask: int, gangadir: Path, cleanup: list[Any]) -> None:
-    result = subprocess.run([sys.executable, "-c", _EVERYTHING],
-                            env=child_env(gangadir, mode="embedded"), umask=umask,
-                            capture_output=True, text=True, timeout=300)
+    umask: int, gangadir: Path, cleanup: list[Any]
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _EVERYTHING],
+        env=child_env(gangadir, mode="embedded"),
+        umask=umask,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     line = next(x for x in result.stdout.splitlines() if x.startswith("batches "))
     modes = ast.literal_eval(line.removeprefix("batches "))

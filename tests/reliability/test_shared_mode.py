@@ -23,15 +23,19 @@ from .conftest import child_env, run_python, shared_settings, wait_until
 
 
 def test_sessions_in_several_processes_share_one_repository(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     session = open_session(shared_settings(gangadir))
     assert session.repo.effective_mode == "shared"
     Job(name="from-parent")
-    child = run_python("""
+    child = run_python(
+        """
         from ganga_like import *
         print(sorted(j.name for j in jobs))
         Job(name="from-child")
-    """, child_env(gangadir))
+    """,
+        child_env(gangadir),
+    )
     assert child.returncode == 0, child.stderr
     assert child.stdout.split("\n")[0] == "['from-parent']"
     session.refresh()
@@ -40,7 +44,8 @@ def test_sessions_in_several_processes_share_one_repository(
 
 
 def test_the_server_socket_and_caches_are_private(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     open_session(shared_settings(gangadir))
     Job()
     repo_dir = gangadir / "repository"
@@ -52,7 +57,8 @@ def test_the_server_socket_and_caches_are_private(
 
 
 def test_no_network_listening_by_default(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     open_session(shared_settings(gangadir))
     pid = shared.server_pid(gangadir / "repository")
     assert pid is not None
@@ -63,7 +69,8 @@ def test_no_network_listening_by_default(
 
 
 def test_a_tcp_address_is_used_only_when_configured(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -71,20 +78,23 @@ def test_a_tcp_address_is_used_only_when_configured(
     Job(name="over-tcp")
     pid = shared.server_pid(gangadir / "repository")
     assert pid is not None
-    listening = [c for c in psutil.Process(pid).net_connections(kind="inet")
-                 if c.status == "LISTEN"]
+    listening = [
+        c for c in psutil.Process(pid).net_connections(kind="inet") if c.status == "LISTEN"
+    ]
     assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", port)]
     assert not (gangadir / "repository" / shared.SOCKET_NAME).exists()
     assert session.repo.effective_mode == "shared"
 
 
 def test_a_session_beside_an_embedded_one_fails_with_one_line_naming_it(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     open_session(Settings(gangadir=gangadir, repository_mode="embedded", monitoring=False))
     Job()
     for mode in ("embedded", "shared"):  # asked for alone, and the default
-        result = run_python("from ganga_like import *\nprint(len(jobs))",
-                            child_env(gangadir, mode=mode))
+        result = run_python(
+            "from ganga_like import *\nprint(len(jobs))", child_env(gangadir, mode=mode)
+        )
         assert result.returncode != 0
         last = result.stderr.strip().splitlines()[-1]
         assert f"is in use by PID {os.getpid()}, which opened it alone" in last
@@ -92,7 +102,8 @@ def test_a_session_beside_an_embedded_one_fails_with_one_line_naming_it(
 
 
 def test_embedded_beside_a_running_server_names_the_server(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     open_session(shared_settings(gangadir))
     Job()
     with pytest.raises(RepositoryBusyError, match="served by its server") as info:
@@ -101,7 +112,8 @@ def test_embedded_beside_a_running_server_names_the_server(
 
 
 def test_auto_from_an_older_configuration_is_the_shared_default(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     options = shared_settings(gangadir).storage_options()
     alone = Repository(gangadir, "auto", options=options)
     try:
@@ -113,10 +125,10 @@ def test_auto_from_an_older_configuration_is_the_shared_default(
         alone.close()
 
 
-def test_the_server_exits_when_idle(gangadir: Path,
-                                    cleanup: list[subprocess.Popen[str]]) -> None:
-    repo = Repository(gangadir, "shared",
-                      options=shared_settings(gangadir, zeo_idle_exit=0.5).storage_options())
+def test_the_server_exits_when_idle(gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    repo = Repository(
+        gangadir, "shared", options=shared_settings(gangadir, zeo_idle_exit=0.5).storage_options()
+    )
     repo_dir = gangadir / "repository"
     pid = shared.server_pid(repo_dir)
     assert pid is not None
@@ -127,8 +139,7 @@ def test_the_server_exits_when_idle(gangadir: Path,
     assert not (repo_dir / shared.SOCKET_NAME).exists()
 
 
-def test_a_stale_socket_is_replaced(gangadir: Path,
-                                    cleanup: list[subprocess.Popen[str]]) -> None:
+def test_a_stale_socket_is_replaced(gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
     repo_dir = gangadir / "repository"
     repo_dir.mkdir(parents=True, mode=0o700)
     gangadir.chmod(0o700)
@@ -142,7 +153,8 @@ def test_a_stale_socket_is_replaced(gangadir: Path,
 
 
 def test_a_killed_server_is_replaced_without_user_action(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     session = open_session(shared_settings(gangadir))
     Job(name="before")
     repo_dir = gangadir / "repository"
@@ -159,8 +171,9 @@ def test_a_killed_server_is_replaced_without_user_action(
     assert child.stdout.strip() == "2", child.stderr
 
 
-def test_a_socket_of_another_user_is_refused(gangadir: Path,
-                                             cleanup: list[subprocess.Popen[str]]) -> None:
+def test_a_socket_of_another_user_is_refused(
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to give a socket to another user")
     repo_dir = gangadir / "repository"
@@ -175,7 +188,8 @@ def test_a_socket_of_another_user_is_refused(gangadir: Path,
 
 
 def test_a_repository_file_of_another_user_is_refused(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to give a file to another user")
     Repository(gangadir).close()
@@ -186,7 +200,8 @@ def test_a_repository_file_of_another_user_is_refused(
 
 
 def test_listing_from_a_second_process_is_fast_with_a_warm_cache(
-        gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    gangadir: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     open_session(shared_settings(gangadir, monitoring=False))
     from ganga_like.model.job import Job as JobImpl
     from ganga_like.repository.registry import Registry
@@ -219,13 +234,19 @@ def test_listing_from_a_second_process_is_fast_with_a_warm_cache(
     assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
     rows, _open, listing = warm.stdout.split()
     assert int(rows) >= 1000
-    print("listing 1,000 jobs from a second process:", cold.stdout.split()[2], "s cold,",
-          listing, "s warm")
+    print(
+        "listing 1,000 jobs from a second process:",
+        cold.stdout.split()[2],
+        "s cold,",
+        listing,
+        "s warm",
+    )
     assert float(listing) < 1.0  # the benchmark asserts 0.2 s on a quiet machine
 
 
 def test_a_gangadir_too_deep_for_a_socket_path_still_works(
-        tmp_path: Path, cleanup: list[subprocess.Popen[str]]) -> None:
+    tmp_path: Path, cleanup: list[subprocess.Popen[str]]
+) -> None:
     deep = tmp_path / ("d" * 60) / ("e" * 60) / "gangadir"
     try:
         open_session(shared_settings(deep))

@@ -72,8 +72,11 @@ class DaemonStatus:
             lines = [f"monitor daemon: not running ({self.gangadir})"]
         else:
             started = self.figures.get("started")
-            since = (time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started))
-                     if isinstance(started, int | float) else "")
+            since = (
+                time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started))
+                if isinstance(started, int | float)
+                else ""
+            )
             lines = [f"monitor daemon: running, PID {self.pid}{since} ({self.gangadir})"]
             if self.figures:
                 age = time.time() - float(self.figures.get("updated", 0))
@@ -81,7 +84,8 @@ class DaemonStatus:
                     f"  {self.figures.get('cycles', 0)} cycles, "
                     f"{self.figures.get('polled', 0)} active job(s) at the last cycle, "
                     f"{self.figures.get('commits', 0)} commits with changes, "
-                    f"figures {age:.0f} s old")
+                    f"figures {age:.0f} s old"
+                )
                 stale = self.figures.get("stale_backends") or {}
                 for backend, reason in stale.items():
                     lines.append(f"  {backend}: unreachable ({reason})")
@@ -147,14 +151,22 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
     fields = dataclasses.asdict(settings)
     fields["gangadir"] = str(gangadir)
     fields["repository_mode"] = "shared"  # sessions must be able to open it beside us
-    argv = [sys.executable, "-m", DAEMON_MODULE, "run", str(gangadir),
-            "--settings", json.dumps(fields)]
+    argv = [
+        sys.executable,
+        "-m",
+        DAEMON_MODULE,
+        "run",
+        str(gangadir),
+        "--settings",
+        json.dumps(fields),
+    ]
     try:
         started = start_detached(argv, gangadir / LOG_NAME, ready_timeout=timeout)
     except HelperNotReady as exc:
         _spawned.append(exc.proc)  # reaped later, like one that started
-        raise DaemonError(f"the monitor daemon did not start: {exc.reason}; see "
-                          f"{gangadir / LOG_NAME}") from None
+        raise DaemonError(
+            f"the monitor daemon did not start: {exc.reason}; see {gangadir / LOG_NAME}"
+        ) from None
     _spawned.append(started.proc)
     line = started.ready_line or ""
     kind, _, rest = line.partition(" ")
@@ -162,8 +174,9 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
         return int(rest.split()[0])
     if kind == "running":  # another `start` won the race
         return int(rest.split()[0])
-    raise DaemonError(f"the monitor daemon did not start: {rest or kind}; see "
-                      f"{gangadir / LOG_NAME}")
+    raise DaemonError(
+        f"the monitor daemon did not start: {rest or kind}; see {gangadir / LOG_NAME}"
+    )
 
 
 def stop(gangadir: Path, timeout: float = 15.0) -> bool:
@@ -177,8 +190,7 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while daemon_pid(gangadir) == pid:
         if time.monotonic() > deadline:
-            raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within "
-                              f"{timeout:.0f} s")
+            raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within {timeout:.0f} s")
         time.sleep(0.05)
     return True
 
@@ -211,8 +223,7 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
     session: Any = None
     try:
         try:
-            session = Session(dataclasses.replace(settings, gangadir=gangadir,
-                                                  monitoring=False))
+            session = Session(dataclasses.replace(settings, gangadir=gangadir, monitoring=False))
         except GangaError as exc:
             _answer(ready_fd, f"error {exc}")
             return 1
@@ -287,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = args[0]
     if command == "run":
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(asctime)s %(process)d %(levelname)s %(message)s")
+        logging.basicConfig(
+            level=logging.INFO,
+            stream=sys.stderr,
+            format="%(asctime)s %(process)d %(levelname)s %(message)s",
+        )
         ready_fd = int(args[args.index("--ready-fd") + 1]) if "--ready-fd" in args else -1
         if "--settings" in args:
             settings = _settings_from_json(args[args.index("--settings") + 1])
@@ -303,8 +317,11 @@ def main(argv: list[str] | None = None) -> int:
             pid = start(settings)
             print(f"monitor daemon running, PID {pid}")
         elif command == "stop":
-            print("monitor daemon stopped" if stop(settings.gangadir)
-                  else "monitor daemon was not running")
+            print(
+                "monitor daemon stopped"
+                if stop(settings.gangadir)
+                else "monitor daemon was not running"
+            )
         else:
             print(status(settings.gangadir))
     except GangaError as exc:

@@ -238,12 +238,14 @@ class Monitor:
             result.changed = 1
         return result
 
-    def _cycle(self, registry: Registry, result: CycleResult,
-               staged: dict[str, dict[str, Any]]) -> None:
+    def _cycle(
+        self, registry: Registry, result: CycleResult, staged: dict[str, dict[str, Any]]
+    ) -> None:
         by_backend: dict[str, list[ActiveRef]] = defaultdict(list)
         for (job_id, subjob_id), (backend, run, data) in registry.active.items():
             by_backend[backend].append(
-                ActiveRef(job_id, None if subjob_id == TOP else subjob_id, run, data))
+                ActiveRef(job_id, None if subjob_id == TOP else subjob_id, run, data)
+            )
         for backend, refs in by_backend.items():
             result.polled += len(refs)
             try:
@@ -258,15 +260,17 @@ class Monitor:
                 reports = cls.poll(ctx, refs)
             except BackendError as exc:
                 if backend not in self.stale_backends:
-                    log.warning("%s backend cannot be reached, jobs kept as they are: %s",
-                                backend, exc)
+                    log.warning(
+                        "%s backend cannot be reached, jobs kept as they are: %s", backend, exc
+                    )
                 result.stale_backends[backend] = str(exc)
                 continue
             staged[backend] = ctx.staged
             self._apply(registry, backend, reports, result)
 
-    def _apply(self, registry: Registry, backend: str, reports: list[StatusReport],
-               result: CycleResult) -> None:
+    def _apply(
+        self, registry: Registry, backend: str, reports: list[StatusReport], result: CycleResult
+    ) -> None:
         touched: dict[int, Any] = {}
         for report in reports:
             job_id, _, sub = report.fqid.partition(".")
@@ -286,8 +290,9 @@ class Monitor:
     def _context(self, backend: str) -> PollContext:
         ctx = self._contexts.get(backend)
         if ctx is None:
-            ctx = PollContext(self.repo.gangadir, self.repo.workspace,
-                              self.settings.backend_settings())
+            ctx = PollContext(
+                self.repo.gangadir, self.repo.workspace, self.settings.backend_settings()
+            )
             self._contexts[backend] = ctx
         return ctx
 

@@ -43,8 +43,10 @@ log = logging.getLogger("ganga_like")
 
 def check_not_broken(obj: object, action: str) -> None:
     if not isinstance(obj, GangaObject):
-        raise BrokenObjectError(f"cannot {action} {describe_broken(obj)}: its plugin is "
-                                "missing; it can only be listed and removed")
+        raise BrokenObjectError(
+            f"cannot {action} {describe_broken(obj)}: its plugin is "
+            "missing; it can only be listed and removed"
+        )
 
 
 def describe_broken(obj: object) -> str:
@@ -57,8 +59,10 @@ def _check_components(job: Job, action: str) -> None:
     for part in job_parts().components:
         value = job.stored().get(part.name)
         if value is not None and not isinstance(value, GangaObject):
-            raise BrokenObjectError(f"cannot {action} job {job.fqid}: its {part.name} "
-                                    f"({describe_broken(value)}) comes from a missing plugin")
+            raise BrokenObjectError(
+                f"cannot {action} job {job.fqid}: its {part.name} "
+                f"({describe_broken(value)}) comes from a missing plugin"
+            )
 
 
 # -- submit ---------------------------------------------------------------------------
@@ -67,8 +71,10 @@ def _check_components(job: Job, action: str) -> None:
 def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     """Split, prepare and submit ``job``; the splitting design's rules in full."""
     if job.master is not None:
-        log.error("subjob %s cannot be submitted on its own; resubmit it, or copy() it to a "
-                  "new job", job.fqid)
+        log.error(
+            "subjob %s cannot be submitted on its own; resubmit it, or copy() it to a new job",
+            job.fqid,
+        )
         return False
     _check_components(job, "submit")
     status = job.current_status()
@@ -78,8 +84,10 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         never = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
         return _run_again(session, job, never, keep_going, "submit")
     if status is not Status.NEW:
-        raise JobError(f"job {job.fqid} is {status}: only a new job can be submitted; use "
-                       "resubmit(), or copy() it")
+        raise JobError(
+            f"job {job.fqid} is {status}: only a new job can be submitted; use "
+            "resubmit(), or copy() it"
+        )
     required = job_parts().required
     if any(getattr(job, part.name) is None for part in required):
         needed = " and ".join(_with_article(part.name) for part in required)
@@ -118,8 +126,11 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
             job.change_status(Status.SUBMITTED, "user: submit")
             registry.follow(job, job.backend.monitor_data(job))
             return
-        submitted = [sj for sj in targets
-                     if sj.fqid not in outcome.failed and sj.fqid not in outcome.not_attempted]
+        submitted = [
+            sj
+            for sj in targets
+            if sj.fqid not in outcome.failed and sj.fqid not in outcome.not_attempted
+        ]
         if not submitted:
             job.change_status(Status.NEW, "submission failed for every subjob: rolled back")
             return
@@ -143,35 +154,50 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     def roll_back() -> None:
         session.registry().submitting.pop(job.id, None)
         if Status.parse(job.status) is Status.SUBMITTING:
-            job.change_status(Status.NEW, "submission failed: the repository could not "
-                              "be written; cancelled and rolled back")
+            job.change_status(
+                Status.NEW,
+                "submission failed: the repository could not be written; cancelled and rolled back",
+            )
 
     try:
         # The subjobs are stored by this transaction: a retry starts them from where they
         # were.
-        _record(session, job, record_outcome, f"recording the submission of job {job.fqid}",
-                fresh=targets if is_split else ())
+        _record(
+            session,
+            job,
+            record_outcome,
+            f"recording the submission of job {job.fqid}",
+            fresh=targets if is_split else (),
+        )
     except RepositoryWriteError as exc:
-        raise _undo_submission(session, job, targets, outcome, exc, roll_back,
-                               "the job is new again") from None
+        raise _undo_submission(
+            session, job, targets, outcome, exc, roll_back, "the job is new again"
+        ) from None
     session.poke_monitor()
     if outcome.failed:
         summary = _summarise(outcome)
         if not is_split:
             raise JobError(f"job {job.fqid} could not be submitted: {summary}")
         if Status.parse(job.status) is Status.NEW:  # rolled back (stored, not derived)
-            raise JobError(f"job {job.fqid}: no subjob could be submitted, the job is new "
-                           f"again: {summary}")
+            raise JobError(
+                f"job {job.fqid}: no subjob could be submitted, the job is new again: {summary}"
+            )
         if not keep_going:
             raise JobError(f"job {job.fqid}: submission stopped: {summary}")
         log.warning("job %s: %s", job.fqid, summary)
     return True
 
 
-def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
-                     outcome: SubmitOutcome, error: RepositoryWriteError,
-                     roll_back: Callable[[], None], result: str,
-                     action: str = "submitted") -> JobError:
+def _undo_submission(
+    session: Session,
+    job: Job,
+    targets: Sequence[Job],
+    outcome: SubmitOutcome,
+    error: RepositoryWriteError,
+    roll_back: Callable[[], None],
+    result: str,
+    action: str = "submitted",
+) -> JobError:
     """The outcome of a (re)submission could not be recorded (a full disk): what the
     backend received is cancelled and ``roll_back`` records the jobs as crash recovery
     would (``result`` says how), so that nothing runs unrecorded and this session shows
@@ -180,8 +206,9 @@ def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
     Returns the one-line error to raise.  Should the cancellation or the rollback fail
     too, the jobs stay ``submitting`` with their intent, which the next start recovers.
     """
-    handed = [t for t in targets
-              if t.fqid not in outcome.failed and t.fqid not in outcome.not_attempted]
+    handed = [
+        t for t in targets if t.fqid not in outcome.failed and t.fqid not in outcome.not_attempted
+    ]
     try:
         problems = job.backend.kill_bulk(session.submit_context(), handed) if handed else {}
     except GangaError as exc:
@@ -190,15 +217,19 @@ def _undo_submission(session: Session, job: Job, targets: Sequence[Job],
     if problems:
         session.repo.abort()
         first = next(iter(problems.values()))
-        return JobError(f"{reason}; what the backend received could not be cancelled "
-                        f"({first}): it stays submitting until ganga next starts, which "
-                        "recovers it")
+        return JobError(
+            f"{reason}; what the backend received could not be cancelled "
+            f"({first}): it stays submitting until ganga next starts, which "
+            "recovers it"
+        )
     try:
         _record(session, job, roll_back, f"rolling back the submission of job {job.fqid}")
     except RepositoryWriteError:
         session.repo.abort()
-        return JobError(f"{reason}; what the backend received was cancelled, and it stays "
-                        "submitting until ganga next starts, which recovers it")
+        return JobError(
+            f"{reason}; what the backend received was cancelled, and it stays "
+            "submitting until ganga next starts, which recovers it"
+        )
     return JobError(f"{reason}; what the backend received was cancelled and {result}")
 
 
@@ -223,13 +254,17 @@ def describe_job(job: Job) -> dict[str, str]:
 
 
 def describe_changes(before: dict[str, str], after: dict[str, str]) -> str:
-    changed = [f"{k} {before.get(k, '-')} -> {after.get(k, '-')}"
-               for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+    changed = [
+        f"{k} {before.get(k, '-')} -> {after.get(k, '-')}"
+        for k in sorted(set(before) | set(after))
+        if before.get(k) != after.get(k)
+    ]
     return "; ".join(changed)
 
 
-def _record(session: Session, top: Job, action: Callable[[], None], what: str,
-            fresh: Sequence[Job] = ()) -> None:
+def _record(
+    session: Session, top: Job, action: Callable[[], None], what: str, fresh: Sequence[Job] = ()
+) -> None:
     """Run ``action`` in a retried transaction, then update the top-level job's index entry
     in the same transaction.
 
@@ -257,8 +292,9 @@ def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, flo
 
 def _ours(recorded: Any) -> bool:
     """Whether a recorded intent is this process's (see ``intent``)."""
-    return bool(recorded and recorded[2] == os.getpid()
-                and abs(recorded[3] - _process_started()) < 1.0)
+    return bool(
+        recorded and recorded[2] == os.getpid() and abs(recorded[3] - _process_started()) < 1.0
+    )
 
 
 def _process_started() -> float:
@@ -273,8 +309,7 @@ def _split(job: Job) -> list[Job]:
     except GangaError as exc:
         raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
     except Exception as exc:  # a splitter plugin's bug is reported, nothing is stored
-        raise JobError(f"job {job.fqid}: the splitter failed: "
-                       f"{type(exc).__name__}: {exc}") from exc
+        raise JobError(f"job {job.fqid}: the splitter failed: {type(exc).__name__}: {exc}") from exc
     if not variations:
         raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
     return build_subjobs(job, variations)
@@ -312,8 +347,9 @@ def _prepare(
             outputs = tuple(f.output_pattern() for f in target.outputfiles)
             inputs = tuple(f.input_path() for f in target.inputfiles)
             if outputs or inputs:
-                spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs,
-                               spec.output_patterns + outputs)
+                spec = RunSpec(
+                    spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs
+                )
         except GangaError as exc:
             outcome.failed[target.fqid] = str(exc)
             if not keep_going:
@@ -380,8 +416,9 @@ def _hand_over(
             result = SubmitOutcome(failed={t.fqid: str(exc) for t, _ in pairs})
         except Exception as exc:  # a plugin bug must not leave the job in submitting
             log.exception("backend %s failed", type(job.backend).__name__)
-            result = SubmitOutcome(failed={t.fqid: f"{type(exc).__name__}: {exc}"
-                                           for t, _ in pairs})
+            result = SubmitOutcome(
+                failed={t.fqid: f"{type(exc).__name__}: {exc}" for t, _ in pairs}
+            )
         outcome.failed.update(result.failed)
         outcome.not_attempted.extend(result.not_attempted)
         outcome.real_bulk = result.real_bulk
@@ -392,8 +429,10 @@ def preview(session: Session, job: Job) -> str:
     """What submitting ``job`` would send to its backend; nothing is stored or submitted."""
     _check_components(job, "preview")
     if job.current_status() is not Status.NEW:
-        raise JobError(f"job {job.fqid} is {job.current_status()}: only a new job can be "
-                       "submitted (see backend.preview() for a resubmission)")
+        raise JobError(
+            f"job {job.fqid} is {job.current_status()}: only a new job can be "
+            "submitted (see backend.preview() for a resubmission)"
+        )
     if job.is_master:  # what submit() would send: the subjobs never submitted
         targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
     else:
@@ -413,8 +452,11 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
     """Resubmit a failed/killed job or subjob; for a master, its failed/killed subjobs."""
     _check_components(job, "resubmit")
     if job.is_master:
-        targets = [sj for sj in job.iter_subjobs()
-                   if Status.parse(sj.status) in (*_RESUBMITTABLE, Status.NEW)]
+        targets = [
+            sj
+            for sj in job.iter_subjobs()
+            if Status.parse(sj.status) in (*_RESUBMITTABLE, Status.NEW)
+        ]
         if not targets:
             raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit")
     else:
@@ -423,14 +465,17 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
         if job.master is not None:
             allowed.add(Status.NEW)  # a subjob whose submission failed
         if status not in allowed:
-            raise JobError(f"job {job.fqid} is {status}: only failed, killed or completed "
-                           "jobs can be resubmitted")
+            raise JobError(
+                f"job {job.fqid} is {status}: only failed, killed or completed "
+                "jobs can be resubmitted"
+            )
         targets = [job]
     return _run_again(session, job, targets, keep_going, "resubmit")
 
 
-def _run_again(session: Session, job: Job, targets: Sequence[Job], keep_going: bool,
-               verb: str) -> bool:
+def _run_again(
+    session: Session, job: Job, targets: Sequence[Job], keep_going: bool, verb: str
+) -> bool:
     """Submit ``targets`` (a job, or subjobs of ``job``) that exist already: a resubmission,
     or the submission of the subjobs a master never submitted (``verb`` says which, for
     the history). Recorded as a resubmission, so an interrupted one is recovered alike."""
@@ -474,15 +519,24 @@ def _run_again(session: Session, job: Job, targets: Sequence[Job], keep_going: b
         session.registry().submitting.pop(master.id, None)
         for target in targets:
             if Status.parse(target.status) is Status.SUBMITTING:
-                target.change_status(Status.FAILED, "resubmission failed: the repository "
-                                     "could not be written; cancelled")
+                target.change_status(
+                    Status.FAILED,
+                    "resubmission failed: the repository could not be written; cancelled",
+                )
 
     try:
-        _record(session, master, record_outcome,
-                f"recording the resubmission of job {job.fqid}")
+        _record(session, master, record_outcome, f"recording the resubmission of job {job.fqid}")
     except RepositoryWriteError as exc:
-        raise _undo_submission(session, master, targets, outcome, exc, roll_back,
-                               "the resubmitted jobs are failed again", "resubmitted") from None
+        raise _undo_submission(
+            session,
+            master,
+            targets,
+            outcome,
+            exc,
+            roll_back,
+            "the resubmitted jobs are failed again",
+            "resubmitted",
+        ) from None
     session.poke_monitor()
     if outcome.failed and not keep_going:
         what = "resubmission" if verb == "resubmit" else "submission"
@@ -531,20 +585,26 @@ def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
 def remove(session: Session, job: Job) -> bool:
     """Remove a top-level job, its subjobs and its workspace (active ones are killed)."""
     if getattr(job, "master", None) is not None:
-        log.error("subjob %s cannot be removed on its own; remove its master %s",
-                  job.fqid, job.master.id if job.master else "?")
+        log.error(
+            "subjob %s cannot be removed on its own; remove its master %s",
+            job.fqid,
+            job.master.id if job.master else "?",
+        )
         return False
     job_id = job.id
     if isinstance(job, Job) and isinstance(job.backend, GangaObject):
         try:
-            if any(Status.parse(sj.status).active for sj in (
-                    job.iter_subjobs() if job.is_master else [job])):
+            if any(
+                Status.parse(sj.status).active
+                for sj in (job.iter_subjobs() if job.is_master else [job])
+            ):
                 kill(session, job, keep_going=True)
         except GangaError as exc:
             log.warning("job %s: kill before removal failed: %s", job_id, exc)
 
-    session.repo.in_transaction(lambda: session.repo.registry().remove(job_id),
-                                what=f"removing job {job_id}")
+    session.repo.in_transaction(
+        lambda: session.repo.registry().remove(job_id), what=f"removing job {job_id}"
+    )
     shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
     return True
 
@@ -557,8 +617,9 @@ def copy_job(session: Session, job: Job) -> Job:
     if job.master is not None:
         for part in job_parts().master_only:  # what split its master is not the copy's
             clone.__dict__.pop(part.name, None)
-    session.repo.in_transaction(lambda: session.repo.registry().add(clone),
-                                what=f"copying job {job.fqid}")
+    session.repo.in_transaction(
+        lambda: session.repo.registry().add(clone), what=f"copying job {job.fqid}"
+    )
     return clone
 
 
@@ -570,8 +631,7 @@ def force_status(session: Session, job: Job, status: str) -> bool:
     """Force a job (a master: each of its unfinished subjobs) to completed or failed."""
     target = _FORCEABLE_BY_NAME.get(str(status).lower())
     if target is None:
-        raise UnknownStatusError(f"force_status accepts 'completed' or 'failed', not "
-                                 f"{status!r}")
+        raise UnknownStatusError(f"force_status accepts 'completed' or 'failed', not {status!r}")
     jobs = list(job.iter_subjobs()) if job.is_master else [job]
     if job.current_status() in (Status.NEW, Status.SUBMITTING):
         raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")

@@ -67,8 +67,11 @@ def recover_interrupted_submissions(
     to cancel."""
     session = _Scope(repo, submit_context)
     registry = session.registry()
-    stale = [(job_id, value) for job_id, value in registry.intents()
-             if not owner_alive(value[2], value[3])]
+    stale = [
+        (job_id, value)
+        for job_id, value in registry.intents()
+        if not owner_alive(value[2], value[3])
+    ]
     if not stale:
         return []
     lines: list[str] = []
@@ -142,8 +145,9 @@ def _roll_back(session: _Scope, job: Job, count: int) -> str:
     return f"job {job.fqid}: an interrupted submission was rolled back; the job is new"
 
 
-def _roll_forward(session: _Scope, job: Job, targets: list[Job], received: set[str],
-                  split: bool) -> str:
+def _roll_forward(
+    session: _Scope, job: Job, targets: list[Job], received: set[str], split: bool
+) -> str:
     """Record an interrupted first submission as far as the backend received it."""
     registry = session.registry()
     cause = "recovered: the submission was interrupted after the backend received it"
@@ -156,14 +160,18 @@ def _roll_forward(session: _Scope, job: Job, targets: list[Job], received: set[s
             sj.change_status(Status.SUBMITTED, cause)
             registry.follow(sj, sj.backend.monitor_data(sj))
         else:
-            sj.log_event("recovered: the submission was interrupted before the backend "
-                         "received this subjob; resubmit it")
+            sj.log_event(
+                "recovered: the submission was interrupted before the backend "
+                "received this subjob; resubmit it"
+            )
     job.attach_subjobs(targets)
     job.change_status(Status.SUBMITTED, cause)
     missing = len(targets) - len(received)
     rest = f"; {missing} it never received are new (submit() runs them)" if missing else ""
-    return (f"job {job.fqid}: an interrupted submission was recorded: the {len(received)} "
-            f"subjob(s) the backend had received are followed{rest}")
+    return (
+        f"job {job.fqid}: an interrupted submission was recorded: the {len(received)} "
+        f"subjob(s) the backend had received are followed{rest}"
+    )
 
 
 def _fail_resubmission(session: _Scope, job: Job, ids: tuple[Any, ...]) -> str:
@@ -173,8 +181,10 @@ def _fail_resubmission(session: _Scope, job: Job, ids: tuple[Any, ...]) -> str:
     registry = session.registry()
     for target in pending:
         if target.fqid in received:
-            target.change_status(Status.SUBMITTED, "recovered: the resubmission was "
-                                 "interrupted after the backend received it")
+            target.change_status(
+                Status.SUBMITTED,
+                "recovered: the resubmission was interrupted after the backend received it",
+            )
             registry.follow(target, target.backend.monitor_data(target))
     lost = [t for t in pending if t.fqid not in received]
     _cancel(session, job, lost)

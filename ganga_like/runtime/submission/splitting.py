@@ -56,8 +56,10 @@ def _apply(sj: Job, master: Job, path: str, value: Any, fixed: frozenset[str]) -
     for name in parts[:-1]:
         current: GangaObject | None = target.stored().get(name)
         if not isinstance(current, GangaObject):
-            raise JobError(f"cannot set {path!r}: {type(target).__name__}.{name} is not an "
-                           "object with attributes")
+            raise JobError(
+                f"cannot set {path!r}: {type(target).__name__}.{name} is not an "
+                "object with attributes"
+            )
         if origin is not None and current is origin.stored().get(name):
             # Shared with the master: give this subjob its own copy before changing it.
             copied = cast(GangaObject, current)._copy()

@@ -126,8 +126,9 @@ def _post_kill_names(queue: Path, keys: Sequence[str]) -> list[str]:
     prefix = _request_name("")
     for key in [*keys, None]:
         encoded = None if key is None else key.encode("utf-8", "surrogateescape").hex()
-        if chunk and (encoded is None or
-                      len(prefix) + len("-".join([*chunk, encoded])) + 20 > MAX_NAME):
+        if chunk and (
+            encoded is None or len(prefix) + len("-".join([*chunk, encoded])) + 20 > MAX_NAME
+        ):
             name = f"{prefix}.{len(names):06d}.{'-'.join(chunk)}{KILL_NAMES_SUFFIX}"
             # Created whole under its final name: it holds no data to be seen half done.
             os.close(os.open(queue / name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))

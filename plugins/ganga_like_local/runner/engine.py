@@ -88,7 +88,8 @@ class Engine:
         self.done_batches: list[Batch] = []
         self.starts_held_until = 0.0  # monotonic; the disk was full when a task was set up
         self.log_fd = os.open(
-            runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+            runner_dir / LOG_NAME,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
             PRIVATE_FILE,
         )
 
@@ -344,6 +345,7 @@ class Engine:
         # Journals are reopened on demand, so one that was removed and created again
         # between batches is written to under its current name.
         self.journals.close()
+
     def emit(
         self,
         task: Task,
@@ -354,8 +356,7 @@ class Engine:
         start: float | None = None,
     ) -> None:
         """Queue a journal line; lines are written before the runner next sleeps."""
-        self.journals.add(task.events, event_line(task.key, event, when, exit_code, reason,
-                                                  start))
+        self.journals.add(task.events, event_line(task.key, event, when, exit_code, reason, start))
 
     def flush_journals(self) -> bool:
         """Write the queued journal lines; False if some are still held back.
@@ -378,4 +379,3 @@ def disk_full(problem: TaskSetupError) -> bool:
     """Whether a task could not be set up only because the disk is full."""
     cause = problem.__cause__
     return isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS
-

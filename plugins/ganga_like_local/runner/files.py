@@ -107,9 +107,11 @@ def collect_outputs(task: Task) -> str | None:
             continue  # went with its directory
         target = os.path.join(task.output_dir, place)
         if os.path.lexists(target):
-            problem = problem or (f"output {match} not collected: {place} already exists "
-                                  "in the output directory (the file stays in the work "
-                                  "directory)")
+            problem = problem or (
+                f"output {match} not collected: {place} already exists "
+                "in the output directory (the file stays in the work "
+                "directory)"
+            )
             continue
         try:
             make_dirs(os.path.dirname(target))

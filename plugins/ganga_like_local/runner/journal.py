@@ -56,8 +56,10 @@ class Journals:
         if failure is not None:
             if not self.failing:
                 held = sum(len(lines) for lines in self.outbox.values())
-                self.log(f"cannot append to the journals ({failure}); {held} event(s) "
-                         f"held back, retried every {JOURNAL_RETRY_SECONDS} s")
+                self.log(
+                    f"cannot append to the journals ({failure}); {held} event(s) "
+                    f"held back, retried every {JOURNAL_RETRY_SECONDS} s"
+                )
             self.failing = True
             return False
         if self.failing:

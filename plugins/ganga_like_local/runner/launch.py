@@ -33,8 +33,7 @@ from ganga_like_local.runner.protocol import (
     write_atomic,
 )
 
-__all__ = ["ensure_runner", "has_accepted", "has_batches", "revive", "runner_pid", "stop",
-           "wake"]
+__all__ = ["ensure_runner", "has_accepted", "has_batches", "revive", "runner_pid", "stop", "wake"]
 
 # How long a client waits for a runner that is leaving or dying to let go of the lock.
 LOCK_PATIENCE_SECONDS = 10.0
@@ -220,8 +219,7 @@ def _log(runner_dir: Path, message: str) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     line = f"{stamp} [{os.getpid()}] client: {message}\n".encode()
     with contextlib.suppress(OSError):
-        fd = os.open(runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                     PRIVATE_FILE)
+        fd = os.open(runner_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
         try:
             os.write(fd, line)
         finally:

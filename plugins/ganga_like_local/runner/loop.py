@@ -201,8 +201,9 @@ class Runner(Engine):
             names = os.listdir(self.queue_dir)
         except FileNotFoundError:
             return []
-        return sorted(n for n in names if n.endswith((".json", KILL_NAMES_SUFFIX))
-                      and not n.startswith("."))
+        return sorted(
+            n for n in names if n.endswith((".json", KILL_NAMES_SUFFIX)) and not n.startswith(".")
+        )
 
     def read_queue(self) -> None:
         """Take batch and kill requests in submission order."""

@@ -117,9 +117,9 @@ class Event:
 def keys_of_kill_name(name: str) -> list[str]:
     """The keys a kill request posted as an empty file names."""
     middle = name[: -len(KILL_NAMES_SUFFIX)].rsplit(".", 1)[-1]
-    return [bytes.fromhex(part).decode("utf-8", "surrogateescape")
-            for part in middle.split("-") if part]
-
+    return [
+        bytes.fromhex(part).decode("utf-8", "surrogateescape") for part in middle.split("-") if part
+    ]
 
 
 def read_events(path: Path, offset: int) -> tuple[list[Event], int]:
@@ -188,7 +188,6 @@ def event_line(
         f'{{"key":{encode_basestring_ascii(key)},"event":{encode_basestring_ascii(event)},"time":{float(when)!r},'
         f'"exit_code":{code},"reason":{why},"start":{began}}}\n'
     ).encode("ascii")
-
 
 
 def task_row(task: TaskSpec) -> list[Any]:
