@@ -23,8 +23,8 @@ from ZODB.Connection import Connection
 from ZODB.POSException import POSKeyError
 
 from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
+from ganga_like.repository.file_check import corrupt
 from ganga_like.repository.ids import IdBlocks
-from ganga_like.repository.integrity import corrupt
 from ganga_like.repository.layout import layout_problem
 from ganga_like.repository.orphans import check_after_open, check_before_open
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background

@@ -30,7 +30,6 @@ import io
 import logging
 import os
 import pickle
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +37,15 @@ from typing import Any
 
 import zc.lockfile
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
-from ZODB.FileStorage.format import TRANS_HDR, TRANS_HDR_LEN
 
-from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.errors import RepositoryBusyError, RepositoryError
+from ganga_like.repository.file_check import (
+    check_file,
+    corrupt,
+    data_path,
+    describe,
+    zodb_log_captured,
+)
 from ganga_like.repository.fullcheck import CheckReport, check_file_deeply
 from ganga_like.repository.stored import JobChecks
 
@@ -54,146 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("ganga_like")
-
-_COMMITTED = b" pu"  # committed, packed, undone: every status a finished transaction has
-_TRAILER = 8  # each transaction ends with its length again, as 8 bytes
-
-
-def data_path(gangadir: Path) -> Path:
-    return gangadir / "repository" / "Data.fs"
-
-
-def corrupt(path: Path, detail: str) -> RepositoryCorruptError:
-    """The one-line error for a damaged repository file."""
-    gangadir = path.parent.parent
-    return RepositoryCorruptError(
-        f"repository {path} is damaged: {detail}. Nothing was changed. To keep everything "
-        f"that is intact run `ganga repository recover` (or python -m "
-        f"ganga_like.runtime.repository_check recover {gangadir}); the damaged file is kept "
-        "as a backup",
-        path=str(path),
-    )
-
-
-# -- the check before opening ---------------------------------------------------------
-
-
-def check_file(path: Path) -> str | None:
-    """Refuse a damaged file; return a note when a crash left an unfinished commit.
-
-    Cheap after a clean close: the header, the length recorded in the index and the last
-    transaction are read. Otherwise (after a crash, or without an index) FileStorage will
-    scan the file and cut it at the first record it cannot read, so the same scan is done
-    first, read-only, to tell an unfinished commit (safe to drop) from damage (refused).
-    """
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return None
-    if size == 0:
-        return None
-    with open(path, "rb") as f:
-        if size < len(MAGIC) or f.read(len(MAGIC)) != MAGIC:
-            raise corrupt(
-                path, "it does not start like a repository file (FileStorage header missing)"
-            )
-        if size == len(MAGIC):
-            return None
-        indexed = _index_position(path)
-        if indexed is not None and indexed > size:
-            raise corrupt(
-                path,
-                f"it is {indexed - size} bytes shorter than when it was last closed (truncated)",
-            )
-        if indexed == size and _last_transaction_complete(f, size):
-            return None
-    return _classify_unfinished_end(path, size)
-
-
-def _index_position(path: Path) -> int | None:
-    """The file length recorded in ``Data.fs.index`` (its first pickle), if readable."""
-    try:
-        with open(f"{path}.index", "rb") as f:
-            pos = pickle.Unpickler(f).load()
-    except Exception:  # a missing or broken index is rebuilt by FileStorage: no verdict
-        return None
-    return pos if isinstance(pos, int) else None
-
-
-def _last_transaction_complete(f: Any, size: int) -> bool:
-    if size < len(MAGIC) + TRANS_HDR_LEN + _TRAILER:
-        return False
-    f.seek(size - _TRAILER)
-    (length,) = struct.unpack(">Q", f.read(_TRAILER))
-    start = size - _TRAILER - length
-    if length < TRANS_HDR_LEN or start < len(MAGIC):
-        return False
-    f.seek(start)
-    _tid, recorded, status, *_ = struct.unpack(TRANS_HDR, f.read(TRANS_HDR_LEN))
-    return bool(recorded == length and status in _COMMITTED)
-
-
-def _classify_unfinished_end(path: Path, size: int) -> str | None:
-    """Scan read-only: where do the complete transactions end, and what follows?"""
-    from ZODB.FileStorage import FileStorage
-
-    try:
-        with _zodb_log_captured() as messages:
-            storage = FileStorage(str(path), read_only=True)
-    except Exception as exc:  # any failure to read the file is damage: say what it was
-        raise corrupt(path, _describe(exc)) from None
-    end = storage._pos
-    storage.close()
-    if end >= size:
-        return None  # every transaction is complete
-    with open(path, "rb") as f:
-        f.seek(end)
-        header = f.read(TRANS_HDR_LEN)
-    if len(header) < TRANS_HDR_LEN or _unfinished_commit(header, end, size):
-        return (
-            f"the last commit was interrupted by a crash and never completed; its "
-            f"{size - end} bytes are discarded (kept in {path.name}.trN)"
-        )
-    detail = "; ".join(m for m in messages if "Ignoring index" not in m)
-    raise corrupt(
-        path,
-        f"the transaction at byte {end} cannot be read ({size - end} bytes "
-        f"from there on would be lost){': ' + detail if detail else ''}",
-    )
-
-
-def _unfinished_commit(header: bytes, pos: int, size: int) -> bool:
-    """A transaction still flagged "being committed" that reaches the end of the file:
-    what a crash during a commit leaves (the flag is cleared only once all is written)."""
-    _tid, length, status, *_ = struct.unpack(TRANS_HDR, header)
-    return bool(status == b"c" and pos + length + _TRAILER >= size)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-@contextlib.contextmanager
-def _zodb_log_captured() -> Any:
-    """Collect what FileStorage logs while scanning, instead of printing it."""
-    messages: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.levelno >= logging.WARNING:
-                messages.append(record.getMessage())
-
-    logger = logging.getLogger("ZODB.FileStorage")
-    handler = Collect()
-    previous = logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield messages
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = previous
 
 
 # -- the full check -------------------------------------------------------------------
@@ -289,12 +154,12 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
         os.replace(path, backup)
         output = io.StringIO()
         try:
-            with contextlib.redirect_stdout(output), _zodb_log_captured():
+            with contextlib.redirect_stdout(output), zodb_log_captured():
                 fsrecover.recover(str(backup), str(target), verbose=0, partial=False, force=True)
         except (Exception, SystemExit) as exc:
             os.replace(backup, path)  # leave everything as it was
             raise RepositoryError(
-                f"recovery of {path} failed ({_describe(exc)}); the file was left unchanged"
+                f"recovery of {path} failed ({describe(exc)}); the file was left unchanged"
             ) from None
         report = RecoveryReport(backup=backup, bytes_removed=_bytes_removed(output.getvalue()))
         for suffix in (".index", ".tmp"):
@@ -357,7 +222,7 @@ def _check_registry(path: Path, report: RecoveryReport, checks: JobChecks) -> No
                 job_ids = list(root["jobs"].keys()) if "jobs" in root else []
             except Exception as exc:
                 report.notes.append(
-                    f"the job table could not be read ({_describe(exc)}); it was started afresh"
+                    f"the job table could not be read ({describe(exc)}); it was started afresh"
                 )
                 job_ids = []
                 del root["jobs"]
@@ -394,7 +259,7 @@ def _layout_problem(conn: Any) -> str | None:
     try:
         return layout_problem(conn)
     except Exception as exc:  # a table's record is missing, or cannot be read
-        return f"a table it refers to cannot be read ({_describe(exc)})"
+        return f"a table it refers to cannot be read ({describe(exc)})"
 
 
 def _root_usable(path: Path) -> bool:

@@ -11,7 +11,8 @@ import os
 import time
 from pathlib import Path
 
-from ganga_like.repository.integrity import check_file, lock_for_maintenance
+from ganga_like.repository.file_check import check_file
+from ganga_like.repository.integrity import lock_for_maintenance
 from ganga_like.repository.orphans import id_ranges, is_empty, job_dirs
 
 __all__ = ["reset_orphans"]

@@ -39,8 +39,8 @@ from ganga_like.errors import (
     RepositoryError,
 )
 from ganga_like.private import touch_private
+from ganga_like.repository.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
-from ganga_like.repository.integrity import check_file, corrupt
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
 
