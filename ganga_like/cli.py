@@ -36,15 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     """Subcommands (`ganga jobs`, `ganga kill ...`) run without the shell; anything else
     is the shell application."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _debug_dump_modules_at_exit()
     from ganga_like.commands.dispatch import dispatch, quiet_closed_pipe
-    from ganga_like.runtime.settings import configured_settings
 
     try:
         # A subcommand with options of ganga (``ganga --gangadir=X jobs``, ``ganga jobs
         # --readonly``) goes through the application, which reads them first.
-        code = (
-            dispatch(args, settings=configured_settings) if not _has_ganga_options(args) else None
-        )
+        code = dispatch(args) if not _has_ganga_options(args) else None
         if code is None:
             from ganga_like.shell.app import main as shell_main
 
@@ -56,12 +54,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _has_ganga_options(args: list[str]) -> bool:
+    # Told from the option names alone: building the shell application for this would
+    # import traitlets' application machinery into every subcommand.
     from ganga_like.commands.dispatch import SUBCOMMANDS
-    from ganga_like.shell.app import GangaApp
+    from ganga_like.commands.options import ganga_options_among
 
     if not args or args[0] not in SUBCOMMANDS:
         return bool(args) and args[0].startswith("-")
-    return bool(GangaApp().options_among(args[1:])[0])
+    return bool(ganga_options_among(args[1:])[0])
+
+
+# Set to a file name, the modules loaded when the command ends are written there, one a
+# line: how the tests check that a subcommand imports neither IPython nor the shell.
+MODULES_DUMP = "GANGA_DEBUG_MODULES_FILE"
+
+
+def _debug_dump_modules_at_exit() -> None:
+    import os
+
+    path = os.environ.get(MODULES_DUMP)
+    if path:
+        import atexit
+
+        def dump() -> None:
+            with open(path, "w") as out:
+                out.write("".join(f"{name}\n" for name in sorted(sys.modules)))
+
+        atexit.register(dump)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ganga_like.errors import GangaError, RepositoryBusyError
-from ganga_like.runtime.session import Session, close_session, open_session
-from ganga_like.runtime.settings import Settings
-from ganga_like.runtime.settings import configured_settings as from_configuration
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+    from ganga_like.runtime.settings import Settings
 
 __all__ = [
     "DECLINED",
@@ -57,7 +59,11 @@ def using_settings(source: Callable[[], Settings]) -> Iterator[None]:
 def configured_settings() -> Settings:
     """The settings the running subcommand was given; outside one, the configuration's
     (file, environment, runtime changes)."""
-    return (_source or from_configuration)()
+    if _source is None:
+        from ganga_like.runtime.settings import configured_settings as from_configuration
+
+        return from_configuration()
+    return _source()
 
 
 @contextmanager
@@ -66,6 +72,9 @@ def session_for(*, write: bool) -> Iterator[Session]:
 
     A read-only command on a repository another session holds reads a snapshot instead of
     failing; a command that changes jobs needs the repository (or shared mode)."""
+    # Imported here: parsing a command line (and --help) needs no repository code.
+    from ganga_like.runtime.session import close_session, open_session
+
     settings = configured_settings()
     settings.monitoring = False
     try:

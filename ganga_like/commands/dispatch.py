@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ganga_like.commands import actions, listing, maintenance, transfer
 from ganga_like.commands.context import (
     ERROR,
     PIPE_CLOSED,
@@ -19,25 +20,54 @@ from ganga_like.commands.context import (
     using_settings,
 )
 from ganga_like.errors import GangaError
-from ganga_like.query import QueryError, QuerySyntaxError
-from ganga_like.runtime.settings import Settings, configured_settings
+from ganga_like.query.errors import QueryError, QuerySyntaxError
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.settings import Settings
 
 __all__ = ["EPILOG", "SUBCOMMANDS", "dispatch", "quiet_closed_pipe", "unknown_subcommand"]
 
-Handler = Callable[[argparse.Namespace], int]
+Handler = Callable[[argparse.ArgumentParser], Callable[[argparse.Namespace], int]]
 
-SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Handler]]] = {
-    "jobs": ("the jobs table, optionally filtered by ids or a query", listing.jobs_parser),
-    "show": ("one job or subjob in full", listing.show_parser),
-    "log": ("the event log of a job or subjob", listing.log_parser),
-    "status": ("counts by status per backend, run time and queue", listing.status_parser),
-    "kill": ("kill the jobs named by ids or a query", actions.kill_parser),
-    "resubmit": ("resubmit the jobs named by ids or a query", actions.resubmit_parser),
-    "remove": ("remove the jobs named by ids or a query", actions.remove_parser),
-    "export": ("write a job's definition as JSON", transfer.export_parser),
-    "import": ("create a new job from a JSON definition", transfer.import_parser),
-    "monitor": ("the background monitor daemon: start, stop, status", maintenance.monitor_parser),
-    "repository": ("check or recover the repository file", maintenance.repository_parser),
+
+def _builder(module: str, function: str) -> Handler:
+    """The parser builder ``function`` of ``ganga_like.commands.<module>``, imported when
+    called: a subcommand imports only its own module (``ganga jobs`` none of the actions')."""
+
+    def build(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+        found: Handler = getattr(importlib.import_module(f"ganga_like.commands.{module}"), function)
+        return found(parser)
+
+    return build
+
+
+SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
+    "jobs": (
+        "the jobs table, optionally filtered by ids or a query",
+        _builder("listing", "jobs_parser"),
+    ),
+    "show": ("one job or subjob in full", _builder("listing", "show_parser")),
+    "log": ("the event log of a job or subjob", _builder("listing", "log_parser")),
+    "status": (
+        "counts by status per backend, run time and queue",
+        _builder("listing", "status_parser"),
+    ),
+    "kill": ("kill the jobs named by ids or a query", _builder("actions", "kill_parser")),
+    "resubmit": (
+        "resubmit the jobs named by ids or a query",
+        _builder("actions", "resubmit_parser"),
+    ),
+    "remove": ("remove the jobs named by ids or a query", _builder("actions", "remove_parser")),
+    "export": ("write a job's definition as JSON", _builder("transfer", "export_parser")),
+    "import": ("create a new job from a JSON definition", _builder("transfer", "import_parser")),
+    "monitor": (
+        "the background monitor daemon: start, stop, status",
+        _builder("maintenance", "monitor_parser"),
+    ),
+    "repository": (
+        "check or recover the repository file",
+        _builder("maintenance", "repository_parser"),
+    ),
 }
 
 EPILOG = (
@@ -65,8 +95,12 @@ def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) ->
         args = parser.parse_args(argv[1:])
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0) if exc.code in (0, None) else USAGE
+    if settings is None:
+        from ganga_like.runtime.settings import configured_settings
+
+        settings = configured_settings
     try:
-        with using_settings(settings or configured_settings):
+        with using_settings(settings):
             return handler(args)
     except GangaError as exc:
         error(str(exc))

@@ -23,6 +23,7 @@ from traitlets import Bool, List, Unicode, default
 from traitlets.config import Application, Config, Configurable
 
 import ganga_like
+from ganga_like.commands.options import NOT_WITH_SUBCOMMAND, ganga_options_among
 from ganga_like.config.store import (
     all_sections,
     default_config_file,
@@ -121,7 +122,7 @@ class GangaApp(Application):
     }
 
     # Options that choose what ganga does rather than how: not for a subcommand.
-    NOT_WITH_SUBCOMMAND = ("i", "generate-config", "show-config", "show-config-json")
+    NOT_WITH_SUBCOMMAND = NOT_WITH_SUBCOMMAND
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -178,31 +179,10 @@ class GangaApp(Application):
         return own, []
 
     def options_among(self, args: list[str]) -> tuple[list[str], list[str]]:
-        """(ganga's options, the rest) among a subcommand's arguments: ``--gangadir``,
-        ``--mode``, ``--config``, ``--log-level``, ``--readonly``, ``--no-monitor``,
-        ``--debug`` and ``--Section.option``, each with its value. No subcommand has an
-        option of these names; everything after ``--`` is the subcommand's."""
-        own: list[str] = []
-        rest: list[str] = []
-        i = 0
-        while i < len(args):
-            token = args[i]
-            if token == "--":
-                rest.extend(args[i:])
-                break
-            name = token[2:].split("=", 1)[0] if token.startswith("--") else ""
-            takes_value = name in self.aliases or ("." in name and name[:1].isupper())
-            if name and (
-                takes_value or (name in self.flags and name not in self.NOT_WITH_SUBCOMMAND)
-            ):
-                own.append(token)
-                if takes_value and "=" not in token and i + 1 < len(args):
-                    own.append(args[i + 1])
-                    i += 1
-            else:
-                rest.append(token)
-            i += 1
-        return own, rest
+        """(ganga's options, the rest) among a subcommand's arguments (see
+        :func:`ganga_like.commands.options.ganga_options_among`, which tells them apart
+        without this application)."""
+        return ganga_options_among(args)
 
     def _check(self, own: list[str]) -> None:
         builtin = {"h", "help", "help-all", "V", "version"}
