@@ -1,16 +1,19 @@
 """Start-up of ``import ganga_like`` and of ``ganga jobs``, against plain Python and the floor.
 
-    python scripts/bench/bench_cli.py [GANGADIR] [--rounds 11]
+    python scripts/bench/bench_cli.py [GANGADIR] [--rounds 11] [--compare SRC]
 
 Each round starts, interleaved so machine noise hits all alike:
 
 * ``python -c pass``                   the interpreter alone;
 * ``python -c "import ganga_like"``    the package (budget: <= 60 ms CPU);
+* ``ganga jobs > /dev/null``           the whole command (budget: <= 0.15 s wall);
 * ``floor``                            python + ZODB/ZEO imports + opening the repository
-                                       as ``ganga jobs`` does (a ZEO client on the
-                                       repository's server, with a persistent client cache)
-                                       + loading every job record, and nothing else;
-* ``ganga jobs > /dev/null``           the whole command (budget: <= 0.15 s wall).
+                                       as ``ganga jobs`` does (a ZEO client of the
+                                       repository's server, which ``ganga jobs`` just
+                                       started if it had gone idle, with a persistent client
+                                       cache), then with ``+ load`` every job record too;
+* with ``--compare SRC``, ``ganga jobs`` again importing the ``ganga_like`` (and plugins)
+  of another checkout, e.g. ``git archive main ganga_like plugins | tar -x -C SRC``.
 
 GANGADIR is a repository built by ``bench_reopen.py`` (1,000 jobs, one with 10,000
 subjobs); without it one of 1,000 new jobs is built in a temporary directory. Prints per
@@ -82,6 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("gangadir", nargs="?", type=Path)
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--compare", type=Path, help="another checkout's source tree")
     args = parser.parse_args()
     gangadir = args.gangadir or Path(tempfile.mkdtemp(prefix="bench-cli-")) / "gangadir"
     if not (gangadir / "repository" / "Data.fs").exists():
@@ -92,23 +96,28 @@ def main() -> None:
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "import ganga_like": [sys.executable, "-c", "import ganga_like"],
+        "ganga jobs": [str(ganga), "jobs"],
         "floor (open)": [sys.executable, "-c", FLOOR, str(gangadir)],
         "floor (open + load jobs)": [sys.executable, "-c", FLOOR, str(gangadir), "--load"],
-        "ganga jobs": [str(ganga), "jobs"],
     }
-    for argv in commands.values():  # warm-up: byte-code and disk caches, the server
-        run(argv, env)
+    envs = {name: env for name in commands}
+    if args.compare:
+        other = f"{args.compare.resolve()}{os.pathsep}{args.compare.resolve() / 'plugins'}"
+        commands[f"ganga jobs ({args.compare})"] = [str(ganga), "jobs"]
+        envs[f"ganga jobs ({args.compare})"] = dict(env, PYTHONPATH=other)
+    for name, argv in commands.items():  # warm-up: byte-code and disk caches, the server
+        run(argv, envs[name])
     wall: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(args.rounds):
         for name, argv in commands.items():
-            w, c = run(argv, env)
+            w, c = run(argv, envs[name])
             wall[name].append(w)
             cpu[name].append(c)
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.2f}, {gangadir}")
     for name in commands:
         print(
-            f"{name:26s} wall median {statistics.median(wall[name]) * 1000:6.1f} ms  "
+            f"{name:34s} wall median {statistics.median(wall[name]) * 1000:6.1f} ms  "
             f"min {min(wall[name]) * 1000:6.1f}   CPU median "
             f"{statistics.median(cpu[name]) * 1000:6.1f} ms"
         )
