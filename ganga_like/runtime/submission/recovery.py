@@ -23,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from ganga_like.errors import GangaError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.interfaces import SubmitContext
@@ -40,6 +38,9 @@ log = logging.getLogger("ganga_like")
 
 
 def owner_alive(pid: int, started: float) -> bool:
+    # Imported here: psutil costs ~16 ms of CPU, and most sessions find nothing to recover.
+    import psutil
+
     try:
         return bool(abs(psutil.Process(pid).create_time() - started) < 1.0)
     except psutil.Error:
