@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import pickle
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Any
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import DATA_HDR, DATA_HDR_LEN, TRANS_HDR, TRANS_HDR_LEN
 
+from ganga_like.repository.pickles import NullUnpickler, class_name, memo_in_order
 from ganga_like.repository.stored import JobChecks
 
 __all__ = [
@@ -255,7 +255,7 @@ def _check_metadata(
         at += length
     if elen:
         try:
-            extension = _NullUnpickler(io.BytesIO(data[at : at + elen])).load()
+            extension = NullUnpickler(io.BytesIO(data[at : at + elen])).load()
         except Exception as exc:
             report.problem(f"{where}: its extension cannot be read ({_describe(exc)})")
         else:
@@ -334,10 +334,10 @@ def _scan_records(
 def _decode(pickles: bytes, record: _Record, name: str, report: CheckReport) -> None:
     """Both pickles must decode (without importing anything) and end the record."""
     stream = io.BytesIO(pickles)
-    unpickler = _NullUnpickler(stream)
+    unpickler = NullUnpickler(stream)
     try:
         klass = unpickler.load()
-        record.klass = _class_name(klass)
+        record.klass = class_name(klass)
         unpickler.load()
     except Exception as exc:
         report.problem(
@@ -349,93 +349,13 @@ def _decode(pickles: bytes, record: _Record, name: str, report: CheckReport) -> 
             f"{name} ({record.klass}): {len(pickles) - stream.tell()} stray byte(s) after its data",
             record.oid,
         )
-    elif not _memo_in_order(unpickler):
+    elif not memo_in_order(unpickler):
         report.problem(
             f"{name} ({record.klass}): its data is not as a pickler writes it "
             "(memo entries out of order)",
             record.oid,
         )
     record.refs = unpickler.refs
-
-
-def _memo_in_order(unpickler: pickle.Unpickler) -> bool:
-    """A pickler numbers its memo entries 0, 1, 2, ... across a record's two pickles, so
-    a changed memo number (which decodes without error) leaves a gap in the numbers."""
-    keys = unpickler.memo.copy().keys()
-    return not keys or (min(keys) == 0 and max(keys) == len(keys) - 1)
-
-
-class _Anything:
-    """Stands for any class or instance while a pickle is decoded without importing."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.name = ""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> _Anything:
-        return _Anything()
-
-    def __setstate__(self, state: Any) -> None:
-        pass
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def append(self, value: Any) -> None:
-        pass
-
-    def extend(self, values: Any) -> None:
-        pass
-
-    def add(self, value: Any) -> None:
-        pass
-
-
-class _NullUnpickler(pickle.Unpickler):
-    """Decodes a record: classes are only named (and must be dotted identifiers), the
-    object ids it refers to are collected."""
-
-    def __init__(self, stream: io.BytesIO) -> None:
-        super().__init__(stream)
-        self.refs: list[int] = []
-
-    def find_class(self, module: str, name: str) -> Any:
-        for part in (*module.split("."), *name.split(".")):
-            if not part.isidentifier():
-                raise pickle.UnpicklingError(f"class name {module}.{name} is not a name")
-        found = _Anything()
-        found.name = f"{module}.{name}"
-        return found
-
-    def persistent_load(self, pid: Any) -> Any:
-        oid = _reference_oid(pid)
-        if oid is None:
-            raise pickle.UnpicklingError(f"a reference of unknown form {pid!r}")
-        self.refs.append(int.from_bytes(oid, "big"))
-        return _Anything()
-
-
-def _reference_oid(pid: Any) -> bytes | None:
-    """The object id in each form ZODB writes a persistent reference in."""
-    if isinstance(pid, bytes):
-        return pid if len(pid) == 8 else None
-    if isinstance(pid, tuple) and pid and isinstance(pid[0], bytes) and len(pid[0]) == 8:
-        return pid[0]
-    if isinstance(pid, list) and len(pid) >= 2 and pid[0] in ("w", "m", "n", "o"):
-        target = pid[1] if isinstance(pid[1], (list, tuple)) else [pid[1]]
-        if pid[0] in ("m", "n") and len(target) >= 2:
-            target = target[1:]
-        oid = target[0] if target else None
-        if isinstance(oid, bytes) and len(oid) == 8:
-            return oid
-        return None
-    return None
-
-
-def _class_name(klass: Any) -> str:
-    if isinstance(klass, tuple) and klass:
-        klass = klass[0]
-    name = getattr(klass, "name", "")
-    return name.rsplit(".", 1)[-1] if name else "?"
 
 
 # -- passes 2 and 3: the objects and the layout ----------------------------------------
