@@ -44,6 +44,10 @@ class JobError(GangaError):
     """A job action cannot be done in the job's current state."""
 
 
+class PostProcessError(JobError):
+    """A postprocessor (merger, checker) could not do its work; the message says why."""
+
+
 class UnknownStatusError(JobError, ValueError):
     """A status name that is not one of the statuses (``wait(until="done")``). It is also a
     ValueError, as a bad argument value."""

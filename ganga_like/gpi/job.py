@@ -27,6 +27,7 @@ from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions
 
 __all__ = ["Job", "JobRegistry", "JobSlice", "SubjobSlice", "jobs"]
@@ -147,6 +148,11 @@ class Job(GPIObject):
         """A new job with the same description (also for a subjob: a new top-level job)."""
         return wrap(actions.copy_job(_session(), self._job))  # type: ignore[no-any-return]
 
+    def runPostProcessors(self) -> bool:
+        """Run the job's postprocessors again now (mergers, then checkers); True when the
+        job is completed afterwards."""
+        return postprocessing.run_by_hand(_session().repo, self._job)
+
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(_session(), self._job, status)
@@ -221,6 +227,8 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None, progress: 
             session.sync()
             status = job.current_status()
             done = status.reached(target) or status.final if target else status.final
+            if done and status is Status.COMPLETED and job.postprocessing_pending():
+                done = target is not None and not target.final  # merging, checking: wait
             _report_progress(bar, job, status)
             if done:
                 return status.label

@@ -1,4 +1,5 @@
-"""The contracts plugins implement: applications, backends, splitters, datasets and files.
+"""The contracts plugins implement: applications, backends, splitters, datasets, files and
+postprocessors.
 
 A plugin is a GangaObject subclass of one of these bases, registered under the
 ``ganga_like.plugins`` entry-point group. The runtime talks to plugins only through the
@@ -22,14 +23,17 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 
 __all__ = [
+    "POSTPROCESSOR_KINDS",
     "ActiveRef",
     "IApplication",
     "IBackend",
     "IDataset",
     "IFile",
+    "IPostProcessor",
     "ISplitter",
     "JobPaths",
     "PollContext",
+    "PostProcessContext",
     "RunSpec",
     "StatusReport",
     "SubmitContext",
@@ -291,4 +295,56 @@ class IFile(GangaObject):
 
     def output_pattern(self) -> str:
         """Name or glob pattern to collect (as output)."""
+        raise NotImplementedError
+
+
+# Ganga's order: every merger, then every checker, then every notifier.
+POSTPROCESSOR_KINDS = ("merger", "checker", "notifier")
+
+
+@dataclass(frozen=True)
+class PostProcessContext:
+    """What a postprocessor is given: where jobs live on disk, and which outputs it may
+    replace although ``overwrite`` is off (those the job's own postprocessing wrote before;
+    all of them when an interrupted run is resumed)."""
+
+    workspace: Path
+    written: frozenset[str] = frozenset()
+    resumed: bool = False
+    # The metadata read at completion (fqid -> dict), before it is stored in the jobs.
+    metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def paths(self, job: Job) -> JobPaths:
+        master = job.master
+        if master is None:
+            return JobPaths(f"{self.workspace}/{job.id}")
+        return JobPaths(f"{self.workspace}/{master.id}/{job.id}")
+
+    def may_replace(self, path: str) -> bool:
+        return self.resumed or path in self.written
+
+    def metadata_of(self, job: Job) -> Mapping[str, Any]:
+        found = self.metadata.get(job.fqid)
+        return found if found is not None else dict(job.metadata)
+
+
+class IPostProcessor(GangaObject):
+    """Work done once a job has completed, in Ganga's order by ``kind``: mergers (combine
+    the subjobs' outputs in the master's output directory), checkers (fail the (sub)jobs
+    whose output is wrong), notifiers.
+
+    A merger implements :meth:`merge`; a checker implements :meth:`check`, called for each
+    subjob (or the job itself when it was not split)."""
+
+    _category = "postprocessors"
+    kind: ClassVar[str] = ""  # one of POSTPROCESSOR_KINDS
+    per_job_state = False
+
+    def merge(self, master: Job, subjobs: Sequence[Job], ctx: PostProcessContext) -> list[str]:
+        """Merge; return the paths written. Raise PostProcessError saying why it failed."""
+        raise NotImplementedError
+
+    def check(self, job: Job, ctx: PostProcessContext) -> str | None:
+        """None when ``job`` passes; else why it fails (one line). Raising PostProcessError
+        counts as failing with its message."""
         raise NotImplementedError

@@ -48,6 +48,9 @@ class Job(GangaObject):
         "_subjobs",
         "_counter",
         "_described",
+        "postprocessors",
+        "metadata",
+        "_postprocessing",
     )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "id": traitlets.Int(
@@ -84,6 +87,15 @@ class Job(GangaObject):
             "files",
             help="Names or glob patterns collected into the output directory when the job ends.",
         ).tag(subjob="share"),
+        "postprocessors": ComponentList(
+            "postprocessors",
+            help="Run once the job has completed: mergers, then checkers, e.g. "
+            "[TextMerger(files=['stdout'])].",
+        ).tag(changeable_at_resubmit=True),
+        "metadata": traitlets.Dict(
+            help="What the program wrote to __metadata__.json in its output (read when the "
+            "job completes)."
+        ).tag(protected=True, copyable=False, searchable=False),
         "history": traitlets.List(help="The event log: time, old status, new status, cause.").tag(
             protected=True, copyable=False, hidden=True, searchable=False
         ),
@@ -108,6 +120,8 @@ class Job(GangaObject):
     inputdata: Any
     inputfiles: tuple[Any, ...]
     outputfiles: tuple[Any, ...]
+    postprocessors: tuple[Any, ...]
+    metadata: dict[str, Any]
     history: tuple[tuple[float, str, str, str], ...]
     exit_code: int | None
     submit_count: int
@@ -118,6 +132,9 @@ class Job(GangaObject):
     _counter: StatusCounter | None = None
     # The editable description at the last submission, to log what a resubmit changed.
     _described: dict[str, str] | None = None
+    # Postprocessing of the current run (see ganga_like.runtime.postprocessing): None, or
+    # (state, attempts, reason, written paths) with state "pending", "done" or "failed".
+    _postprocessing: tuple[str, int, str, tuple[str, ...]] | None = None
 
     # -- identity --------------------------------------------------------------------
 
@@ -144,7 +161,32 @@ class Job(GangaObject):
         counter = self._counter
         if counter is None or stored is Status.SUBMITTING or not self._subjobs:
             return stored
-        return counter.derived_status()
+        derived = counter.derived_status()
+        if derived is Status.COMPLETED and self.postprocessing_failed():
+            return Status.FAILED  # a merger failed: the master's own result is wrong
+        return derived
+
+    def postprocessing_pending(self) -> bool:
+        """Completed, and its postprocessors still to run (or running)."""
+        state = self._postprocessing
+        return state is not None and state[0] == "pending"
+
+    def postprocessing_failed(self) -> bool:
+        state = self._postprocessing
+        return state is not None and state[0] == "failed"
+
+    def fail_postprocessing(self, reason: str, written: tuple[str, ...] = ()) -> None:
+        """Postprocessing of the completed job failed: it is failed, the log says why."""
+        state = self._postprocessing
+        attempts = state[1] if state is not None else 0
+        cause = f"postprocessing failed: {reason}"
+        if self._subjobs:
+            before = self.current_status().label
+            self._postprocessing = ("failed", attempts, reason, written)
+            self.history = (*self.history, make_entry(_time.time(), before, "failed", cause))
+        else:
+            self._postprocessing = ("failed", attempts, reason, written)
+            self.change_status(Status.FAILED, cause)
 
     def change_status(self, new: Status, cause: str, when: float | None = None) -> None:
         """Move to ``new`` if the transition table allows it; log it; update the master."""
@@ -152,6 +194,8 @@ class Job(GangaObject):
         if old is new:
             return
         check_transition(old, new)
+        if new is Status.SUBMITTING:
+            self._forget_postprocessing()
         when = _time.time() if when is None else when
         self.status = new.label
         self.history = (*self.history, make_entry(when, old.label, new.label, cause))
@@ -162,6 +206,14 @@ class Job(GangaObject):
                 started = self.time.get(Status.RUNNING.label)
                 if started is not None and when > started:
                     master._counter.run_seconds += when - started
+
+    def _forget_postprocessing(self) -> None:
+        # A new run is postprocessed afresh once it completes (what was written is kept,
+        # so that its mergers may replace their own earlier output).
+        for job in (self, self._master):
+            state = job._postprocessing if job is not None else None
+            if job is not None and state is not None and state[0] != "pending":
+                job._postprocessing = ("", 0, "", state[3])
 
     @property
     def time(self) -> dict[str, float]:

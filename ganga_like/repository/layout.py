@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from BTrees.IIBTree import IITreeSet
 from BTrees.IOBTree import IOBTree
 from BTrees.OOBTree import OOBTree
 from persistent.mapping import PersistentMapping
@@ -35,6 +36,9 @@ EXPECTED: dict[str, type] = {
     "by_status": OOBTree,
     "status_of": IOBTree,
     "by_name": OOBTree,
+    # Created on first use (ganga_like.runtime.postprocessing): completed jobs whose
+    # postprocessors are still to run.
+    "postprocessing_pending": IITreeSet,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).

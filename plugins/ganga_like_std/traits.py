@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import os
+from pathlib import Path
 from typing import Any
 
 import traitlets
 
-__all__ = ["Arg"]
+__all__ = ["Arg", "PythonModule"]
 
 
 class Arg(traitlets.Unicode):  # type: ignore[type-arg]
@@ -21,3 +24,41 @@ class Arg(traitlets.Unicode):  # type: ignore[type-arg]
             return str(value)
         result: str = super().validate(obj, value)
         return result
+
+
+class PythonModule(traitlets.Unicode):  # type: ignore[type-arg]
+    """The path of a user's Python file that must define ``function``: checked when set
+    (parsed, not run), stored as an absolute path so that the monitor finds it."""
+
+    def __init__(self, function: str, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.function = function
+        self.info_text = f"a Python file defining {function}()"
+
+    def validate(self, obj: Any, value: Any) -> str:
+        text: str = super().validate(obj, value)
+        if not text:
+            return text
+        path = os.path.abspath(os.path.expanduser(text))
+        try:
+            source = Path(path).read_text()
+        except OSError as exc:
+            raise traitlets.TraitError(
+                f"expected {self.info_text}, got {text!r}: {exc.strerror}"
+            ) from None
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError as exc:
+            raise traitlets.TraitError(
+                f"expected {self.info_text}, got {text!r}: syntax error line {exc.lineno}"
+            ) from None
+        defined = {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        if self.function not in defined:
+            raise traitlets.TraitError(
+                f"expected {self.info_text}, got {text!r}, which has no {self.function}()"
+            )
+        return path

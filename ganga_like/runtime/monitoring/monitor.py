@@ -27,6 +27,7 @@ from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import ActiveRef, IBackend, PollContext, StatusReport
 from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import TOP, Registry
+from ganga_like.runtime import postprocessing
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
@@ -180,9 +181,11 @@ class Monitor:
             result.changed = 1
             return result
         try:
-            return self._poll_and_apply()
+            result = self._poll_and_apply()
         finally:
             self.repo.action_lock.release()
+        self._postprocess(result)
+        return result
 
     def _poll_and_apply(self) -> CycleResult:
         if self.lease.acquisitions != self._tenure:
@@ -286,6 +289,24 @@ class Monitor:
                     registry.unfollow(job)
         for top in touched.values():
             registry.reindex(top)
+            postprocessing.note_completed(registry, top)  # recorded with this cycle
+
+    # -- postprocessing (ganga_like.runtime.postprocessing) -----------------------------
+
+    def _postprocess(self, result: CycleResult) -> None:
+        """After the cycle: run the postprocessors of the jobs recorded pending (by this
+        cycle, or by an earlier holder of the lease that did not finish them)."""
+        if self._conn is None:
+            return
+        try:
+            done = postprocessing.run_pending(self._conn, self._tm, self.repo.workspace)
+        except (TransientError, RepositoryWriteError):
+            self._tm.abort()  # still pending: done next cycle
+            result.changed += 1
+            return
+        if done:
+            result.changed += done
+            self.commits += 1
 
     def _context(self, backend: str) -> PollContext:
         ctx = self._contexts.get(backend)

@@ -1,0 +1,285 @@
+"""Postprocessing: a job's postprocessors, run once when it (a master: all of it) completes.
+
+The monitor notices the completion in the cycle that commits it and records, in the same
+transaction, the job as *pending* (its ``_postprocessing`` state, and its id in a small set
+in the repository root). After the cycle it runs the pending jobs' postprocessors, in
+Ganga's order (mergers, then checkers), and records the outcome with the state *done* (or
+*failed*) in one more transaction. A crash in between leaves the job pending: the next
+monitor to hold the lease runs its postprocessors again (allowed to replace what the
+interrupted run wrote), and a job recorded done is never run again by the monitor.
+``j.runPostProcessors()`` runs them by hand, through the same steps.
+
+Postprocessors only read the repository's objects and write files; every change to the
+repository is made here, in the transactions above.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import transaction
+from BTrees.IIBTree import IITreeSet
+
+from ganga_like.errors import GangaError, JobError
+from ganga_like.model.interfaces import POSTPROCESSOR_KINDS, IPostProcessor, PostProcessContext
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.repository.registry import Registry
+from ganga_like.repository.trees import IdSet
+
+__all__ = [
+    "METADATA_FILE",
+    "PENDING_KEY",
+    "note_completed",
+    "postprocess",
+    "run_pending",
+]
+
+log = logging.getLogger("ganga_like.postprocessing")
+
+PENDING_KEY = "postprocessing_pending"
+METADATA_FILE = "__metadata__.json"
+
+T = TypeVar("T")
+Transact = Callable[[Callable[[], T]], T]
+
+
+def _pending(root: Any, create: bool = False) -> IITreeSet | None:
+    found: IITreeSet | None = root.get(PENDING_KEY)
+    if found is None and create:
+        found = root[PENDING_KEY] = IdSet()  # merges concurrent inserts
+    return found
+
+
+def note_completed(registry: Registry, top: Job) -> bool:
+    """Called by the monitor for a top-level job its cycle changed: when it has just
+    completed and has postprocessors, record it pending (in the cycle's transaction)."""
+    if not isinstance(top, Job) or top.master is not None:
+        return False
+    state = top._postprocessing
+    if state is not None and state[0]:
+        return False  # pending, done or failed for this run already
+    if not top.postprocessors or top.current_status() is not Status.COMPLETED:
+        return False
+    top._postprocessing = ("pending", 0, "", state[3] if state is not None else ())
+    pending = _pending(registry.root, create=True)
+    assert pending is not None
+    pending.insert(top.id)
+    return True
+
+
+@dataclass
+class Outcome:
+    """What one run of a job's postprocessors found; applied in one transaction."""
+
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+    merger_error: str | None = None
+    failed: dict[str, str] = field(default_factory=dict)  # fqid -> why a checker failed it
+
+
+def _targets(job: Job) -> list[Job]:
+    """What checkers look at: each subjob, or the job itself when it was not split."""
+    return list(job.iter_subjobs()) if job.is_master else [job]
+
+
+def _read_metadata(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc)
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        log.warning("%s is not JSON (%s): metadata ignored", path, exc)
+        return None
+    return data if isinstance(data, dict) else {"value": data}
+
+
+def _describe(pp: Any, exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if not isinstance(exc, GangaError):
+        text = f"{type(exc).__name__}: {text}"
+    return f"{type(pp).__name__}: {text}"
+
+
+def run_postprocessors(
+    job: Job, workspace: Path, resumed: bool, written: frozenset[str]
+) -> Outcome:
+    """Read metadata and run ``job``'s postprocessors in Ganga's order; change nothing in
+    the repository (the outcome says what to change)."""
+    outcome = Outcome()
+    plain = PostProcessContext(workspace)
+    for target in [job, *job.iter_subjobs()] if job.is_master else [job]:
+        found = _read_metadata(plain.paths(target).output / METADATA_FILE)
+        if found is not None:
+            outcome.metadata[target.fqid] = found
+    ctx = PostProcessContext(workspace, written, resumed, outcome.metadata)
+    ordered = sorted(
+        (pp for pp in job.postprocessors if isinstance(pp, IPostProcessor)),
+        key=lambda pp: POSTPROCESSOR_KINDS.index(pp.kind),
+    )
+    subjobs = list(job.iter_subjobs())
+    for pp in ordered:
+        if pp.kind != "merger":
+            continue
+        if not subjobs:
+            continue  # nothing to merge: the job was not split
+        try:
+            outcome.written.extend(pp.merge(job, subjobs, ctx))
+        except Exception as exc:  # user code (CustomMerger) may raise anything
+            outcome.merger_error = _describe(pp, exc)
+            return outcome
+    for pp in ordered:
+        if pp.kind != "checker":
+            continue
+        for target in _targets(job):
+            if target.fqid in outcome.failed:
+                continue
+            try:
+                reason = pp.check(target, ctx)
+            except Exception as exc:  # user code (CustomChecker) may raise anything
+                reason = _describe(pp, exc)
+            else:
+                reason = f"{type(pp).__name__}: {reason}" if reason else None
+            if reason:
+                outcome.failed[target.fqid] = reason
+    return outcome
+
+
+def _apply(registry: Registry, job: Job, outcome: Outcome) -> None:
+    for target in [job, *job.iter_subjobs()] if job.is_master else [job]:
+        found = outcome.metadata.get(target.fqid)
+        if found is not None:
+            target.metadata = found
+    state = job._postprocessing
+    attempts = state[1] if state is not None else 0
+    earlier = state[3] if state is not None else ()
+    written = tuple(dict.fromkeys((*earlier, *outcome.written)))
+    if outcome.merger_error is not None:
+        job.fail_postprocessing(outcome.merger_error, written)
+        registry.reindex(job)
+        return
+    for target in _targets(job):
+        reason = outcome.failed.get(target.fqid)
+        if reason and Status.parse(target.status) is Status.COMPLETED:
+            target.change_status(Status.FAILED, f"postprocessing: {reason}")
+    job._postprocessing = ("done", attempts, "", written)
+    registry.reindex(job)
+    if job.is_master and outcome.failed:
+        listed = ", ".join(f"{fqid} ({why})" for fqid, why in list(outcome.failed.items())[:5])
+        more = len(outcome.failed) - 5
+        tail = f" and {more} more" if more > 0 else ""
+        job.log_event(f"postprocessing failed {len(outcome.failed)} subjob(s): {listed}{tail}")
+
+
+def postprocess(
+    job_id: int,
+    registry: Callable[[], Registry],
+    transact: Transact[Any],
+    workspace: Path,
+    by_hand: bool = False,
+) -> bool:
+    """Run the postprocessors of job ``job_id`` through the recorded steps; False when
+    there was nothing to do (the monitor: the job is no longer pending)."""
+
+    def start() -> tuple[bool, frozenset[str]] | None:
+        reg = registry()
+        job = reg.get(job_id)
+        pending = _pending(reg.root, create=by_hand)
+        if not isinstance(job, Job):
+            if pending is not None and job_id in pending:
+                pending.remove(job_id)
+            return None
+        state = job._postprocessing
+        if not by_hand and (state is None or state[0] != "pending"):
+            if pending is not None and job_id in pending:
+                pending.remove(job_id)
+            return None
+        attempts = state[1] if state is not None and state[0] == "pending" else 0
+        written = state[3] if state is not None else ()
+        job._postprocessing = ("pending", attempts + 1, "", written)
+        assert pending is not None
+        pending.insert(job_id)
+        return attempts > 0, frozenset(written)
+
+    started = transact(start)
+    if started is None:
+        return False
+    resumed, written = started
+    job = registry().get(job_id)
+    outcome = run_postprocessors(job, workspace, resumed, written)
+
+    def finish() -> None:
+        reg = registry()
+        stored = reg.get(job_id)
+        if isinstance(stored, Job):
+            _apply(reg, stored, outcome)
+        pending = _pending(reg.root)
+        if pending is not None and job_id in pending:
+            pending.remove(job_id)
+
+    transact(finish)
+    return True
+
+
+def run_pending(conn: Any, tm: transaction.TransactionManager, workspace: Path) -> int:
+    """The monitor's pass after its cycle: postprocess every pending job; how many."""
+
+    def transact(action: Callable[[], T]) -> T:
+        tm.begin()
+        try:
+            result = action()
+            tm.commit()
+        except BaseException:
+            tm.abort()
+            raise
+        return result
+
+    def registry() -> Registry:
+        return Registry(conn.root(), workspace)
+
+    tm.begin()
+    pending = _pending(conn.root())
+    ids = list(pending) if pending is not None else []
+    tm.abort()
+    done = 0
+    for job_id in ids:
+        try:
+            done += postprocess(job_id, registry, transact, workspace)
+        except GangaError as exc:
+            log.warning("postprocessing job %s: %s", job_id, exc)
+    return done
+
+
+def check_can_postprocess(job: Job) -> None:
+    """``runPostProcessors()`` needs a top-level job that has ended (completed or failed)."""
+    if job.master is not None:
+        raise JobError(f"job {job.fqid} is a subjob: run the postprocessors of its master")
+    status = job.current_status()
+    if status not in (Status.COMPLETED, Status.FAILED):
+        raise JobError(f"job {job.fqid} is {status}: postprocessors run once it has ended")
+
+
+def run_by_hand(repo: Any, job: Job) -> bool:
+    """``j.runPostProcessors()``: run them again now, in this process; True when the job
+    is completed afterwards."""
+    check_can_postprocess(job)
+    if not job.postprocessors:
+        raise JobError(f"job {job.fqid} has no postprocessors")
+    top_id = job.id
+
+    def transact(action: Callable[[], T]) -> T:
+        result: T = repo.in_transaction(action, what=f"postprocessing job {top_id}")
+        return result
+
+    postprocess(top_id, repo.registry, transact, repo.workspace, by_hand=True)
+    return job.current_status() is Status.COMPLETED

@@ -1,0 +1,241 @@
+"""Ganga's postprocessors: mergers (TextMerger, CustomMerger) and checkers (FileChecker,
+CustomChecker, MetaDataChecker), run once a job has completed (see
+``ganga_like.runtime.postprocessing``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib.util
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import traitlets
+
+from ganga_like.errors import PostProcessError
+from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
+from ganga_like.model.job import Job
+from ganga_like_std.expressions import MetadataExpression
+from ganga_like_std.traits import PythonModule
+
+__all__ = [
+    "CheckedJob",
+    "CustomChecker",
+    "CustomMerger",
+    "FileChecker",
+    "MetaDataChecker",
+    "TextMerger",
+]
+
+
+def _names(directory: Path, patterns: Sequence[str]) -> list[str]:
+    """The files of ``directory`` (relative paths) that the names or wildcards match."""
+    if not directory.is_dir():
+        return []
+    found: list[str] = []
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            rel = os.path.relpath(os.path.join(root, name), directory)
+            if any(fnmatch.fnmatchcase(rel, p) for p in patterns):
+                found.append(rel)
+    return sorted(found)
+
+
+def _load_function(module: str, function: str) -> Callable[..., Any]:
+    """``function`` of the user's file ``module``, loaded afresh (it may have changed)."""
+    if not os.path.isfile(module):
+        raise PostProcessError(f"module {module} does not exist")
+    spec = importlib.util.spec_from_file_location(f"_ganga_pp_{abs(hash(module))}", module)
+    if spec is None or spec.loader is None:
+        raise PostProcessError(f"cannot load {module} as a Python module")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    found = getattr(loaded, function, None)
+    if not callable(found):
+        raise PostProcessError(f"{module} has no function {function}()")
+    result: Callable[..., Any] = found
+    return result
+
+
+class _Merger(IPostProcessor):
+    kind = "merger"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "files": traitlets.List(
+            traitlets.Unicode(), help="Names or wildcards of the subjobs' output files to merge."
+        ),
+        "ignorefailed": traitlets.Bool(
+            False, help="Merge what there is when a subjob lacks a file (else: fail)."
+        ),
+        "overwrite": traitlets.Bool(
+            False, help="Replace a merged file already in the master's output directory."
+        ),
+    }
+
+    def merge(self, master: Job, subjobs: Sequence[Job], ctx: PostProcessContext) -> list[str]:
+        if not self.files:
+            raise PostProcessError("no files to merge: set files=[...]")
+        outputs = [(sj, ctx.paths(sj).output) for sj in subjobs]
+        names: dict[str, None] = {}
+        for _sj, out in outputs:
+            names.update(dict.fromkeys(_names(out, self.files)))
+        if not names:
+            raise PostProcessError(f"no subjob output matches {', '.join(self.files)}")
+        target_dir = ctx.paths(master).output
+        target_dir.mkdir(parents=True, exist_ok=True)
+        written: list[str] = []
+        for name in names:
+            parts = [(sj, out / name) for sj, out in outputs]
+            missing = [sj.fqid for sj, path in parts if not path.is_file()]
+            if missing and not self.ignorefailed:
+                raise PostProcessError(
+                    f"{name} is missing in subjob(s) {', '.join(missing[:5])} "
+                    "(ignorefailed=True merges the others)"
+                )
+            target = target_dir / name
+            if target.exists() and not self.overwrite and not ctx.may_replace(str(target)):
+                raise PostProcessError(f"{target} exists already (overwrite=True replaces it)")
+            present = [(sj, path) for sj, path in parts if path.is_file()]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Written beside the target and renamed: a crash never leaves half a merge.
+            fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            os.close(fd)
+            try:
+                self._merge_one(present, partial)
+                os.replace(partial, target)
+            finally:
+                if os.path.exists(partial):
+                    os.unlink(partial)
+            written.append(str(target))
+        return written
+
+    def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
+        raise NotImplementedError
+
+
+class TextMerger(_Merger):
+    """``TextMerger(files=["stdout"])``: concatenate each named output file of the
+    subjobs, in subjob order, each part headed by its subjob, into the master's output
+    directory."""
+
+    _schema = _Merger._schema
+
+    def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
+        with open(output, "w", errors="replace") as merged:
+            for sj, path in parts:
+                merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n")
+                text = path.read_text(errors="replace")
+                merged.write(text if not text or text.endswith("\n") else text + "\n")
+
+
+class CustomMerger(_Merger):
+    """``CustomMerger(module="merge.py", files=[...])``: for each file, calls the module's
+    ``mergefiles(file_list, output_file)`` with the subjobs' copies (in subjob order) and
+    the path to write in the master's output directory."""
+
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "module": PythonModule("mergefiles", help="Python file defining mergefiles()."),
+        **_Merger._schema,
+    }
+
+    def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
+        mergefiles = _load_function(self.module, "mergefiles")
+        result = mergefiles([str(path) for _sj, path in parts], output)
+        if result is False:
+            raise PostProcessError(f"{self.module}: mergefiles() returned False")
+
+
+class FileChecker(IPostProcessor):
+    """``FileChecker(files=["stdout"], searchStrings=["ERROR"])``: a (sub)job fails when
+    one of the strings is in one of its output files (``failIfFound=False``: when none
+    is). A file the job does not have fails it too."""
+
+    kind = "checker"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "files": traitlets.List(traitlets.Unicode(), help="Output files to search (wildcards)."),
+        "searchStrings": traitlets.List(traitlets.Unicode(), help="Strings to look for."),
+        "failIfFound": traitlets.Bool(
+            True, help="Fail when a string is found (False: when none is found)."
+        ),
+    }
+
+    def check(self, job: Job, ctx: PostProcessContext) -> str | None:
+        if not self.files or not self.searchStrings:
+            raise PostProcessError("set files=[...] and searchStrings=[...]")
+        out = ctx.paths(job).output
+        names = _names(out, self.files)
+        if not names:
+            return f"no output file matches {', '.join(self.files)}"
+        found = [
+            (s, name)
+            for name in names
+            for s in self.searchStrings
+            if s in (out / name).read_text(errors="replace")
+        ]
+        if self.failIfFound and found:
+            return f"{found[0][0]!r} found in {found[0][1]}"
+        if not self.failIfFound and not found:
+            return f"none of {', '.join(map(repr, self.searchStrings))} found"
+        return None
+
+
+@dataclass(frozen=True)
+class CheckedJob:
+    """What a custom checker's ``check(job)`` is given: the (sub)job, read-only."""
+
+    id: int
+    fqid: str
+    name: str
+    status: str
+    exit_code: int | None
+    outputdir: Path
+    metadata: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, job: Job, ctx: PostProcessContext) -> CheckedJob:
+        return cls(
+            job.id,
+            job.fqid,
+            job.name,
+            job.status,
+            job.exit_code,
+            ctx.paths(job).output,
+            dict(ctx.metadata_of(job)),
+        )
+
+
+class CustomChecker(IPostProcessor):
+    """``CustomChecker(module="check.py")``: the module's ``check(job)`` returns True when
+    the (sub)job is good. It is given a read-only view of the job (``CheckedJob``)."""
+
+    kind = "checker"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "module": PythonModule("check", help="Python file defining check(job) -> bool."),
+    }
+
+    def check(self, job: Job, ctx: PostProcessContext) -> str | None:
+        check = _load_function(self.module, "check")
+        if check(CheckedJob.of(job, ctx)):
+            return None
+        return f"check() of {os.path.basename(self.module)} returned False"
+
+
+class MetaDataChecker(IPostProcessor):
+    """``MetaDataChecker(expression="events > 100 and ok")``: a (sub)job fails unless the
+    expression, over the names of its metadata, is true. Only comparisons, ``and``/``or``/
+    ``not``, names and constants are allowed: nothing is executed."""
+
+    kind = "checker"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "expression": MetadataExpression(help="A condition over the job's metadata."),
+    }
+
+    def check(self, job: Job, ctx: PostProcessContext) -> str | None:
+        from ganga_like_std.expressions import evaluate
+
+        metadata = ctx.metadata_of(job)
+        if evaluate(self.expression, metadata):
+            return None
+        return f"{self.expression!r} is false"
