@@ -353,3 +353,14 @@ def test_postprocessing_killed_midway_is_finished_once_by_the_next_session(
         close_session()
         with contextlib.suppress(Exception):
             runner_client.stop(runner_dir(gangadir))
+
+
+def test_postprocessors_show_in_the_terminal_and_html_displays_of_a_job(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like.shell.display import job_html, job_text
+
+    j = Job(postprocessors=[TextMerger(files=["stdout"]), MetaDataChecker(expression="n > 1")])
+    text = job_text(j)
+    assert "postprocessors: [TextMerger(files=['stdout']), MetaDataChecker(" in text
+    assert "MetaDataChecker(expression=&#x27;n &gt; 1&#x27;)" in job_html(j)
