@@ -136,6 +136,26 @@ def test_a_custom_merger_that_raises_fails_the_job_saying_why(
     assert j.wait(timeout=60) == "failed"
     assert causes(j)[-1] == "postprocessing failed: CustomMerger: ValueError: bad data"
     assert jobs.select(status="failed").ids() == [j.id]
+    with pytest.raises(
+        JobError, match=r"postprocessing failed: fix that and call runPostProcessors"
+    ):
+        j.resubmit(keep_going=False)
+    assert j.force_status("completed") and j.status == "completed"
+    assert causes(j)[-1] == "forced by user"
+
+
+def test_a_merger_calling_exit_fails_the_job_and_the_monitor_goes_on(
+    session: Session, tmp_path: Path
+) -> None:
+    merge = tmp_path / "merge.py"
+    merge.write_text("import sys\ndef mergefiles(file_list, output_file):\n    sys.exit(3)\n")
+    j = split_job(tmp_path, [CustomMerger(module=str(merge), files=["stdout"])], 1)
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert causes(j)[-1] == "postprocessing failed: CustomMerger: SystemExit: 3"
+    again = split_job(tmp_path, [TextMerger(files=["stdout"])], 1)
+    again.submit()
+    assert again.wait(timeout=60) == "completed"
 
 
 # -- checkers ---------------------------------------------------------------------------
@@ -364,3 +384,17 @@ def test_postprocessors_show_in_the_terminal_and_html_displays_of_a_job(
     text = job_text(j)
     assert "postprocessors: [TextMerger(files=['stdout']), MetaDataChecker(" in text
     assert "MetaDataChecker(expression=&#x27;n &gt; 1&#x27;)" in job_html(j)
+
+
+def test_a_module_gone_by_the_time_the_checker_runs_fails_the_job_saying_so(
+    session: Session, tmp_path: Path
+) -> None:
+    check = tmp_path / "check.py"
+    check.write_text("def check(job):\n    return True\n")
+    j = split_job(tmp_path, [CustomChecker(module=str(check))], 1)
+    check.unlink()
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert (
+        causes(j.subjobs[0])[-1] == f"postprocessing: CustomChecker: module {check} does not exist"
+    )

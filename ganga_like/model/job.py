@@ -175,6 +175,15 @@ class Job(GangaObject):
         state = self._postprocessing
         return state is not None and state[0] == "failed"
 
+    def forget_postprocessing_failure(self, cause: str) -> None:
+        """A master whose merger failed is completed again (``force_status``)."""
+        state = self._postprocessing
+        if state is not None and state[0] == "failed":
+            before = self.current_status().label
+            self._postprocessing = ("done", state[1], "", state[3])
+            after = self.current_status().label
+            self.history = (*self.history, make_entry(_time.time(), before, after, cause))
+
     def fail_postprocessing(self, reason: str, written: tuple[str, ...] = ()) -> None:
         """Postprocessing of the completed job failed: it is failed, the log says why."""
         state = self._postprocessing

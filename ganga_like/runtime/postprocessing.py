@@ -135,7 +135,7 @@ def run_postprocessors(
             continue  # nothing to merge: the job was not split
         try:
             outcome.written.extend(pp.merge(job, subjobs, ctx))
-        except Exception as exc:  # user code (CustomMerger) may raise anything
+        except (Exception, SystemExit) as exc:  # user code (CustomMerger) may raise anything
             outcome.merger_error = _describe(pp, exc)
             return outcome
     for pp in ordered:
@@ -146,7 +146,7 @@ def run_postprocessors(
                 continue
             try:
                 reason = pp.check(target, ctx)
-            except Exception as exc:  # user code (CustomChecker) may raise anything
+            except (Exception, SystemExit) as exc:  # user code may raise anything, even exit
                 reason = _describe(pp, exc)
             else:
                 reason = f"{type(pp).__name__}: {reason}" if reason else None
@@ -247,10 +247,12 @@ def run_pending(conn: Any, tm: transaction.TransactionManager, workspace: Path) 
     def registry() -> Registry:
         return Registry(conn.root(), workspace)
 
-    tm.begin()
+    # Read without a transaction of its own: this cycle's commit (which recorded what
+    # just completed) is in view, and what another process recorded shows next cycle.
     pending = _pending(conn.root())
-    ids = list(pending) if pending is not None else []
-    tm.abort()
+    if not pending:
+        return 0
+    ids = list(pending)
     done = 0
     for job_id in ids:
         try:

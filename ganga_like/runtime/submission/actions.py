@@ -458,7 +458,10 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             if Status.parse(sj.status) in (*_RESUBMITTABLE, Status.NEW)
         ]
         if not targets:
-            raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit")
+            why = ""
+            if job.postprocessing_failed():
+                why = " (its postprocessing failed: fix that and call runPostProcessors())"
+            raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit{why}")
     else:
         status = job.current_status()
         allowed = {*_RESUBMITTABLE, Status.COMPLETED}
@@ -644,6 +647,8 @@ def force_status(session: Session, job: Job, status: str) -> bool:
 
     def record() -> None:
         registry = session.repo.registry()
+        if target is Status.COMPLETED and job.postprocessing_failed():
+            job.forget_postprocessing_failure("forced by user")
         for j in jobs:
             if Status.parse(j.status) is not target and Status.parse(j.status) is not Status.NEW:
                 j.change_status(target, "forced by user")
