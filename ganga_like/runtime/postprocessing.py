@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import transaction
 from BTrees.IIBTree import IITreeSet
+from transaction.interfaces import TransientError
 
 from ganga_like.errors import GangaError, JobError
 from ganga_like.model.interfaces import POSTPROCESSOR_KINDS, IPostProcessor, PostProcessContext
@@ -43,6 +44,7 @@ __all__ = [
 log = logging.getLogger("ganga_like.postprocessing")
 
 PENDING_KEY = "postprocessing_pending"
+_ATTEMPTS = 3
 METADATA_FILE = "__metadata__.json"
 
 T = TypeVar("T")
@@ -235,14 +237,23 @@ def run_pending(conn: Any, tm: transaction.TransactionManager, workspace: Path) 
     """The monitor's pass after its cycle: postprocess every pending job; how many."""
 
     def transact(action: Callable[[], T]) -> T:
-        tm.begin()
-        try:
-            result = action()
-            tm.commit()
-        except BaseException:
-            tm.abort()
-            raise
-        return result
+        # A conflict (a user changing the job meanwhile) is retried at once: redoing the
+        # postprocessing because its outcome could not be recorded is what is avoided.
+        for attempt in range(_ATTEMPTS):
+            tm.begin()
+            try:
+                result = action()
+                tm.commit()
+            except TransientError:
+                tm.abort()
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                continue
+            except BaseException:
+                tm.abort()
+                raise
+            return result
+        raise AssertionError("unreachable")
 
     def registry() -> Registry:
         return Registry(conn.root(), workspace)
