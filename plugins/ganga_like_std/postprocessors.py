@@ -33,6 +33,9 @@ __all__ = [
 
 def _names(directory: Path, patterns: Sequence[str]) -> list[str]:
     """The files of ``directory`` (relative paths) that the names or wildcards match."""
+    if not any(c in p for p in patterns for c in "*?["):
+        # Plain names (the usual case): no directory walk per subjob.
+        return sorted({p for p in patterns if (directory / p).is_file()})
     if not directory.is_dir():
         return []
     found: list[str] = []
