@@ -386,15 +386,21 @@ def test_postprocessors_show_in_the_terminal_and_html_displays_of_a_job(
     assert "MetaDataChecker(expression=&#x27;n &gt; 1&#x27;)" in job_html(j)
 
 
-def test_a_module_gone_by_the_time_the_checker_runs_fails_the_job_saying_so(
+def test_a_module_gone_by_submit_is_refused_there_and_by_run_time_fails_the_job(
     session: Session, tmp_path: Path
 ) -> None:
     check = tmp_path / "check.py"
     check.write_text("def check(job):\n    return True\n")
     j = split_job(tmp_path, [CustomChecker(module=str(check))], 1)
     check.unlink()
+    with pytest.raises(GangaError, match=r"CustomChecker\.module .*check\.py: No such file"):
+        j.submit()
+    assert j.status == "new" and len(j.subjobs) == 0
+    check.write_text("def check(job):\n    return True\n")
     j.submit()
-    assert j.wait(timeout=60) == "failed"
+    assert j.wait(timeout=60) == "completed"
+    check.unlink()
+    assert j.runPostProcessors() is False
     assert (
         causes(j.subjobs[0])[-1] == f"postprocessing: CustomChecker: module {check} does not exist"
     )

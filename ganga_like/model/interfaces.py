@@ -340,6 +340,10 @@ class IPostProcessor(GangaObject):
     kind: ClassVar[str] = ""  # one of POSTPROCESSOR_KINDS
     per_job_state = False
 
+    def check_before_submit(self) -> None:
+        """Raise a GangaError when what the postprocessor needs is gone (checked before a
+        job with it is submitted); by default there is nothing to check."""
+
     def merge(self, master: Job, subjobs: Sequence[Job], ctx: PostProcessContext) -> list[str]:
         """Merge; return the paths written. Raise PostProcessError saying why it failed."""
         raise NotImplementedError

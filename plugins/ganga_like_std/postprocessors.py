@@ -19,7 +19,7 @@ from ganga_like.errors import PostProcessError
 from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
 from ganga_like_std.expressions import MetadataExpression
-from ganga_like_std.traits import PythonModule
+from ganga_like_std.traits import PythonModule, module_problem
 
 __all__ = [
     "CheckedJob",
@@ -61,6 +61,17 @@ def _load_function(module: str, function: str) -> Callable[..., Any]:
         raise PostProcessError(f"{module} has no function {function}()")
     result: Callable[..., Any] = found
     return result
+
+
+def _check_module(pp: IPostProcessor, function: str) -> None:
+    module = pp.module
+    if not module:
+        raise PostProcessError(
+            f"{type(pp).__name__}: set module=... (a file defining {function}())"
+        )
+    problem = module_problem(module, function)
+    if problem is not None:
+        raise PostProcessError(f"{type(pp).__name__}.module {module}: {problem}")
 
 
 class _Merger(IPostProcessor):
@@ -143,6 +154,9 @@ class CustomMerger(_Merger):
         **_Merger._schema,
     }
 
+    def check_before_submit(self) -> None:
+        _check_module(self, "mergefiles")
+
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
         mergefiles = _load_function(self.module, "mergefiles")
         result = mergefiles([str(path) for _sj, path in parts], output)
@@ -217,6 +231,9 @@ class CustomChecker(IPostProcessor):
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "module": PythonModule("check", help="Python file defining check(job) -> bool."),
     }
+
+    def check_before_submit(self) -> None:
+        _check_module(self, "check")
 
     def check(self, job: Job, ctx: PostProcessContext) -> str | None:
         check = _load_function(self.module, "check")

@@ -9,7 +9,7 @@ from typing import Any
 
 import traitlets
 
-__all__ = ["Arg", "PythonModule"]
+__all__ = ["Arg", "PythonModule", "module_problem"]
 
 
 class Arg(traitlets.Unicode):  # type: ignore[type-arg]
@@ -39,26 +39,26 @@ class PythonModule(traitlets.Unicode):  # type: ignore[type-arg]
         text: str = super().validate(obj, value)
         if not text:
             return text
-        path = os.path.abspath(os.path.expanduser(text))
-        try:
-            source = Path(path).read_text()
-        except OSError as exc:
-            raise traitlets.TraitError(
-                f"expected {self.info_text}, got {text!r}: {exc.strerror}"
-            ) from None
-        try:
-            tree = ast.parse(source, filename=path)
-        except SyntaxError as exc:
-            raise traitlets.TraitError(
-                f"expected {self.info_text}, got {text!r}: syntax error line {exc.lineno}"
-            ) from None
-        defined = {
-            node.name
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
-        if self.function not in defined:
-            raise traitlets.TraitError(
-                f"expected {self.info_text}, got {text!r}, which has no {self.function}()"
-            )
-        return path
+        problem = module_problem(text, self.function)
+        if problem is not None:
+            raise traitlets.TraitError(f"expected {self.info_text}, got {text!r}: {problem}")
+        return os.path.abspath(os.path.expanduser(text))
+
+
+def module_problem(text: str, function: str) -> str | None:
+    """Why the Python file ``text`` cannot serve (it is parsed, not run), or None."""
+    path = os.path.abspath(os.path.expanduser(text))
+    try:
+        source = Path(path).read_text()
+    except OSError as exc:
+        return str(exc.strerror)
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        return f"syntax error line {exc.lineno}"
+    defined = {
+        node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    if function not in defined:
+        return f"it has no {function}()"
+    return None

@@ -94,6 +94,8 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         raise JobError(f"job {job.fqid} needs {needed} to be submitted")
     _check_inputs(job)
     job.application.check_before_submit()
+    for postprocessor in job.postprocessors:
+        postprocessor.check_before_submit()
 
     # Split in memory: a failing or empty split changes nothing stored.
     targets = _split(job) if job.splitter is not None else [job]
