@@ -404,3 +404,31 @@ def test_a_module_gone_by_submit_is_refused_there_and_by_run_time_fails_the_job(
     assert (
         causes(j.subjobs[0])[-1] == f"postprocessing: CustomChecker: module {check} does not exist"
     )
+
+
+def test_run_postprocessors_by_hand_is_refused_while_the_monitor_runs_them(
+    session: Session, tmp_path: Path
+) -> None:
+    started, go = tmp_path / "started", tmp_path / "go"
+    merge = tmp_path / "merge.py"
+    merge.write_text(
+        textwrap.dedent(f"""\
+            import os, time, shutil
+            def mergefiles(file_list, output_file):
+                open({str(started)!r}, "w").close()
+                deadline = time.monotonic() + 120
+                while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                shutil.copy(file_list[0], output_file)
+        """)
+    )
+    j = split_job(tmp_path, [CustomMerger(module=str(merge), files=["stdout"])], 1)
+    j.submit()
+    try:
+        assert wait_until(started.exists, timeout=60)
+        with pytest.raises(JobError, match="being run by the monitor"):
+            j.runPostProcessors()
+    finally:
+        go.write_text("")
+    assert j.wait(timeout=60) == "completed"
+    assert (j.outputdir / "stdout").read_text() == "line 1\n"

@@ -151,7 +151,9 @@ class Job(GPIObject):
     def runPostProcessors(self) -> bool:
         """Run the job's postprocessors again now (mergers, then checkers); True when the
         job is completed afterwards."""
-        return postprocessing.run_by_hand(_session().repo, self._job)
+        session = _session()
+        session.sync()  # what the monitor recorded (completed, postprocessing under way)
+        return postprocessing.run_by_hand(session.repo, self._job)
 
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""

@@ -288,6 +288,11 @@ def run_by_hand(repo: Any, job: Job) -> bool:
     check_can_postprocess(job)
     if not job.postprocessors:
         raise JobError(f"job {job.fqid} has no postprocessors")
+    if job.postprocessing_pending():
+        # Running them here too would merge twice at once, into the same files.
+        raise JobError(
+            f"job {job.fqid}: its postprocessors are being run by the monitor; wait() for them"
+        )
     top_id = job.id
 
     def transact(action: Callable[[], T]) -> T:
