@@ -62,6 +62,33 @@ def _slurm() -> Any:
     return Slurm(partition="debug")
 
 
+def _dask() -> Any:
+    from ganga_like import Dask
+
+    return Dask(address=os.environ[DASK_ADDRESS])
+
+
+# The address of the scheduler the Dask case runs against: set by ``_dask_available`` in the
+# test process (which starts a scheduler and two workers once, for all its tests) and
+# inherited by the child processes a test starts.
+DASK_ADDRESS = "GANGA_LIKE_TEST_DASK_ADDRESS"
+
+
+def _dask_available() -> None:
+    """Skip, saying why, unless ``distributed`` is installed; start the test cluster."""
+    pytest.importorskip("distributed", reason="the Dask backend needs `pip install .[dask]`")
+    if not os.environ.get(DASK_ADDRESS):
+        from .dask_cluster import start_shared_cluster
+
+        os.environ[DASK_ADDRESS] = start_shared_cluster().address
+
+
+def _dask_leftovers(gangadir: Path, ids: list[str]) -> None:
+    from .dask_cluster import kill_keys
+
+    kill_keys(os.environ[DASK_ADDRESS], [i for i in ids if i])
+
+
 def _local_leftovers(gangadir: Path, ids: list[str]) -> None:
     from ganga_like_local import runner_client
     from ganga_like_local.backend import runner_dir
@@ -115,6 +142,14 @@ BACKENDS: list[BackendCase] = [
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
         leftovers=_slurm_leftovers,
+    ),
+    BackendCase(
+        "Dask",
+        _dask,
+        settings={"monitor_max_interval": 0.5},
+        backend_settings={"dask_timeout": 5.0},
+        available=_dask_available,
+        leftovers=_dask_leftovers,
     ),
 ]
 

@@ -65,8 +65,17 @@ def test_the_gpi_names_resolve_on_first_use_and_star_import_gives_them_all() -> 
 
 def test_plugins_declare_their_own_sections() -> None:
     names = [cls.__name__ for cls in all_sections()]
-    assert names == ["Repository", "Monitor", "Local", "Slurm", "Jobs", "Display", "Shell"]
-    assert all_sections()[2] is LocalSection and all_sections()[3] is SlurmSection
+    assert names == [
+        "Repository",
+        "Monitor",
+        "Dask",
+        "Local",
+        "Slurm",
+        "Jobs",
+        "Display",
+        "Shell",
+    ]
+    assert all_sections()[3] is LocalSection and all_sections()[4] is SlurmSection
     assert "Slurm" in dir(config)
     assert config.Slurm.poll_interval == SlurmSettings().poll_interval
 

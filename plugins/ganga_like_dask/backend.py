@@ -1,0 +1,377 @@
+"""Dask: subjobs run on the workers of a ``distributed`` cluster.
+
+Submission sends a split job's subjobs in one ``client.map`` (``pure=False``, one key per
+subjob recorded on its backend) and has the scheduler hold every key under a name of our own
+(:mod:`.scheduler_side`), so that tasks and results outlive the submitting session's
+client. Each monitoring cycle asks each scheduler once for the state of all followed keys
+(the same call releases the keys whose outcome the previous cycle recorded), fetches the
+results of the finished ones in one gather and writes their stdout, stderr and output files
+into the subjobs' output directories. A scheduler that does not answer raises a transient
+error: its jobs stay as they are and are found again when it answers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import psutil
+import traitlets
+
+from ganga_like.errors import BackendError
+from ganga_like.model.interfaces import (
+    ActiveRef,
+    IBackend,
+    PollContext,
+    RunSpec,
+    StatusReport,
+    SubmitContext,
+    SubmitOutcome,
+)
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.private import copy_private, make_private_dirs, write_private
+from ganga_like_dask import scheduler_side, task
+from ganga_like_dask.connection import (
+    DaskUnreachable,
+    call,
+    client_for,
+    local_cluster_address,
+    on_scheduler,
+    own_cluster_address,
+)
+from ganga_like_dask.settings import Dask as DaskSection
+
+__all__ = ["Dask"]
+
+log = logging.getLogger("ganga_like")
+
+# Longest wait for the scheduler to know every submitted key before holding them.
+HOLD_PATIENCE = 30.0
+
+_FINAL = {"completed": Status.COMPLETED, "failed": Status.FAILED, "killed": Status.KILLED}
+
+
+class Dask(IBackend):
+    """Runs each subjob as a task on a Dask ``distributed`` cluster: ``Dask(address=
+    "tcp://host:8786")`` for a running scheduler, ``Dask()`` for a LocalCluster this session
+    starts (``config Dask.n_workers`` workers) and keeps while it lives. The program runs
+    in a fresh directory on a worker, with its input files; stdout, stderr, the exit code
+    and output files come back into the subjob's output directory."""
+
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "address": traitlets.Unicode(
+            "",
+            help="The Dask scheduler, e.g. 'tcp://host:8786'; empty: a LocalCluster "
+            "started by this session.",
+        ),
+        "scheduler": traitlets.Unicode(
+            "", help="The scheduler the (sub)job was sent to (set at submit)."
+        ).tag(protected=True, copyable=False),
+        "key": traitlets.Unicode("", help="The Dask task key of the subjob.").tag(
+            protected=True, copyable=False
+        ),
+    }
+    supports_real_bulk = True
+    per_job_state = True  # each subjob keeps its task key
+
+    address: str
+    scheduler: str
+    key: str
+
+    def _address(self, section: DaskSection) -> str:
+        """The scheduler to use: ``address``, or this process's LocalCluster."""
+        if self.address:
+            return self.address
+        try:
+            return local_cluster_address(section.n_workers, section.threads_per_worker)
+        except Exception as exc:  # anything LocalCluster raises: one line, nothing sent
+            raise BackendError(f"the Dask LocalCluster could not be started: {exc}") from None
+
+    def submit_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
+    ) -> SubmitOutcome:
+        section = ctx.config_for(DaskSection)
+        address = self._address(section)
+        client = client_for(address, section.timeout)  # unreachable: raises, nothing sent
+        outcome = SubmitOutcome(real_bulk=True)
+        token = uuid.uuid4().hex[:8]
+        payloads: list[dict[str, Any]] = []
+        chosen: list[Job] = []
+        for index, (job, spec) in enumerate(jobs):
+            try:
+                payloads.append(_payload(ctx, job, spec, token))
+                chosen.append(job)
+            except OSError as exc:
+                outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
+                if not keep_going:
+                    outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+                    break
+        if not payloads:
+            return outcome
+        keys = [p["key"] for p in payloads]
+        timeout = section.timeout
+
+        def send(c: Any) -> list[str]:
+            futures = c.map(task.run, payloads, key=keys, pure=False)
+            missing = keys
+            deadline = time.monotonic() + HOLD_PATIENCE
+            while missing and time.monotonic() < deadline:
+                missing = on_scheduler(c, timeout, scheduler_side.hold, missing)
+                if missing:
+                    time.sleep(0.05)
+            del futures  # held by the scheduler now: this client may let them go
+            result: list[str] = missing
+            return result
+
+        missing = set(call(address, timeout, send))
+        for job in chosen:
+            key = _key(job, token)
+            if key in missing:
+                outcome.failed[job.fqid] = f"the Dask scheduler at {address} did not take it"
+                continue
+            job.backend._assign("key", key)
+            job.backend._assign("scheduler", address)
+        del client
+        return outcome
+
+    def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
+        section = ctx.config_for(DaskSection)
+        by_address: dict[str, list[Job]] = {}
+        for job in jobs:
+            if job.backend.key:
+                by_address.setdefault(job.backend.scheduler, []).append(job)
+        errors: dict[str, str] = {}
+        for address, group in by_address.items():
+            keys = [j.backend.key for j in group]
+
+            def kill(c: Any, keys: list[str] = keys, t: float = section.timeout) -> None:
+                # Cancelled first, so that no queued one starts; then the running
+                # programs are stopped on whichever worker runs them.
+                on_scheduler(c, t, scheduler_side.cancel, keys)
+                c.sync(c._run, task.kill_keys, keys, callback_timeout=t)
+
+            try:
+                call(address, section.timeout, kill)
+            except BackendError as exc:
+                errors.update((j.fqid, str(exc)) for j in group)
+        return errors
+
+    def monitor_data(self, job: Job) -> Mapping[str, Any]:
+        backend = job.backend
+        return {
+            "id": backend.key,
+            "address": backend.scheduler,
+            # The LocalCluster's process: once it has ended, so have its jobs.
+            "owner": os.getpid() if backend.scheduler == own_cluster_address() else 0,
+        }
+
+    @classmethod
+    def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        section = ctx.config_for(DaskSection)
+        timeout = section.timeout
+        release: dict[str, list[str]] = ctx.memory.get("release", {})
+        running: set[str] = ctx.memory.get("running", set())
+        by_address: dict[str, list[ActiveRef]] = {}
+        for ref in refs:
+            if ref.backend_data.get("id"):
+                by_address.setdefault(str(ref.backend_data["address"]), []).append(ref)
+        reports: list[StatusReport] = []
+        new_release: dict[str, list[str]] = {}
+        new_running: set[str] = set()
+        unreachable: BackendError | None = None
+        for address in sorted(set(by_address) | set(release)):
+            here = by_address.get(address, [])
+            keys = [str(ref.backend_data["id"]) for ref in here]
+            to_release = release.get(address, [])
+
+            def observe(c: Any, k: list[str] = keys, r: list[str] = to_release) -> Any:
+                return _observe(c, timeout, k, r)
+
+            try:
+                answer, results = call(address, timeout, observe)
+            except DaskUnreachable as exc:
+                if to_release:
+                    new_release[address] = to_release
+                gone = _owner_gone(here)
+                if gone:
+                    now = time.time()
+                    reports.extend(
+                        StatusReport(
+                            ref.fqid,
+                            Status.FAILED,
+                            now,
+                            reason=f"the Dask LocalCluster of process {gone} ended with it",
+                            started=False,
+                        )
+                        for ref in here
+                    )
+                else:
+                    unreachable = exc
+                continue
+            done: list[str] = []
+            for ref in here:
+                key = str(ref.backend_data["id"])
+                report = _report(ctx, ref, key, answer[key], results.get(key))
+                if report is None:
+                    continue
+                if report.status is Status.RUNNING:
+                    new_running.add(key)
+                    if key in running:
+                        continue  # reported by an earlier cycle
+                else:
+                    done.append(key)
+                reports.append(report)
+            if done:
+                new_release[address] = done
+        ctx.staged["release"] = new_release
+        ctx.staged["running"] = new_running | (
+            running & {str(r.backend_data.get("id")) for r in refs}
+        )
+        if unreachable is not None:
+            if not reports:
+                raise unreachable
+            log.warning("%s", unreachable)
+        return reports
+
+
+def _key(job: Job, token: str) -> str:
+    return f"ganga_like-{job.fqid}@{job.submit_count}-{token}"
+
+
+def _root(workspace: str, job: Job) -> str:
+    master = job.master
+    if master is None:
+        return os.path.join(workspace, str(job.id))
+    return os.path.join(workspace, str(master.id), str(job.id))
+
+
+def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[str, Any]:
+    root = _root(str(ctx.workspace), job)
+    output = os.path.join(root, "output")
+    if job.submit_count > 1 and os.path.exists(output):
+        # A resubmission keeps the earlier run's output beside the new one.
+        os.rename(output, os.path.join(root, f"output.{job.submit_count - 1}"))
+    make_private_dirs(output)
+    inputs = []
+    if spec.inputs:
+        # Kept in the input directory as with Local, and sent from there in the payload:
+        # the workers need not see this file system.
+        input_dir = os.path.join(root, "input")
+        make_private_dirs(input_dir)
+        for source in spec.inputs:
+            target = os.path.join(input_dir, os.path.basename(source))
+            copy_private(source, target)
+            with open(target, "rb") as handle:
+                inputs.append((os.path.basename(source), handle.read()))
+    master = job.master
+    env = dict(spec.env)
+    env.update(
+        GANGA_JOB_ID=str(job.id),
+        GANGA_FQID=job.fqid,
+        GANGA_MASTER_ID=str(master.id) if master is not None else "",
+        GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
+    )
+    return {
+        "key": _key(job, token),
+        "argv": list(spec.argv),
+        "env": env,
+        "inputs": inputs,
+        "output_patterns": list(spec.output_patterns),
+    }
+
+
+def _observe(
+    client: Any, timeout: float, keys: list[str], release: list[str]
+) -> tuple[dict[str, tuple[str, float | None, str]], dict[str, dict[str, Any]]]:
+    """One call for every key's state, one gather for the results of the finished ones."""
+    from distributed import Future
+
+    answer: dict[str, tuple[str, float | None, str]] = on_scheduler(
+        client, timeout, scheduler_side.states, keys, release, task.STARTED_TOPIC
+    )
+    finished = [k for k in keys if answer[k][0] == "memory"]
+    results: dict[str, dict[str, Any]] = {}
+    if finished:
+        # Futures of keys another client may have submitted: the scheduler, told that this
+        # client wants them, reports them in memory (our hold keeps them there).
+        futures: list[Any] = [Future(k, client) for k in finished]
+        client._send_to_scheduler({"op": "client-desires-keys", "keys": finished})
+        values = client.sync(client._gather, futures, callback_timeout=timeout)
+        results = dict(zip(finished, values, strict=True))
+    return answer, results
+
+
+def _report(
+    ctx: PollContext,
+    ref: ActiveRef,
+    key: str,
+    observed: tuple[str, float | None, str],
+    result: dict[str, Any] | None,
+) -> StatusReport | None:
+    state, started, error = observed
+    now = time.time()
+    if state == "memory" and result is not None:
+        _write_outcome(str(ctx.workspace), ref, result)
+        start = result["start"]
+        return StatusReport(
+            ref.fqid,
+            _FINAL[result["state"]],
+            result["end"] or now,
+            reason=result["reason"],
+            exit_code=result["exit_code"],
+            started=start is not None,
+            started_at=start,
+        )
+    if state == "erred":
+        return StatusReport(ref.fqid, Status.FAILED, now, reason=f"the Dask task erred: {error}")
+    if state == "unknown":
+        return StatusReport(
+            ref.fqid,
+            Status.FAILED,
+            now,
+            reason="the Dask scheduler no longer knows this task (was it restarted?)",
+            started=False,
+        )
+    if state in ("released", "forgotten"):
+        return StatusReport(
+            ref.fqid, Status.FAILED, now, reason="the Dask task was cancelled", started=False
+        )
+    if state == "processing" and started is not None:
+        return StatusReport(ref.fqid, Status.RUNNING, started)
+    return None
+
+
+def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> None:
+    """The subjob's stdout, stderr, output files and run record into its output dir."""
+    root = os.path.join(workspace, str(ref.job_id))
+    if ref.subjob_id is not None:
+        root = os.path.join(root, str(ref.subjob_id))
+    output = os.path.join(root, "output")
+    make_private_dirs(output)
+    write_private(os.path.join(output, "stdout"), result["stdout"])
+    write_private(os.path.join(output, "stderr"), result["stderr"])
+    for name, data in result["outputs"].items():
+        target = os.path.normpath(os.path.join(output, name))
+        if not target.startswith(output + os.sep):
+            continue  # a pattern never writes outside the output directory
+        make_private_dirs(os.path.dirname(target))
+        write_private(target, data)
+    record = {k: result[k] for k in ("state", "exit_code", "start", "end", "reason")}
+    write_private(os.path.join(output, "__run__"), json.dumps(record).encode())
+
+
+def _owner_gone(refs: Sequence[ActiveRef]) -> int:
+    """The pid of the ended process whose LocalCluster ran ``refs`` (0: none such)."""
+    owners = {int(ref.backend_data.get("owner") or 0) for ref in refs}
+    if len(owners) != 1:
+        return 0
+    owner = owners.pop()
+    if owner == 0 or owner == os.getpid() or psutil.pid_exists(owner):
+        return 0
+    return owner

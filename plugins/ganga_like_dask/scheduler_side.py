@@ -1,0 +1,72 @@
+"""Functions run inside the Dask scheduler (``client.run_on_scheduler``, which passes the
+scheduler as the keyword ``dask_scheduler``): one call each for many keys, whichever client
+asks.
+
+A future lives only while some client holds it, and a session's client ends with the
+session. So every submitted key is also held by a name of our own (``HOLDER``), as
+``publish_dataset`` holds its futures: the task and its result stay at the scheduler until
+the poll has brought the result back (or the job is killed), whatever session comes next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HOLDER", "cancel", "hold", "states"]
+
+HOLDER = "ganga_like-held"
+
+
+def hold(keys: list[str], dask_scheduler: Any = None) -> list[str]:
+    """Hold ``keys``; those the scheduler does not know yet (their graph still on the
+    way: the caller tries them again)."""
+    known = [k for k in keys if k in dask_scheduler.tasks]
+    if known:
+        dask_scheduler.client_desires_keys(keys=known, client=HOLDER)
+    return [k for k in keys if k not in dask_scheduler.tasks]
+
+
+def _release(dask_scheduler: Any, keys: list[str]) -> None:
+    holder = dask_scheduler.clients.get(HOLDER)
+    if holder is None:
+        return
+    held = [
+        k
+        for k in keys
+        if (ts := dask_scheduler.tasks.get(k)) is not None and ts in holder.wants_what
+    ]
+    if held:
+        dask_scheduler.client_releases_keys(keys=held, client=HOLDER)
+
+
+def states(
+    keys: list[str], release: list[str], topic: str, dask_scheduler: Any = None
+) -> dict[str, tuple[str, float | None, str]]:
+    """Release the keys whose outcome is recorded; then, per key of ``keys``: the task's
+    state (``"unknown"`` when the scheduler does not know it), when its program started
+    (from the workers' start events) and, for an erred task, its exception."""
+    _release(dask_scheduler, release)
+    wanted = set(keys)
+    started: dict[str, float] = {}
+    for _stamp, msg in dask_scheduler.get_events(topic):
+        if isinstance(msg, dict) and msg.get("key") in wanted:
+            started[msg["key"]] = msg["time"]
+    answer: dict[str, tuple[str, float | None, str]] = {}
+    for key in keys:
+        ts = dask_scheduler.tasks.get(key)
+        if ts is None:
+            answer[key] = ("unknown", None, "")
+            continue
+        error = str(ts.exception_text or "") if ts.state == "erred" else ""
+        answer[key] = (ts.state, started.get(key), error)
+    return answer
+
+
+def cancel(keys: list[str], dask_scheduler: Any = None) -> None:
+    """Cancel ``keys`` for every client (queued ones never start) and drop our hold."""
+    wanted = [k for k in keys if (ts := dask_scheduler.tasks.get(k)) is not None and ts.who_wants]
+    if wanted and HOLDER in dask_scheduler.clients:
+        # force: released for every client that holds it, the submitting one included.
+        dask_scheduler.stimulus_cancel(
+            wanted, HOLDER, force=True, reason="killed through ganga_like", msg=None
+        )
