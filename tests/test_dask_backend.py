@@ -137,3 +137,44 @@ def test_a_scheduler_that_stops_answering_leaves_jobs_as_they_are_until_it_answe
     monitor.start()
     assert j.wait(timeout=120) == "completed"
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == ["done 0\n", "done 1\n"]
+
+
+LOCAL_SUBMITTER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from ganga_like.runtime.session import open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like import Dask, Executable, Job
+
+    open_session(Settings(gangadir=Path(sys.argv[1]), dask_n_workers=1))
+    j = Job(application=Executable(exe="sleep", args=["60"]), backend=Dask())
+    j.submit()
+    j.wait(timeout=60, until="running")
+    print(j.id, j.status, flush=True)
+""")
+
+
+def test_jobs_left_on_the_local_cluster_of_an_ended_process_are_failed_by_the_next_one(
+    gangadir: Path, env_for: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL_SUBMITTER, str(gangadir)],
+        env=env_for,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "running"]
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.runtime.settings import Settings
+
+    open_session(Settings(gangadir=gangadir, dask_timeout=2.0, monitor_max_interval=0.5))
+    try:
+        from ganga_like import jobs
+
+        j = jobs(0)
+        assert j.wait(timeout=120) == "failed"
+        assert "LocalCluster of process" in j.history[-1].cause
+    finally:
+        close_session()

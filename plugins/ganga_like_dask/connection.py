@@ -68,6 +68,12 @@ def _close_all() -> None:
     with _lock:
         clients = list(_clients.values())
         _clients.clear()
+    if _cluster is not None:
+        from ganga_like_dask import task
+
+        # The subjobs still running on it end with it, not as orphans of its workers.
+        with contextlib.suppress(Exception), _cluster.get_client() as own:
+            own.run(task.kill_all)
     for client in clients:
         with contextlib.suppress(Exception):
             client.close(timeout=2)

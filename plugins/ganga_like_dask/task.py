@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["STARTED_TOPIC", "kill_keys", "run"]
+__all__ = ["STARTED_TOPIC", "kill_all", "kill_keys", "run"]
 
 # The scheduler event topic a task logs its start under (the poll reads it to tell a
 # running subjob from one still queued on a worker).
@@ -139,6 +139,14 @@ def kill_keys(keys: list[str]) -> list[str]:
     if procs:
         threading.Thread(target=_finish, args=([p for _, p in procs],), daemon=True).start()
     return [k for k, _ in procs]
+
+
+def kill_all() -> list[str]:
+    """Kill every program this worker process runs (its cluster is closing: the programs,
+    in process groups of their own, would otherwise outlive it); the keys killed."""
+    with _lock:
+        keys = list(_running)
+    return kill_keys(keys)
 
 
 def _finish(procs: list[subprocess.Popen[bytes]]) -> None:
