@@ -76,6 +76,19 @@ def test_with_no_address_a_local_cluster_runs_the_job_and_brings_back_its_files(
     assert ok.time["running"] <= ok.time["completed"]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -147,7 +160,8 @@ LOCAL_SUBMITTER = textwrap.dedent("""
     from ganga_like import Dask, Executable, Job
 
     open_session(Settings(gangadir=Path(sys.argv[1]), dask_n_workers=1))
-    j = Job(application=Executable(exe="sleep", args=["60"]), backend=Dask())
+    program = "echo $$ > " + sys.argv[2] + "; sleep 60"
+    j = Job(application=Executable(exe="sh", args=["-c", program]), backend=Dask())
     j.submit()
     j.wait(timeout=60, until="running")
     print(j.id, j.status, flush=True)
@@ -155,10 +169,11 @@ LOCAL_SUBMITTER = textwrap.dedent("""
 
 
 def test_jobs_left_on_the_local_cluster_of_an_ended_process_are_failed_by_the_next_one(
-    gangadir: Path, env_for: dict[str, str]
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
 ) -> None:
+    pid_file = tmp_path / "pid"
     done = subprocess.run(
-        [sys.executable, "-c", LOCAL_SUBMITTER, str(gangadir)],
+        [sys.executable, "-c", LOCAL_SUBMITTER, str(gangadir), str(pid_file)],
         env=env_for,
         capture_output=True,
         text=True,
@@ -166,6 +181,8 @@ def test_jobs_left_on_the_local_cluster_of_an_ended_process_are_failed_by_the_ne
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "running"]
+    # Its program did not outlive the process (its worker killed it on the way out).
+    wait_for(lambda: not _alive(int(pid_file.read_text())), 30, "the program to end")
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
 
