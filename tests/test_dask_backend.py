@@ -119,6 +119,9 @@ def own_cluster() -> Iterator[DaskCluster]:
     try:
         yield cluster
     finally:
+        from ganga_like_dask import connection
+
+        connection.forget(cluster.address)  # no client left reconnecting to it
         cluster.stop()
 
 
@@ -195,3 +198,35 @@ def test_jobs_left_on_the_local_cluster_of_an_ended_process_are_failed_by_the_ne
         assert "LocalCluster of process" in j.history[-1].cause
     finally:
         close_session()
+
+
+def test_a_recorded_outcome_is_released_at_the_scheduler_and_read_back_from_disk(
+    session: Session, own_cluster: DaskCluster
+) -> None:
+    from distributed import Client
+
+    from ganga_like.model.interfaces import ActiveRef, PollContext
+    from ganga_like.model.status import Status
+    from ganga_like_dask.backend import Dask as DaskBackend
+
+    j = Job(
+        application=Executable(exe="sh", args=["-c", "echo out; exit 3"]),
+        backend=Dask(address=own_cluster.address),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    key = j.backend.key
+
+    def known(dask_scheduler: object = None) -> bool:
+        return key in dask_scheduler.tasks  # type: ignore[attr-defined]
+
+    with Client(own_cluster.address, timeout=30) as client:
+        # Nothing stays held once the outcome is in the output directory.
+        wait_for(lambda: not client.run_on_scheduler(known), 60, "the key to be released")
+    # A cycle whose commit failed follows the job again: its outcome comes from disk.
+    gangadir = session.settings.gangadir
+    ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 5.0})
+    ref = ActiveRef(j.id, None, 1, {"id": key, "address": own_cluster.address, "owner": 0})
+    [report] = DaskBackend.poll(ctx, [ref])
+    assert (report.status, report.exit_code) == (Status.FAILED, 3)
+    assert report.reason == "exit code 3"

@@ -3,15 +3,16 @@
 Submission sends a split job's subjobs in one ``client.map`` (``pure=False``, one key per
 subjob recorded on its backend) and has the scheduler hold every key under a name of our own
 (:mod:`.scheduler_side`), so that tasks and results outlive the submitting session's
-client. Each monitoring cycle asks each scheduler once for the state of all followed keys
-(the same call releases the keys whose outcome the previous cycle recorded), fetches the
-results of the finished ones in one gather and writes their stdout, stderr and output files
-into the subjobs' output directories. A scheduler that does not answer raises a transient
-error: its jobs stay as they are and are found again when it answers.
+client. Each monitoring cycle asks each scheduler once for the state of all followed keys,
+fetches the results of the finished ones in one gather, writes their stdout, stderr, output
+files and run record into the subjobs' output directories, and then releases those keys in
+one call. A scheduler that does not answer raises a transient error: its jobs stay as they
+are and are found again when it answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -175,29 +176,23 @@ class Dask(IBackend):
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         section = ctx.config_for(DaskSection)
         timeout = section.timeout
-        release: dict[str, list[str]] = ctx.memory.get("release", {})
         running: set[str] = ctx.memory.get("running", set())
         by_address: dict[str, list[ActiveRef]] = {}
         for ref in refs:
             if ref.backend_data.get("id"):
                 by_address.setdefault(str(ref.backend_data["address"]), []).append(ref)
         reports: list[StatusReport] = []
-        new_release: dict[str, list[str]] = {}
         new_running: set[str] = set()
         unreachable: BackendError | None = None
-        for address in sorted(set(by_address) | set(release)):
-            here = by_address.get(address, [])
+        for address, here in sorted(by_address.items()):
             keys = [str(ref.backend_data["id"]) for ref in here]
-            to_release = release.get(address, [])
 
-            def observe(c: Any, k: list[str] = keys, r: list[str] = to_release) -> Any:
-                return _observe(c, timeout, k, r)
+            def observe(c: Any, k: list[str] = keys) -> Any:
+                return _observe(c, timeout, k)
 
             try:
                 answer, results = call(address, timeout, observe)
             except DaskUnreachable as exc:
-                if to_release:
-                    new_release[address] = to_release
                 gone = _owner_gone(here)
                 if gone:
                     now = time.time()
@@ -217,22 +212,25 @@ class Dask(IBackend):
             done: list[str] = []
             for ref in here:
                 key = str(ref.backend_data["id"])
-                report = _report(ctx, ref, key, answer[key], results.get(key))
+                report = _report(ctx, ref, answer[key], results.get(key))
                 if report is None:
                     continue
                 if report.status is Status.RUNNING:
                     new_running.add(key)
                     if key in running:
                         continue  # reported by an earlier cycle
-                else:
+                elif key in results:
                     done.append(key)
                 reports.append(report)
             if done:
-                new_release[address] = done
-        ctx.staged["release"] = new_release
-        ctx.staged["running"] = new_running | (
-            running & {str(r.backend_data.get("id")) for r in refs}
-        )
+                # Written into the output directories: the scheduler may forget them (a
+                # later cycle that still follows one reads its outcome from ``__run__``).
+                def release(c: Any, d: list[str] = done) -> None:
+                    on_scheduler(c, timeout, scheduler_side.release, d)
+
+                with contextlib.suppress(BackendError):
+                    call(address, timeout, release)
+        ctx.staged["running"] = new_running
         if unreachable is not None:
             if not reports:
                 raise unreachable
@@ -287,13 +285,13 @@ def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[st
 
 
 def _observe(
-    client: Any, timeout: float, keys: list[str], release: list[str]
+    client: Any, timeout: float, keys: list[str]
 ) -> tuple[dict[str, tuple[str, float | None, str]], dict[str, dict[str, Any]]]:
     """One call for every key's state, one gather for the results of the finished ones."""
     from distributed import Future
 
     answer: dict[str, tuple[str, float | None, str]] = on_scheduler(
-        client, timeout, scheduler_side.states, keys, release, task.STARTED_TOPIC
+        client, timeout, scheduler_side.states, keys, task.STARTED_TOPIC
     )
     finished = [k for k in keys if answer[k][0] == "memory"]
     results: dict[str, dict[str, Any]] = {}
@@ -310,7 +308,6 @@ def _observe(
 def _report(
     ctx: PollContext,
     ref: ActiveRef,
-    key: str,
     observed: tuple[str, float | None, str],
     result: dict[str, Any] | None,
 ) -> StatusReport | None:
@@ -318,16 +315,12 @@ def _report(
     now = time.time()
     if state == "memory" and result is not None:
         _write_outcome(str(ctx.workspace), ref, result)
-        start = result["start"]
-        return StatusReport(
-            ref.fqid,
-            _FINAL[result["state"]],
-            result["end"] or now,
-            reason=result["reason"],
-            exit_code=result["exit_code"],
-            started=start is not None,
-            started_at=start,
-        )
+        return _final(ref, result, now)
+    if state in ("unknown", "released", "forgotten"):
+        # Released once its outcome was written, by a cycle whose commit then failed.
+        record = _read_record(str(ctx.workspace), ref)
+        if record is not None:
+            return _final(ref, record, now)
     if state == "erred":
         return StatusReport(ref.fqid, Status.FAILED, now, reason=f"the Dask task erred: {error}")
     if state == "unknown":
@@ -347,12 +340,41 @@ def _report(
     return None
 
 
-def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> None:
-    """The subjob's stdout, stderr, output files and run record into its output dir."""
+def _final(ref: ActiveRef, outcome: Mapping[str, Any], now: float) -> StatusReport:
+    """The report of a run that ended: from its result, or its record on disk."""
+    start = outcome.get("start")
+    return StatusReport(
+        ref.fqid,
+        _FINAL.get(str(outcome.get("state")), Status.FAILED),
+        outcome.get("end") or now,
+        reason=str(outcome.get("reason") or ""),
+        exit_code=outcome.get("exit_code"),
+        started=start is not None,
+        started_at=start,
+    )
+
+
+def _output_dir(workspace: str, ref: ActiveRef) -> str:
     root = os.path.join(workspace, str(ref.job_id))
     if ref.subjob_id is not None:
         root = os.path.join(root, str(ref.subjob_id))
-    output = os.path.join(root, "output")
+    return os.path.join(root, "output")
+
+
+def _read_record(workspace: str, ref: ActiveRef) -> dict[str, Any] | None:
+    """The run record ``_write_outcome`` left, if any (None: none, or unreadable)."""
+    try:
+        with open(os.path.join(_output_dir(workspace, ref), "__run__"), "rb") as handle:
+            record = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> None:
+    """The subjob's stdout, stderr, output files and, last, its run record (what a later
+    cycle reads once the scheduler has forgotten the task) into its output dir."""
+    output = _output_dir(workspace, ref)
     make_private_dirs(output)
     write_private(os.path.join(output, "stdout"), result["stdout"])
     write_private(os.path.join(output, "stderr"), result["stderr"])

@@ -5,14 +5,15 @@ asks.
 A future lives only while some client holds it, and a session's client ends with the
 session. So every submitted key is also held by a name of our own (``HOLDER``), as
 ``publish_dataset`` holds its futures: the task and its result stay at the scheduler until
-the poll has brought the result back (or the job is killed), whatever session comes next.
+the poll has written the outcome into the subjob's output directory (or the job is
+killed), whatever session comes next.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HOLDER", "cancel", "hold", "states"]
+__all__ = ["HOLDER", "cancel", "hold", "release", "states"]
 
 HOLDER = "ganga_like-held"
 
@@ -24,6 +25,11 @@ def hold(keys: list[str], dask_scheduler: Any = None) -> list[str]:
     if known:
         dask_scheduler.client_desires_keys(keys=known, client=HOLDER)
     return [k for k in keys if k not in dask_scheduler.tasks]
+
+
+def release(keys: list[str], dask_scheduler: Any = None) -> None:
+    """Drop our hold of ``keys`` (their outcome is written): the scheduler forgets them."""
+    _release(dask_scheduler, keys)
 
 
 def _release(dask_scheduler: Any, keys: list[str]) -> None:
@@ -40,12 +46,11 @@ def _release(dask_scheduler: Any, keys: list[str]) -> None:
 
 
 def states(
-    keys: list[str], release: list[str], topic: str, dask_scheduler: Any = None
+    keys: list[str], topic: str, dask_scheduler: Any = None
 ) -> dict[str, tuple[str, float | None, str]]:
-    """Release the keys whose outcome is recorded; then, per key of ``keys``: the task's
-    state (``"unknown"`` when the scheduler does not know it), when its program started
-    (from the workers' start events) and, for an erred task, its exception."""
-    _release(dask_scheduler, release)
+    """Per key: the task's state (``"unknown"`` when the scheduler does not know it), when
+    its program started (from the workers' start events) and, for an erred task, its
+    exception."""
     wanted = set(keys)
     started: dict[str, float] = {}
     for _stamp, msg in dask_scheduler.get_events(topic):
