@@ -3,7 +3,11 @@
 Submission prepares each subjob's workspace (input files copied into its input directory)
 and hands all of them to the runner in one batch. The runner keeps going after this process
 exits; it appends each task's events to ``<workspace>/<job id>/runner-events.jsonl``, which is
-all the monitor reads: one journal per active master per cycle, never one file per subjob.
+all the monitor reads: one journal per active master per cycle, never one file per subjob,
+and only its new lines (by offset). Events are matched to the followed subjobs through an
+fqid -> run map kept from cycle to cycle and changed from the monitor's change log of the
+followed refs (``ActiveRefs.changes_since``), so a cycle with nothing new costs a constant
+per master, not per subjob.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import traitlets
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
+    ActiveRefs,
     IBackend,
     PollContext,
     RunSpec,
@@ -147,9 +152,7 @@ class Local(IBackend):
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         if refs:
             _revive_runner(ctx)
-        # Built only when there is an event to match: most cycles read nothing new, and
-        # this map is the largest per-cycle cost that grows with the followed subjobs.
-        runs: dict[str, int] | None = None
+        runs, masters = _followed(ctx, refs)
         offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
         pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
             "pending", {}
@@ -158,7 +161,7 @@ class Local(IBackend):
         new_pending: dict[int, list[tuple[float, runner_client.Event]]] = {}
         now = time.monotonic()
         reports: list[StatusReport] = []
-        for job_id in sorted({ref.job_id for ref in refs}):
+        for job_id in sorted(masters):
             path = ctx.workspace / str(job_id) / JOURNAL
             try:
                 events, offset = runner_client.read_events(path, offsets.get(job_id, 0))
@@ -166,10 +169,6 @@ class Local(IBackend):
                 raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
             new_offsets[job_id] = offset
             waiting = [*pending.get(job_id, []), *((now, e) for e in events)]
-            if not waiting:
-                continue
-            if runs is None:
-                runs = {ref.fqid: ref.run for ref in refs}
             keep = []
             for seen, event in waiting:
                 report = _report(event, runs)
@@ -227,6 +226,42 @@ def _revive_runner(ctx: PollContext) -> None:
         if not ctx.memory.get("revive_failed"):
             log.warning("the Local runner is not running and cannot be restarted: %s", exc)
         ctx.memory["revive_failed"] = True
+
+
+def _followed(ctx: PollContext, refs: Sequence[ActiveRef]) -> tuple[dict[str, int], dict[int, int]]:
+    """fqid -> run of the followed (sub)jobs, and job id -> how many of them each master
+    has (the journals to read), kept in ``ctx.memory`` and changed from the refs' change
+    log: a cycle costs what changed, not the number of subjobs followed.
+
+    Kept in ``memory`` itself, not staged: both derive from the refs alone, which change
+    only with what the monitor committed. A plain sequence (tests) is read in full."""
+    memory = ctx.memory
+    changes = None
+    if isinstance(refs, ActiveRefs) and memory.get("refs") is refs:
+        changes = refs.changes_since(memory["refs_version"])
+    if changes is None:
+        runs: dict[str, int] = {}
+        masters: dict[int, int] = {}
+        for ref in refs:
+            runs[ref.fqid] = ref.run
+            masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
+    else:
+        runs, masters = memory["runs"], memory["masters"]
+        for added, ref in changes:
+            if added:
+                runs[ref.fqid] = ref.run
+                masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
+            else:
+                if runs.get(ref.fqid) == ref.run:
+                    del runs[ref.fqid]
+                left = masters[ref.job_id] - 1
+                if left:
+                    masters[ref.job_id] = left
+                else:
+                    del masters[ref.job_id]
+    if isinstance(refs, ActiveRefs):
+        memory.update(refs=refs, refs_version=refs.version, runs=runs, masters=masters)
+    return runs, masters
 
 
 def _split_key(key: str) -> tuple[str, int]:

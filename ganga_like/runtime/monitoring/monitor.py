@@ -1,7 +1,10 @@
 """The monitoring service: one thread, one bulk poll per backend per cycle, one commit.
 
-Each cycle reads the active index (never the registry), asks each backend once about all of
-its active jobs, feeds the reports to the status engine and commits everything at once. The
+Each cycle asks each backend once about all of its active jobs, feeds the reports to the
+status engine and commits everything at once. What the backends are asked about comes from
+an in-memory view of the active index (``active_view``) kept up to date from what changed,
+never from the registry nor from a full read of the index on every cycle: a cycle that finds
+nothing new costs a constant per backend, whatever the number of jobs followed. The
 poll interval shrinks to ``min_interval`` while things change and doubles up to
 ``max_interval`` when nothing does. A backend that cannot be reached leaves its jobs as they
 were (they are "stale", not failed) and is asked again next cycle.
@@ -16,7 +19,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
 from typing import Any
 
 import transaction
@@ -24,10 +26,11 @@ from transaction.interfaces import TransientError
 
 from ganga_like.errors import BackendError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
-from ganga_like.model.interfaces import ActiveRef, IBackend, PollContext, StatusReport
+from ganga_like.model.interfaces import IBackend, PollContext, StatusReport
 from ganga_like.repository.connection import Repository, write_errors
-from ganga_like.repository.registry import TOP, Registry
+from ganga_like.repository.registry import Registry, active_key
 from ganga_like.runtime import postprocessing
+from ganga_like.runtime.monitoring.active_view import ActiveView
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
@@ -75,6 +78,7 @@ class Monitor:
         self._tm = transaction.TransactionManager()
         self._conn: Any = None
         self._contexts: dict[str, PollContext] = {}
+        self.view = ActiveView()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -194,14 +198,20 @@ class Monitor:
             # Reports are idempotent, so reading again applies nothing twice.
             self._tenure = self.lease.acquisitions
             self._contexts.clear()
+            self.view = ActiveView()
         if self._conn is None:
             self._conn = self.repo.db.open(transaction_manager=self._tm)
+            self.view = ActiveView()
+        # Read before the transaction begins: a commit after this is seen next cycle.
+        last_tid = self.repo.db.lastTransaction()
         self._tm.begin()
         result = CycleResult()
         registry = Registry(self._conn.root())
         staged: dict[str, dict[str, Any]] = {}
+        unfollowed: list[tuple[int, int]] = []
         try:
-            self._cycle(registry, result, staged)
+            self.view.refresh(registry.active, last_tid)
+            self._cycle(registry, result, staged, unfollowed)
             with write_errors(self.repo.gangadir):
                 self._tm.commit()
         except TransientError:
@@ -223,6 +233,8 @@ class Monitor:
             self._tm.abort()
             raise
         self._write_failed = False
+        if unfollowed:
+            self.view.discard(unfollowed)
         if result.changed:
             self.commits += 1
         for name, memory in staged.items():
@@ -242,14 +254,15 @@ class Monitor:
         return result
 
     def _cycle(
-        self, registry: Registry, result: CycleResult, staged: dict[str, dict[str, Any]]
+        self,
+        registry: Registry,
+        result: CycleResult,
+        staged: dict[str, dict[str, Any]],
+        unfollowed: list[tuple[int, int]],
     ) -> None:
-        by_backend: dict[str, list[ActiveRef]] = defaultdict(list)
-        for (job_id, subjob_id), (backend, run, data) in registry.active.items():
-            by_backend[backend].append(
-                ActiveRef(job_id, None if subjob_id == TOP else subjob_id, run, data)
-            )
-        for backend, refs in by_backend.items():
+        for backend, refs in list(self.view.backends.items()):
+            if not refs:
+                continue
             result.polled += len(refs)
             try:
                 cls = plugin_registry.find(backend, "backends")
@@ -269,10 +282,15 @@ class Monitor:
                 result.stale_backends[backend] = str(exc)
                 continue
             staged[backend] = ctx.staged
-            self._apply(registry, backend, reports, result)
+            self._apply(registry, backend, reports, result, unfollowed)
 
     def _apply(
-        self, registry: Registry, backend: str, reports: list[StatusReport], result: CycleResult
+        self,
+        registry: Registry,
+        backend: str,
+        reports: list[StatusReport],
+        result: CycleResult,
+        unfollowed: list[tuple[int, int]],
     ) -> None:
         touched: dict[int, Any] = {}
         for report in reports:
@@ -287,6 +305,7 @@ class Monitor:
                 if applied.final:
                     result.finished += 1
                     registry.unfollow(job)
+                    unfollowed.append(active_key(job))
         for top in touched.values():
             registry.reindex(top)
             postprocessing.note_completed(registry, top)  # recorded with this cycle
