@@ -25,6 +25,7 @@ a new connection) and when another session changed the index.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
@@ -65,7 +66,8 @@ class ActiveView:
     def __init__(self) -> None:
         self.backends: dict[str, ActiveRefs] = {}
         self._entries: dict[Key, Entry] = {}
-        self._watched: list[tuple[Any, bytes]] = []  # (record, serial when read)
+        self._records: list[Any] = []  # the index's persistent records
+        self._serials: dict[int, bytes] = {}  # id(record) -> its serial when read
         self._tree: Any = None
         self._last_tid: bytes | None = None
         self._tid_moved = True
@@ -95,21 +97,26 @@ class ActiveView:
                 self._follow(key, entry)
         self._entries = entries
         self._tree = tree
-        self._watched = [(record, record._p_serial) for record in index_records(tree)]
+        self._records = index_records(tree)
+        self._serials = {id(record): record._p_serial for record in self._records}
         self.resyncs += 1
 
     def discard(self, keys: Iterable[Key]) -> None:
         """The monitor's own committed removals from the index."""
-        for key in keys:
+        keys_list = list(keys)
+        for key in keys_list:
             entry = self._entries.pop(key, None)
             if entry is not None:
                 self._forget(key, entry)
         # The records those removals changed carry the monitor's own serial now; noted so
-        # that their being evicted from the cache later is not taken for a change.
-        self._watched = [
-            (record, record._p_serial if record._p_changed is not None else serial)
-            for record, serial in self._watched
-        ]
+        # that their being evicted from the cache later is not taken for a change. Found
+        # by descending the tree (a few records per key), not by looking at every record.
+        if self._tree is None:
+            return
+        for key in keys_list:
+            for record in _path(self._tree, key):
+                if id(record) in self._serials and record._p_changed is not None:
+                    self._serials[id(record)] = record._p_serial
 
     def matches(self, tree: Any) -> bool:
         """Whether the view holds exactly what ``tree`` holds (the proof of the fast path
@@ -131,13 +138,14 @@ class ActiveView:
         return True
 
     def _changed_elsewhere(self) -> bool:
-        for record, serial in self._watched:
+        serials = self._serials
+        for record in self._records:
             if record._p_changed is None:  # a ghost: invalidated, or evicted from the cache
                 try:
                     record._p_activate()
                 except Exception:  # gone (packed away): the tree changed shape
                     return True
-                if record._p_serial != serial:
+                if record._p_serial != serials[id(record)]:
                     return True
         return False
 
@@ -151,6 +159,24 @@ class ActiveView:
         refs = self.backends.get(entry[0])
         if refs is not None:
             refs.discard(key[0], None if key[1] == TOP else key[1])
+
+
+def _path(tree: Any, key: Key) -> list[Any]:
+    """The records from ``tree`` down to the bucket where ``key`` is (or would be)."""
+    path = [tree]
+    node, kind = tree, type(tree)
+    while True:
+        state = node.__getstate__()
+        if state is None:
+            return path
+        children = state[0]
+        if len(state) == 1 and len(children) == 1 and isinstance(children[0], tuple):
+            return path  # the bucket is inline
+        child = children[2 * bisect_right(children[1::2], key)]
+        path.append(child)
+        if not isinstance(child, kind):
+            return path
+        node = child
 
 
 def _ref(key: Key, entry: Entry) -> ActiveRef:
