@@ -1,6 +1,7 @@
 """CPU the monitor spends applying 10,000 subjob status changes in one cycle.
 
     python scripts/bench/bench_monitor.py [N]
+    python scripts/bench/bench_monitor.py --active [N,N,...] [--before CHECKOUT]
 
 Submits N `/bin/true` subjobs on Local with the monitoring thread off, waits until the runner
 has finished them all, then runs ONE monitoring cycle by hand: it reads the journal, moves
@@ -10,18 +11,109 @@ counter and the active index, and commits. Prints the cycle's CPU time and per c
 Then it submits N `/bin/sleep` subjobs, which stay queued behind the concurrency limit, and
 times cycles that find nothing new: the cost of following N subjobs, paid on every cycle
 while a job runs.
+
+``--active`` measures what following many subjobs costs (default N = 1,000, 10,000 and
+100,000, each in a fresh process): one job of N subjobs on Local with max_concurrent 2,
+whose first 200 run `sleep 0.3` and the rest `sleep 900`, so that N stay active throughout.
+It reports the monitor thread's CPU per status change while the 200 short ones end (cycles
+every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes.
+``--before CHECKOUT`` also runs it on the code of another checkout (e.g. a `git worktree`
+of main) and prints both.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+SHORT = 200  # subjobs that end quickly while the rest stay active
+
+
+def active(n: int) -> None:
+    """One line of figures for N followed subjobs (run in its own process)."""
+    gangadir = Path(tempfile.mkdtemp(prefix="bench-monitor-")) / "gangadir"
+    from ganga_like import ArgSplitter, Executable, Job
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
+
+    session = open_session(
+        Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=2, local_idle_exit=60)
+    )
+    monitor = session.monitor
+    args = [["0.3"]] * SHORT + [["900"]] * (n - SHORT)
+    j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=args))
+    started = time.perf_counter()
+    j.submit()
+    submit_s = time.perf_counter() - started
+    first = monitor.run_once()  # reads the whole active index: timed on its own
+    first_cpu = monitor.cpu_seconds
+    cpu0, finished = monitor.cpu_seconds, 0
+    deadline = time.monotonic() + 600
+    while first.finished + finished < SHORT and time.monotonic() < deadline:
+        finished += monitor.run_once().finished
+        time.sleep(0.05)
+    for _ in range(3):
+        monitor.run_once()  # the last started events
+        time.sleep(0.05)
+    # Each short subjob ended after the first cycle went running, then completed.
+    changes = max(2 * finished, 1)
+    per_change = (monitor.cpu_seconds - cpu0) / changes
+    cycles = 20
+    cpu0 = monitor.cpu_seconds
+    for _ in range(cycles):
+        monitor.run_once()
+        time.sleep(0.05)
+    quiet = (monitor.cpu_seconds - cpu0) / cycles
+    print(
+        f"N={n:>7,}: quiet cycle {1000 * quiet:8.2f} ms CPU; "
+        f"{1000 * per_change:6.2f} ms CPU per status change ({changes} changes); "
+        f"first cycle {1000 * first_cpu:.0f} ms CPU; submit {submit_s:.0f} s",
+        flush=True,
+    )
+    runner_client.stop(runner_dir(gangadir))  # its running tasks are left running:
+    close_session()
+    for proc in Path("/proc").iterdir():  # end them (every process working in the gangadir)
+        try:
+            if proc.name.isdigit() and (proc / "cwd").readlink().is_relative_to(gangadir):
+                os.kill(int(proc.name), 15)
+        except OSError:
+            pass
+
+
+def compare(sizes: list[int], before: str | None) -> None:
+    here = Path(__file__).resolve()
+    runs = [("after", os.environ.copy())]
+    if before:
+        env = os.environ.copy()
+        env["PYTHONPATH"] = os.pathsep.join(
+            [before, os.path.join(before, "plugins"), env.get("PYTHONPATH", "")]
+        )
+        runs.insert(0, ("before", env))
+    for label, env in runs:
+        print(f"{label}:", flush=True)
+        for n in sizes:
+            subprocess.run([sys.executable, str(here), "--active-one", str(n)], env=env, check=True)
+
 
 def main() -> None:
+    if "--active-one" in sys.argv:
+        active(int(sys.argv[sys.argv.index("--active-one") + 1]))
+        return
+    if "--active" in sys.argv:
+        rest = sys.argv[sys.argv.index("--active") + 1 :]
+        sizes = [1_000, 10_000, 100_000]
+        if rest and not rest[0].startswith("--"):
+            sizes = [int(x) for x in rest[0].split(",")]
+        before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
+        compare(sizes, before)
+        return
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 10_000
     gangadir = Path(tempfile.mkdtemp(prefix="bench-monitor-")) / "gangadir"
     from ganga_like import ArgSplitter, Executable, Job
