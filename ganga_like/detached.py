@@ -20,13 +20,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ganga_like.errors import GangaError
 
-__all__ = ["Detached", "HelperNotReady", "import_path", "start_detached"]
+__all__ = ["Detached", "HelperNotReady", "import_path", "start_detached", "stop_detached"]
 
 # The option through which a helper is told the descriptor of its ready pipe.
 READY_FD_OPTION = "--ready-fd"
@@ -148,3 +148,21 @@ def import_path(first: Path | None = None) -> list[str]:
         if absolute not in paths:
             paths.append(absolute)
     return paths
+
+
+def stop_detached(
+    pid: int, still_running: Callable[[], bool], timeout: float, poll: float = 0.02
+) -> bool:
+    """Ask the helper ``pid`` to exit (SIGTERM: it finishes what it is doing) and wait until
+    ``still_running()`` says it is gone; False if it was still there after ``timeout``
+    seconds. A helper already gone counts as stopped."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while still_running():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True

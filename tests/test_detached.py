@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ganga_like.detached import HelperNotReady, start_detached
+from ganga_like.detached import HelperNotReady, start_detached, stop_detached
 
 # Writes its session id and working directory to the log, then its ready line on the fd
 # given after --ready-fd (the last two arguments).
@@ -67,3 +68,26 @@ def test_without_a_deadline_no_ready_pipe_is_passed(tmp_path: Path) -> None:
     assert started.proc.wait(timeout=30) == 0
     assert started.ready_line is None
     assert (tmp_path / "h.log").read_text().strip() == "[]"
+
+
+def test_stopping_a_helper_waits_until_it_is_gone_and_says_when_it_stays() -> None:
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert stop_detached(polite.pid, lambda: polite.poll() is None, timeout=10)
+    assert polite.returncode is not None
+
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+            " print('ready', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert stubborn.stdout is not None and stubborn.stdout.readline() == b"ready\n"
+        assert not stop_detached(stubborn.pid, lambda: stubborn.poll() is None, timeout=0.3)
+    finally:
+        stubborn.kill()
+        stubborn.wait()
+    assert stop_detached(stubborn.pid, lambda: False, timeout=1)  # already gone

@@ -39,7 +39,7 @@ from typing import Any
 
 import zc.lockfile
 
-from ganga_like.detached import HelperNotReady, start_detached
+from ganga_like.detached import HelperNotReady, start_detached, stop_detached
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
@@ -389,18 +389,11 @@ def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
 
 def stop_server(repo_dir: Path, timeout: float = 10.0) -> bool:
     """Ask the live server to exit (clients reconnect to a new one); True if one ran."""
-    import signal
-
     pid = server_pid(repo_dir)
     if pid is None:
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while server_pid(repo_dir) == pid:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"repository server {pid} did not exit within {timeout} s")
-        time.sleep(0.02)
+    if not stop_detached(pid, lambda: server_pid(repo_dir) == pid, timeout):
+        raise TimeoutError(f"repository server {pid} did not exit within {timeout} s")
     return True
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganga_like.detached import HelperNotReady, start_detached
+from ganga_like.detached import HelperNotReady, start_detached, stop_detached
 from ganga_like.errors import GangaError
 from ganga_like.private import write_private
 from ganga_like.repository.storage import ensure_private_dir
@@ -185,13 +185,8 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
     pid = daemon_pid(gangadir)
     if pid is None:
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while daemon_pid(gangadir) == pid:
-        if time.monotonic() > deadline:
-            raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within {timeout:.0f} s")
-        time.sleep(0.05)
+    if not stop_detached(pid, lambda: daemon_pid(gangadir) == pid, timeout, poll=0.05):
+        raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within {timeout:.0f} s")
     return True
 
 
