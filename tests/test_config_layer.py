@@ -70,12 +70,13 @@ def test_plugins_declare_their_own_sections() -> None:
         "Monitor",
         "Dask",
         "Local",
+        "Notifier",
         "Slurm",
         "Jobs",
         "Display",
         "Shell",
     ]
-    assert all_sections()[3] is LocalSection and all_sections()[4] is SlurmSection
+    assert all_sections()[3] is LocalSection and all_sections()[5] is SlurmSection
     assert "Slurm" in dir(config)
     assert config.Slurm.poll_interval == SlurmSettings().poll_interval
 

@@ -402,16 +402,18 @@ POSTPROCESSOR_KINDS = ("merger", "checker", "notifier")
 
 
 @dataclass(frozen=True)
-class PostProcessContext:
-    """What a postprocessor is given: where jobs live on disk, and which outputs it may
+class PostProcessContext(_Configured):
+    """What a postprocessor is given: where jobs live on disk, which outputs it may
     replace although ``overwrite`` is off (those the job's own postprocessing wrote before;
-    all of them when an interrupted run is resumed)."""
+    all of them when an interrupted run is resumed), and its configuration section
+    (``config_for``)."""
 
     workspace: Path
     written: frozenset[str] = frozenset()
     resumed: bool = False
     # The metadata read at completion (fqid -> dict), before it is stored in the jobs.
     metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def paths(self, job: Job) -> JobPaths:
         master = job.master
@@ -450,4 +452,9 @@ class IPostProcessor(GangaObject):
     def check(self, job: Job, ctx: PostProcessContext) -> str | None:
         """None when ``job`` passes; else why it fails (one line). Raising PostProcessError
         counts as failing with its message."""
+        raise NotImplementedError
+
+    def notify(self, job: Job, ctx: PostProcessContext) -> list[str]:
+        """A notifier: tell of ``job`` (ended, its other postprocessors done); return one
+        line for each notification that could not be given (kept in the job's event log)."""
         raise NotImplementedError

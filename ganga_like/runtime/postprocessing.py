@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +51,12 @@ T = TypeVar("T")
 Transact = Callable[[Callable[[], T]], T]
 
 
+def _notifiers(job: Job) -> list[IPostProcessor]:
+    return [
+        pp for pp in job.postprocessors if isinstance(pp, IPostProcessor) and pp.kind == "notifier"
+    ]
+
+
 def _pending(root: Any, create: bool = False) -> IITreeSet | None:
     found: IITreeSet | None = root.get(PENDING_KEY)
     if found is None and create:
@@ -66,7 +72,11 @@ def note_completed(registry: Registry, top: Job) -> bool:
     state = top._postprocessing
     if state is not None and state[0]:
         return False  # pending, done or failed for this run already
-    if not top.postprocessors or top.current_status() is not Status.COMPLETED:
+    if not top.postprocessors:
+        return False
+    status = top.current_status()
+    # A failed job has only its notifiers to run (nothing to merge or check).
+    if status is not Status.COMPLETED and not (status is Status.FAILED and _notifiers(top)):
         return False
     top._postprocessing = ("pending", 0, "", state[3] if state is not None else ())
     pending = _pending(registry.root, create=True)
@@ -114,16 +124,18 @@ def _describe(pp: Any, exc: BaseException) -> str:
 
 
 def run_postprocessors(
-    job: Job, workspace: Path, resumed: bool, written: frozenset[str]
+    job: Job, workspace: Path, resumed: bool, written: frozenset[str], merge_and_check: bool = True
 ) -> Outcome:
-    """Read metadata and run ``job``'s postprocessors in Ganga's order; change nothing in
-    the repository (the outcome says what to change)."""
+    """Read metadata and run ``job``'s mergers and checkers in Ganga's order (none when not
+    ``merge_and_check``); change nothing in the repository (the outcome says what to change)."""
     outcome = Outcome()
     plain = PostProcessContext(workspace)
     for target in [job, *job.iter_subjobs()] if job.is_master else [job]:
         found = _read_metadata(plain.paths(target).output / METADATA_FILE)
         if found is not None:
             outcome.metadata[target.fqid] = found
+    if not merge_and_check:
+        return outcome
     ctx = PostProcessContext(workspace, written, resumed, outcome.metadata)
     ordered = sorted(
         (pp for pp in job.postprocessors if isinstance(pp, IPostProcessor)),
@@ -189,11 +201,12 @@ def postprocess(
     transact: Transact[Any],
     workspace: Path,
     by_hand: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> bool:
     """Run the postprocessors of job ``job_id`` through the recorded steps; False when
     there was nothing to do (the monitor: the job is no longer pending)."""
 
-    def start() -> tuple[bool, frozenset[str]] | None:
+    def start() -> tuple[bool, frozenset[str], bool] | None:
         reg = registry()
         job = reg.get(job_id)
         pending = _pending(reg.root, create=by_hand)
@@ -211,14 +224,16 @@ def postprocess(
         job._postprocessing = ("pending", attempts + 1, "", written)
         assert pending is not None
         pending.insert(job_id)
-        return attempts > 0, frozenset(written)
+        # The monitor has only the notifiers of a job that failed by itself to run.
+        ended_failed = job.current_status() is Status.FAILED
+        return attempts > 0, frozenset(written), by_hand or not ended_failed
 
     started = transact(start)
     if started is None:
         return False
-    resumed, written = started
+    resumed, written, merge_and_check = started
     job = registry().get(job_id)
-    outcome = run_postprocessors(job, workspace, resumed, written)
+    outcome = run_postprocessors(job, workspace, resumed, written, merge_and_check)
 
     def finish() -> None:
         reg = registry()
@@ -230,10 +245,50 @@ def postprocess(
             pending.remove(job_id)
 
     transact(finish)
+    if not by_hand:
+        _notify(job_id, registry, transact, workspace, settings or {})
     return True
 
 
-def run_pending(conn: Any, tm: transaction.TransactionManager, workspace: Path) -> int:
+def _notify(
+    job_id: int,
+    registry: Callable[[], Registry],
+    transact: Transact[Any],
+    workspace: Path,
+    settings: Mapping[str, Any],
+) -> None:
+    """Run the notifiers of a job whose outcome is recorded (done: never again, so a mail
+    is sent at most once); a mail not sent is one line in the job's event log."""
+    job = registry().get(job_id)
+    if not isinstance(job, Job):
+        return
+    ctx = PostProcessContext(workspace, settings=settings)
+    problems: list[str] = []
+    for pp in _notifiers(job):
+        try:
+            problems.extend(pp.notify(job, ctx))
+        except (Exception, SystemExit) as exc:  # a notifier must never stop the monitor
+            problems.append(_describe(pp, exc))
+    if not problems:
+        return
+    for line in problems:
+        log.warning("job %s: %s", job_id, line)
+
+    def record() -> None:
+        stored = registry().get(job_id)
+        if isinstance(stored, Job):
+            for line in problems:
+                stored.log_event(line)
+
+    transact(record)
+
+
+def run_pending(
+    conn: Any,
+    tm: transaction.TransactionManager,
+    workspace: Path,
+    settings: Mapping[str, Any] | None = None,
+) -> int:
     """The monitor's pass after its cycle: postprocess every pending job; how many."""
 
     def transact(action: Callable[[], T]) -> T:
@@ -267,7 +322,7 @@ def run_pending(conn: Any, tm: transaction.TransactionManager, workspace: Path) 
     done = 0
     for job_id in ids:
         try:
-            done += postprocess(job_id, registry, transact, workspace)
+            done += postprocess(job_id, registry, transact, workspace, settings=settings)
         except GangaError as exc:
             log.warning("postprocessing job %s: %s", job_id, exc)
     return done

@@ -318,7 +318,9 @@ class Monitor:
         if self._conn is None:
             return
         try:
-            done = postprocessing.run_pending(self._conn, self._tm, self.repo.workspace)
+            done = postprocessing.run_pending(
+                self._conn, self._tm, self.repo.workspace, self.settings.backend_settings()
+            )
         except (TransientError, RepositoryWriteError):
             self._tm.abort()  # still pending: done next cycle
             result.changed += 1
