@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from email import message_from_bytes
@@ -21,6 +23,7 @@ from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
 from ganga_like_local.runner import client as runner_client
 
+from .test_sessions import ganga
 from .waiting import wait_until
 
 
@@ -213,3 +216,48 @@ def test_an_address_that_is_not_an_email_address_is_refused_with_one_line(
         j.submit()
     assert "address" in str(refused.value) and "\n" not in str(refused.value)
     assert j.status == "new"
+
+
+SUBMIT_AND_EXIT = """\
+import sys
+from ganga_like import Executable, Job, Notifier
+from ganga_like.runtime.session import close_session, open_session
+from ganga_like.runtime.settings import Settings
+from pathlib import Path
+open_session(Settings(gangadir=Path(sys.argv[1]), monitoring=False))
+j = Job(application=Executable(exe=sys.argv[2], args=["0"]),
+        postprocessors=[Notifier(address="me@example.org")])
+j.submit()
+print(j.id, flush=True)
+close_session()
+"""
+
+
+def test_the_monitor_daemon_notifies_after_every_shell_has_exited(
+    gangadir: Path, env_for: dict[str, str], smtp: tuple[Collector, int], tmp_path: Path
+) -> None:
+    collector, port = smtp
+    config = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"c.Notifier.host = '127.0.0.1'\nc.Notifier.port = {port}\n")
+    env = dict(env_for)
+    env.pop("GANGA_REPOSITORY_MODE", None)
+    child = subprocess.run(
+        [sys.executable, "-c", SUBMIT_AND_EXIT, str(gangadir), program(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, child.stderr
+    job_id = int(child.stdout.split()[-1])
+    assert collector.messages == []  # nobody monitored: nothing sent yet
+    started = ganga(["monitor", "start"], env)
+    assert started.returncode == 0, started.stderr
+    try:
+        assert wait_until(lambda: len(collector.messages) == 1, timeout=90)
+        assert collector.subjects() == [f"ganga job {job_id} completed"]
+    finally:
+        ganga(["monitor", "stop"], env)
+        with contextlib.suppress(Exception):
+            runner_client.stop(runner_dir(gangadir))
