@@ -266,6 +266,13 @@ def _report_progress(bar: Progress, job: JobImpl, status: Status) -> None:
     bar.update(finished, total, detail, {s.label: n for s, n in ordered})
 
 
+class NoSuchJobError(JobError, KeyError):
+    """``jobs["name"]`` found no job of that name; a KeyError too, as for any mapping."""
+
+    # KeyError quotes its message; the one line shown should read as written.
+    __str__ = Exception.__str__
+
+
 def _parse_fqid(key: Any) -> tuple[int, int | None]:
     if isinstance(key, Job):
         return key._job.ids
@@ -464,7 +471,7 @@ class SubjobSlice(JobSlice):
 
 class JobRegistry(JobSlice):
     """All jobs in the repository: ``jobs(3)``, ``jobs((3, 1))``, ``jobs("3.1")``,
-    ``jobs[-1]``, slices, ``select(...)``."""
+    ``jobs[-1]``, ``jobs["name"]`` (the most recent job so named), slices, ``select(...)``."""
 
     def __init__(self) -> None:
         self._title = "jobs"
@@ -489,7 +496,9 @@ class JobRegistry(JobSlice):
             return wrap(job.subjob(subjob_id))  # type: ignore[no-any-return]
         return wrap(job)  # type: ignore[no-any-return]
 
-    def __getitem__(self, index: int | slice) -> Any:
+    def __getitem__(self, index: int | slice | str) -> Any:
+        if isinstance(index, str):
+            return self._named(index)
         ids = list(_session().registry().jobs.keys())
         if isinstance(index, slice):
             reg = _session().registry()
@@ -498,6 +507,16 @@ class JobRegistry(JobSlice):
             return wrap(_session().registry().jobs[ids[index]])
         except IndexError:
             raise JobError(f"jobs: index {index} out of range ({len(ids)} jobs)") from None
+
+    def _named(self, name: str) -> Job:
+        """The most recent (highest id) job called ``name``, found through the name index."""
+        session = _session()
+        session.refresh()
+        registry = session.registry()
+        ids = list(registry.ids_named(name))
+        if not ids:
+            raise NoSuchJobError(f"no job named {name!r} in the repository")
+        return wrap(registry.get(max(ids)))  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         _session().refresh()
