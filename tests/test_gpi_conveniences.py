@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ganga_like import Executable, Job, JobError, jobs
+from ganga_like import Executable, Job, JobError, config, jobs
+from ganga_like.errors import ConfigError
 from ganga_like.runtime.session import Session
 
 
@@ -28,3 +29,34 @@ def test_jobs_by_an_unknown_name_is_one_line_naming_it(session: Session) -> None
     assert isinstance(caught.value, KeyError)
     assert str(caught.value) == "no job named 'nosuch' in the repository"
     assert "\n" not in str(caught.value)
+
+
+def test_config_sections_and_options_are_read_and_set_by_key(session: Session) -> None:
+    config["Monitor"]["max_interval"] = 7
+    assert config.Monitor.max_interval == 7
+    config.Monitor.max_interval = 8
+    assert config["Monitor"]["max_interval"] == 8
+    with pytest.raises(ConfigError) as by_key:
+        config["Monitor"]["max_interval"] = "soon"
+    with pytest.raises(ConfigError) as by_attribute:
+        config.Monitor.max_interval = "soon"
+    assert str(by_key.value) == str(by_attribute.value)
+    assert config.Monitor.max_interval == 8
+
+
+def test_unknown_config_keys_are_the_same_one_line_as_attributes(session: Session) -> None:
+    for by_key, by_attribute in [
+        (lambda: config["Nosuch"], lambda: config.Nosuch),
+        (lambda: config["Monitor"]["nosuch"], lambda: config.Monitor.nosuch),
+    ]:
+        with pytest.raises(ConfigError) as key_error:
+            by_key()
+        with pytest.raises(ConfigError) as attribute_error:
+            by_attribute()
+        assert str(key_error.value) == str(attribute_error.value)
+        assert "\n" not in str(key_error.value)
+    with pytest.raises(ConfigError) as unknown_set:
+        config["Monitor"]["nosuch"] = 1
+    with pytest.raises(ConfigError) as unknown_attr_set:
+        config.Monitor.nosuch = 1
+    assert str(unknown_set.value) == str(unknown_attr_set.value)

@@ -45,6 +45,15 @@ class _ConfigModule(types.ModuleType):
             return
         raise ConfigError(f"set an option, not a section: config.{name}.<option> = value")
 
+    def __getitem__(self, name: str) -> Any:
+        # ``config["Monitor"]`` is ``config.Monitor``, for section names held in variables.
+        from ganga_like.config.gpi import section
+
+        return section(name)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        raise ConfigError(f"set an option, not a section: config[{name!r}][<option>] = value")
+
     def __dir__(self) -> list[str]:
         from ganga_like.config.store import section_names
 

@@ -38,6 +38,13 @@ class ConfigSection:
     def __setattr__(self, option: str, value: Any) -> None:
         store.set(object.__getattribute__(self, "_name"), option, value)
 
+    # ``section["option"]`` is the same as ``section.option``, for names held in variables.
+    def __getitem__(self, option: str) -> Any:
+        return self.__getattr__(option)
+
+    def __setitem__(self, option: str, value: Any) -> None:
+        self.__setattr__(option, value)
+
     def __dir__(self) -> list[str]:
         return list(options(section_class(object.__getattribute__(self, "_name"))))
 
