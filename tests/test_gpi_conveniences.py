@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ganga_like import Executable, Job, JobError, config, jobs
+from ganga_like import ArgSplitter, Executable, Job, JobError, Local, config, jobs
 from ganga_like.errors import ConfigError
 from ganga_like.runtime.session import Session
 
@@ -60,3 +60,13 @@ def test_unknown_config_keys_are_the_same_one_line_as_attributes(session: Sessio
     with pytest.raises(ConfigError) as unknown_attr_set:
         config.Monitor.nosuch = 1
     assert str(unknown_set.value) == str(unknown_attr_set.value)
+
+
+def test_select_matches_plugins_by_their_class_or_its_name(session: Session) -> None:
+    echo = Job(application=Executable(exe="echo"))
+    assert list(jobs.select(application=Executable)) == [echo]
+    assert list(jobs.select(application="Executable")) == [echo]
+    assert list(jobs.select(backend=Local)) == [echo]
+    assert list(jobs.select(backend="Local")) == [echo]
+    assert list(jobs.select(backend=Local, application=ArgSplitter)) == []
+    assert list(jobs.select(application="Local")) == []

@@ -338,11 +338,11 @@ class JobSlice:
         *,
         status: str | None = None,
         name: str | None = None,
-        backend: str | None = None,
-        application: str | None = None,
+        backend: str | type | None = None,
+        application: str | type | None = None,
     ) -> JobSlice:
         """Jobs matching every given condition: ids (a list or range), status, name (glob),
-        backend or application class name."""
+        backend or application (its class, e.g. ``Local``, or class name)."""
         wanted_ids = set(ids) if ids is not None else None
         wanted_status = Status.parse(status) if status else None
         out = []
@@ -353,9 +353,9 @@ class JobSlice:
                 continue
             if name is not None and not fnmatch.fnmatchcase(job.name, name):
                 continue
-            if backend is not None and type(job.backend).__name__ != backend:
+            if backend is not None and not _is_plugin(job.backend, backend):
                 continue
-            if application is not None and type(job.application).__name__ != application:
+            if application is not None and not _is_plugin(job.application, application):
                 continue
             out.append(job)
         return JobSlice(out, self._title)
@@ -412,6 +412,15 @@ class JobSlice:
                 if not keep_going:
                     raise
         return JobSlice(copies, self._title)
+
+
+def _is_plugin(component: Any, wanted: str | type) -> bool:
+    """Whether a job's component is the plugin ``wanted``: a class name, a GPI class (which
+    stands for the model class it wraps) or a model class."""
+    if isinstance(wanted, str):
+        return type(component).__name__ == wanted
+    impl_class = getattr(wanted, "_impl_class", wanted)
+    return isinstance(impl_class, type) and isinstance(component, impl_class)
 
 
 class LazyJobSlice(JobSlice):
