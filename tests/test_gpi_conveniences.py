@@ -70,3 +70,30 @@ def test_select_matches_plugins_by_their_class_or_its_name(session: Session) -> 
     assert list(jobs.select(backend="Local")) == [echo]
     assert list(jobs.select(backend=Local, application=ArgSplitter)) == []
     assert list(jobs.select(application="Local")) == []
+
+
+def test_a_removed_job_says_removed_and_refuses_changes_in_one_line(session: Session) -> None:
+    j = Job(name="gone", application=Executable(exe="echo", args=["a"]))
+    keep = Job(name="kept")
+    assert j.remove()
+    assert j.status == "removed"
+    assert "status=removed" in repr(j)
+    attempts = [
+        lambda: setattr(j, "name", "back"),
+        lambda: j.application.args.append("b"),
+        lambda: setattr(j.application, "exe", "true"),
+        j.submit,
+        j.kill,
+        j.resubmit,
+        j.remove,
+        lambda: j.force_status("failed"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(JobError, match=f"job {j.id} was removed: ") as err:
+            attempt()
+        assert "\n" not in str(err.value)
+    assert j.name == "gone"
+    assert list(j.application.args) == ["a"]
+    assert list(jobs) == [keep]
+    assert keep.status == "new"
+    assert j.copy().status == "new"  # what it described can still start a new job

@@ -17,7 +17,9 @@ from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
+    job_removed,
     register_proxy_class,
+    removed_message,
     schema_doc,
     unwrap,
     wrap,
@@ -59,7 +61,16 @@ class Job(GPIObject):
     def status(self) -> str:
         """Current status; a master's is derived from its subjobs."""
         _session().refresh()
+        if job_removed(self._job):
+            return "removed"
         return self._job.current_status().label
+
+    def _live(self, action: str) -> JobImpl:
+        """The job, unless it was removed: then one line saying so."""
+        job = self._job
+        if job_removed(job):
+            raise JobError(removed_message(job, action))
+        return job
 
     @property
     def id(self) -> int:
@@ -119,7 +130,7 @@ class Job(GPIObject):
 
         ``dry_run=True`` returns what would be sent to the backend (e.g. the batch
         scripts) and changes nothing."""
-        job = self._job
+        job = self._live("submit()")
         if dry_run:
             return actions.preview(_session(), job)
         if job.stored().get("splitter") is None:
@@ -134,15 +145,15 @@ class Job(GPIObject):
 
     def kill(self, keep_going: bool = True) -> bool:
         """Kill the job (a master: all its active subjobs)."""
-        return actions.kill(_session(), self._job, keep_going)
+        return actions.kill(_session(), self._live("kill()"), keep_going)
 
     def resubmit(self, keep_going: bool = True) -> bool:
         """Resubmit a failed/killed job; for a master, its failed/killed subjobs."""
-        return actions.resubmit(_session(), self._job, keep_going)
+        return actions.resubmit(_session(), self._live("resubmit()"), keep_going)
 
     def remove(self) -> bool:
         """Remove the job, its subjobs and its workspace (running ones are killed first)."""
-        return actions.remove(_session(), self._job)
+        return actions.remove(_session(), self._live("remove()"))
 
     def copy(self) -> Job:
         """A new job with the same description (also for a subjob: a new top-level job)."""
@@ -153,11 +164,11 @@ class Job(GPIObject):
         job is completed afterwards."""
         session = _session()
         session.sync()  # what the monitor recorded (completed, postprocessing under way)
-        return postprocessing.run_by_hand(session.repo, self._job)
+        return postprocessing.run_by_hand(session.repo, self._live("runPostProcessors()"))
 
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""
-        return actions.force_status(_session(), self._job, status)
+        return actions.force_status(_session(), self._live("force_status()"), status)
 
     def wait(
         self, timeout: float | None = None, until: str | None = None, progress: bool | None = None
@@ -185,7 +196,8 @@ class Job(GPIObject):
 
     def __repr__(self) -> str:
         job = self._job
-        fields = [f"fqid={job.fqid}", f"status={job.current_status()}"]
+        status = "removed" if job_removed(job) else job.current_status()
+        fields = [f"fqid={job.fqid}", f"status={status}"]
         if job.name:
             fields.append(f"name={job.name!r}")
         for part in job_parts().components:

@@ -188,6 +188,8 @@ class GPIObject:
         if job is None:
             return
         impl = object.__getattribute__(self, "_impl")
+        if job_removed(job):
+            raise JobError(removed_message(job, f"changing {self._path_to(name)}"))
         trait = type(impl)._schema[name]
         status = job.current_status()
         if impl is job and name in job_parts().always_changeable:
@@ -306,6 +308,21 @@ def _public_members(cls: type) -> set[str]:
         names.update(n for n in vars(klass) if not n.startswith("_"))
     names.add("copy")
     return names
+
+
+def job_removed(job: JobImpl) -> bool:
+    """Whether a job (or its master) is no longer in the repository: the GPI object of a
+    removed job outlives it, and must neither show nor accept a live job's state."""
+    top = job
+    while top.master is not None:
+        top = top.master
+    if top._p_jar is None:
+        return False  # never stored (an object being built): nothing to have removed
+    return _session().registry().get(top.id) is not top
+
+
+def removed_message(job: JobImpl, what: str) -> str:
+    return f"job {job.fqid} was removed: {what} is not possible; copy() it to make a new job"
 
 
 def _check_writable(cls: type[GangaObject], name: str) -> None:
