@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Sequence
 from datetime import datetime
 
+from ganga_like.model.workspace import keep_earlier_output
 from ganga_like.private import copy_private
 
 __all__ = ["SUBMISSION_LOG", "log_submission", "prepare_workspace", "unconfirmed_submissions"]
@@ -18,9 +19,7 @@ SUBMISSION_LOG = "submissions.log"
 def prepare_workspace(root: str, submit_count: int, inputs: Sequence[str]) -> None:
     """``output/`` and ``work/`` under ``root``, the input files copied in, and the earlier
     run's output put aside as ``output.<n>`` (kept)."""
-    output = os.path.join(root, "output")
-    if submit_count > 1 and os.path.exists(output):
-        os.rename(output, os.path.join(root, f"output.{submit_count - 1}"))
+    output = keep_earlier_output(root, submit_count)
     work = os.path.join(root, "work")
     os.makedirs(output, exist_ok=True)
     os.makedirs(work, exist_ok=True)

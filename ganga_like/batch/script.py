@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ganga_like.model.interfaces import ActiveRef, PollContext, RunSpec
 from ganga_like.model.job import Job
+from ganga_like.model.workspace import run_environment
 
 from .planning import compress
 from .tracker import Observation
@@ -169,14 +170,7 @@ def element_command(
     """What (sub)job ``job`` runs: its program (after ``launcher``, e.g. ``srun ... --``
     for several processes) in ``root/work``, its streams in ``root/output``, the
     ``GANGA_*`` variables set, and output files collected after it ended."""
-    master = job.master
-    env = dict(spec.env)
-    env.update(
-        GANGA_JOB_ID=str(job.id),
-        GANGA_FQID=job.fqid,
-        GANGA_MASTER_ID=str(master.id) if master is not None else "",
-        GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
-    )
+    env = run_environment(job, spec)
     output = os.path.join(root, "output")
     # The launcher inside the collecting wrapper: the files are collected once, after
     # every process has ended.

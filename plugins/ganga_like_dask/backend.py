@@ -36,6 +36,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs, write_private
 from ganga_like_dask import scheduler_side, task
 from ganga_like_dask.connection import (
@@ -251,10 +252,7 @@ def _root(workspace: str, job: Job) -> str:
 
 def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[str, Any]:
     root = _root(str(ctx.workspace), job)
-    output = os.path.join(root, "output")
-    if job.submit_count > 1 and os.path.exists(output):
-        # A resubmission keeps the earlier run's output beside the new one.
-        os.rename(output, os.path.join(root, f"output.{job.submit_count - 1}"))
+    output = keep_earlier_output(root, job.submit_count)
     make_private_dirs(output)
     inputs = []
     if spec.inputs:
@@ -267,14 +265,7 @@ def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[st
             copy_private(source, target)
             with open(target, "rb") as handle:
                 inputs.append((os.path.basename(source), handle.read()))
-    master = job.master
-    env = dict(spec.env)
-    env.update(
-        GANGA_JOB_ID=str(job.id),
-        GANGA_FQID=job.fqid,
-        GANGA_MASTER_ID=str(master.id) if master is not None else "",
-        GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
-    )
+    env = run_environment(job, spec)
     return {
         "key": _key(job, token),
         "argv": list(spec.argv),

@@ -34,6 +34,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs
 from ganga_like_local.runner import client as runner_client
 from ganga_like_local.runner.client import TaskSpec
@@ -109,10 +110,7 @@ class Local(IBackend):
         top = str(master.id if master is not None else job.id)
         base = os.path.join(str(ctx.workspace), top)
         root = base if master is None else os.path.join(base, str(job.id))
-        output = os.path.join(root, "output")
-        if job.submit_count > 1 and os.path.exists(output):
-            # A resubmission keeps the earlier run's output beside the new one.
-            os.rename(output, os.path.join(root, f"output.{job.submit_count - 1}"))
+        output = keep_earlier_output(root, job.submit_count)
         inputs = []
         if spec.inputs:
             input_dir = os.path.join(root, "input")
@@ -123,13 +121,7 @@ class Local(IBackend):
                 # the user's file.
                 copy_private(source, target)
                 inputs.append(target)
-        env = dict(spec.env)
-        env.update(
-            GANGA_JOB_ID=str(job.id),
-            GANGA_FQID=job.fqid,
-            GANGA_MASTER_ID=top if master is not None else "",
-            GANGA_SUBJOB_ID=str(job.id) if master is not None else "",
-        )
+        env = run_environment(job, spec)
         return TaskSpec(
             key=task_key(job),
             argv=list(spec.argv),
