@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 
 import transaction
 from BTrees.IIBTree import IITreeSet
-from transaction.interfaces import TransientError
 
 from ganga_like.errors import GangaError, JobError
 from ganga_like.model.interfaces import POSTPROCESSOR_KINDS, IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
+from ganga_like.repository.retry import RetryPolicy, retried
 from ganga_like.repository.trees import IdSet
 
 __all__ = [
@@ -44,7 +44,8 @@ __all__ = [
 log = logging.getLogger("ganga_like.postprocessing")
 
 PENDING_KEY = "postprocessing_pending"
-_ATTEMPTS = 3
+# Retried at once, three times: see run_pending.
+_AT_ONCE = RetryPolicy(attempts=3, first_delay=0.0)
 METADATA_FILE = "__metadata__.json"
 
 T = TypeVar("T")
@@ -294,21 +295,7 @@ def run_pending(
     def transact(action: Callable[[], T]) -> T:
         # A conflict (a user changing the job meanwhile) is retried at once: redoing the
         # postprocessing because its outcome could not be recorded is what is avoided.
-        for attempt in range(_ATTEMPTS):
-            tm.begin()
-            try:
-                result = action()
-                tm.commit()
-            except TransientError:
-                tm.abort()
-                if attempt == _ATTEMPTS - 1:
-                    raise
-                continue
-            except BaseException:
-                tm.abort()
-                raise
-            return result
-        raise AssertionError("unreachable")
+        return retried(tm, action, what="postprocessing", policy=_AT_ONCE)
 
     def registry() -> Registry:
         return Registry(conn.root(), workspace)
