@@ -456,10 +456,10 @@ def _check_layout(
 ) -> None:
     from BTrees.check import check as check_tree
     from BTrees.IOBTree import IOBTree
-    from BTrees.OOBTree import OOBTree
     from persistent.mapping import PersistentMapping
     from ZODB.broken import Broken
 
+    from ganga_like.repository.layout import CREATED_ON_USE, EXPECTED
     from ganga_like.repository.registry import FORMAT, IdAllocator
 
     root = conn.root()
@@ -468,19 +468,10 @@ def _check_layout(
         return
     if not root:
         return  # a repository where nothing was done yet
-    # isinstance, not the class name: the registry's tables are BTrees subclasses that
-    # merge more concurrent changes (``ganga_like.repository.trees``).
-    expected: dict[str, type] = {
-        "jobs": IOBTree,
-        "active": OOBTree,
-        "ids": IdAllocator,
-        "submitting": IOBTree,
-        "by_status": OOBTree,
-        "status_of": IOBTree,
-        "by_name": OOBTree,
-    }
-    for key, kind in expected.items():
+    for key, kind in EXPECTED.items():
         value = root.get(key)
+        if value is None and key in CREATED_ON_USE:
+            continue
         if not isinstance(value, kind):
             report.problem(f"the root's {key!r} is {type(value).__name__}, not {kind.__name__}", 0)
             continue

@@ -23,7 +23,7 @@ from ZODB.utils import get_pickle_metadata
 
 from ganga_like.repository.registry import IdAllocator
 
-__all__ = ["EXPECTED", "layout_problem", "printable"]
+__all__ = ["CREATED_ON_USE", "EXPECTED", "layout_problem", "printable"]
 
 # isinstance, not the exact class: the tables are BTrees subclasses that merge more
 # concurrent changes (ganga_like.repository.trees), and older repositories hold the plain
@@ -43,6 +43,8 @@ EXPECTED: dict[str, type] = {
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
+# Absent until first needed; every other table of EXPECTED a repository in use has.
+CREATED_ON_USE = frozenset({"postprocessing_pending"})
 _INDEXES = ("by_status", "status_of", "by_name")
 _OTHER_KEYS = frozenset({"format"})
 
