@@ -20,6 +20,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.workspace import run_spec
 
 from . import polling
 from .commands import CommandError
@@ -428,15 +429,7 @@ def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
         targets = []
     pairs: list[tuple[Job, RunSpec]] = []
     for target in targets:
-        # As the submission does: the application's command plus the job's files.
-        spec = target.application.prepare(target, ctx.paths(target))
-        outputs = tuple(f.output_pattern() for f in target.outputfiles)
-        inputs = tuple(f.input_path() for f in target.inputfiles)
-        if outputs or inputs:
-            spec = RunSpec(
-                spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs
-            )
-        pairs.append((target, spec))
+        pairs.append((target, run_spec(target, ctx.paths(target))))  # as submitted
     if not pairs:
         raise JobError(
             f"job {job.fqid} is {status}: neither submit() nor resubmit() would send anything"

@@ -1,14 +1,25 @@
-"""What every backend does the same way with a (sub)job's run: its ``GANGA_*`` environment,
-and the earlier run's output kept aside when it runs again."""
+"""What every backend does the same way with a (sub)job's run: what it runs, its ``GANGA_*``
+environment, and the earlier run's output kept aside when it runs again."""
 
 from __future__ import annotations
 
 import os
 
-from ganga_like.model.interfaces import RunSpec
+from ganga_like.model.interfaces import JobPaths, RunSpec
 from ganga_like.model.job import Job
 
-__all__ = ["keep_earlier_output", "run_environment"]
+__all__ = ["keep_earlier_output", "run_environment", "run_spec"]
+
+
+def run_spec(job: Job, paths: JobPaths) -> RunSpec:
+    """What the backend runs for ``job``: its application's command, plus the job's input
+    files to stage and its output files to collect."""
+    spec: RunSpec = job.application.prepare(job, paths)
+    outputs = tuple(f.output_pattern() for f in job.outputfiles)
+    inputs = tuple(f.input_path() for f in job.inputfiles)
+    if outputs or inputs:
+        spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs)
+    return spec
 
 
 def run_environment(job: Job, spec: RunSpec) -> dict[str, str]:

@@ -31,6 +31,7 @@ from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.workspace import run_spec
 from ganga_like.runtime.submission.splitting import build_subjobs
 
 if TYPE_CHECKING:
@@ -345,13 +346,7 @@ def _prepare(
     outcome = SubmitOutcome()
     for index, target in enumerate(targets):
         try:
-            spec = target.application.prepare(target, ctx.paths(target))
-            outputs = tuple(f.output_pattern() for f in target.outputfiles)
-            inputs = tuple(f.input_path() for f in target.inputfiles)
-            if outputs or inputs:
-                spec = RunSpec(
-                    spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs
-                )
+            spec = run_spec(target, ctx.paths(target))
         except GangaError as exc:
             outcome.failed[target.fqid] = str(exc)
             if not keep_going:
