@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import signal
 import subprocess
 import sys
@@ -158,6 +159,19 @@ def test_a_merger_calling_exit_fails_the_job_and_the_monitor_goes_on(
     assert again.wait(timeout=60) == "completed"
 
 
+def test_text_merger_with_compress_writes_the_merge_gzipped_beside_no_plain_copy(
+    session: Session, tmp_path: Path
+) -> None:
+    j = split_job(tmp_path, [TextMerger(files=["stdout"], compress=True)], 2)
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    assert not (j.outputdir / "stdout").exists()
+    with gzip.open(j.outputdir / "stdout.gz", "rt") as merged:
+        assert merged.read() == "".join(
+            f"# ==> subjob {j.id}.{i}: stdout <==\nline {i + 1}\n" for i in range(2)
+        )
+
+
 # -- checkers ---------------------------------------------------------------------------
 
 
@@ -181,6 +195,51 @@ def test_file_checker_with_fail_if_found_off_needs_the_string(
     j.submit()
     j.wait(timeout=60)
     assert [sj.status for sj in j.subjobs] == ["failed", "failed", "completed"]
+
+
+def test_a_missing_file_fails_the_check_unless_files_need_not_exist(
+    session: Session, tmp_path: Path
+) -> None:
+    strict = split_job(tmp_path, [FileChecker(files=["absent.log"], searchStrings=["x"])], 1)
+    lenient = split_job(
+        tmp_path,
+        [FileChecker(files=["absent.log"], searchStrings=["x"], filesMustExist=False)],
+        1,
+    )
+    strict.submit()
+    lenient.submit()
+    assert strict.wait(timeout=60) == "failed"
+    assert "filesMustExist=False" in causes(strict.subjobs[0])[-1]
+    assert lenient.wait(timeout=60) == "completed"
+
+
+def test_check_master_checks_the_merged_output_and_fails_only_the_master(
+    session: Session, tmp_path: Path
+) -> None:
+    on_master = FileChecker(
+        files=["stdout"], searchStrings=["line 2"], checkSubjobs=False, checkMaster=True
+    )
+    j = split_job(tmp_path, [on_master, TextMerger(files=["stdout"])])
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert [sj.status for sj in j.subjobs] == ["completed"] * 3
+    assert causes(j)[-1] == "postprocessing failed: FileChecker: 'line 2' found in stdout"
+    # Put right by hand, the master completes; the subjobs were never touched.
+    j.postprocessors = [TextMerger(files=["stdout"], overwrite=True)]
+    assert j.runPostProcessors() is True
+    assert j.status == "completed"
+
+
+def test_a_checker_with_both_switches_off_checks_nothing(session: Session, tmp_path: Path) -> None:
+    off = FileChecker(
+        files=["stdout"], searchStrings=["line"], checkSubjobs=False, checkMaster=False
+    )
+    split = split_job(tmp_path, [off], 2)
+    single = Job(application=Executable(exe=program(tmp_path), args=["1"]), postprocessors=[off])
+    split.submit()
+    single.submit()
+    assert split.wait(timeout=60) == "completed"
+    assert single.wait(timeout=60) == "completed"
 
 
 def test_custom_checker_gets_each_subjob_and_fails_those_it_rejects(

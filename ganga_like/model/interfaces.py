@@ -454,6 +454,12 @@ class IPostProcessor(GangaObject):
         counts as failing with its message."""
         raise NotImplementedError
 
+    def check_targets(self, job: Job) -> list[Job]:
+        """The jobs a checker's :meth:`check` is called for, once ``job`` (a top-level job)
+        has completed and its mergers have run: by default each subjob, or the job itself
+        when it was not split."""
+        return list(job.iter_subjobs()) if job.is_master else [job]
+
     def notify(self, job: Job, ctx: PostProcessContext) -> list[str]:
         """A notifier: tell of ``job`` (ended, its other postprocessors done); return one
         line for each notification that could not be given (kept in the job's event log)."""

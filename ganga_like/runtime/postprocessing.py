@@ -156,7 +156,7 @@ def run_postprocessors(
     for pp in ordered:
         if pp.kind != "checker":
             continue
-        for target in _targets(job):
+        for target in pp.check_targets(job):
             if target.fqid in outcome.failed:
                 continue
             try:
@@ -187,7 +187,13 @@ def _apply(registry: Registry, job: Job, outcome: Outcome) -> None:
         reason = outcome.failed.get(target.fqid)
         if reason and Status.parse(target.status) is Status.COMPLETED:
             target.change_status(Status.FAILED, f"postprocessing: {reason}")
-    job._postprocessing = ("done", attempts, "", written)
+    master_reason = outcome.failed.pop(job.fqid, None) if job.is_master else None
+    if master_reason is not None:
+        # A checker of the master's own (merged) output: the master fails as when a merger
+        # fails, whatever its subjobs say.
+        job.fail_postprocessing(master_reason, written)
+    else:
+        job._postprocessing = ("done", attempts, "", written)
     registry.reindex(job)
     if job.is_master and outcome.failed:
         listed = ", ".join(f"{fqid} ({why})" for fqid, why in list(outcome.failed.items())[:5])

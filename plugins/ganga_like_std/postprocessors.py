@@ -5,13 +5,14 @@ CustomChecker, MetaDataChecker), run once a job has completed (see
 from __future__ import annotations
 
 import fnmatch
+import gzip
 import importlib.util
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import traitlets
 
@@ -108,7 +109,7 @@ class _Merger(IPostProcessor):
                     f"{name} is missing in subjob(s) {', '.join(missing[:5])} "
                     "(ignorefailed=True merges the others)"
                 )
-            target = target_dir / name
+            target = target_dir / self.target_name(name)
             if target.exists() and not self.overwrite and not ctx.may_replace(str(target)):
                 raise PostProcessError(f"{target} exists already (overwrite=True replaces it)")
             present = [(sj, path) for sj, path in parts if path.is_file()]
@@ -125,6 +126,10 @@ class _Merger(IPostProcessor):
             written.append(str(target))
         return written
 
+    def target_name(self, name: str) -> str:
+        """The name of the merged file in the master's output directory."""
+        return name
+
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
         raise NotImplementedError
 
@@ -134,14 +139,30 @@ class TextMerger(_Merger):
     subjobs, in subjob order, each part headed by its subjob, into the master's output
     directory."""
 
-    _schema = _Merger._schema
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        **_Merger._schema,
+        "compress": traitlets.Bool(
+            False, help="Write the merged file gzip-compressed, its name ending in .gz."
+        ),
+    }
+
+    def target_name(self, name: str) -> str:
+        return f"{name}.gz" if self.compress else name
 
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
-        with open(output, "w", errors="replace") as merged:
-            for sj, path in parts:
-                merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n")
-                text = path.read_text(errors="replace")
-                merged.write(text if not text or text.endswith("\n") else text + "\n")
+        if self.compress:
+            with gzip.open(output, "wt", errors="replace") as merged:
+                self._write_parts(parts, merged)
+        else:
+            with open(output, "w", errors="replace") as merged:
+                self._write_parts(parts, merged)
+
+    @staticmethod
+    def _write_parts(parts: list[tuple[Job, Path]], merged: IO[str]) -> None:
+        for sj, path in parts:
+            merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n")
+            text = path.read_text(errors="replace")
+            merged.write(text if not text or text.endswith("\n") else text + "\n")
 
 
 class CustomMerger(_Merger):
@@ -164,18 +185,42 @@ class CustomMerger(_Merger):
             raise PostProcessError(f"{self.module}: mergefiles() returned False")
 
 
-class FileChecker(IPostProcessor):
+class _Checker(IPostProcessor):
+    """Which jobs a checker looks at, with Ganga's two switches. A job that was not split
+    is its own only piece: it is checked unless both are off. Unlike Ganga, a split
+    master is not checked by default: its output directory holds only what the mergers
+    wrote (``checkMaster=True`` checks it after them)."""
+
+    kind = "checker"
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "checkSubjobs": traitlets.Bool(True, help="Check each subjob of a split job."),
+        "checkMaster": traitlets.Bool(
+            False, help="Check a split job's master too, on its merged output."
+        ),
+    }
+
+    def check_targets(self, job: Job) -> list[Job]:
+        if not job.is_master:
+            return [job] if self.checkSubjobs or self.checkMaster else []
+        targets = list(job.iter_subjobs()) if self.checkSubjobs else []
+        return [*targets, job] if self.checkMaster else targets
+
+
+class FileChecker(_Checker):
     """``FileChecker(files=["stdout"], searchStrings=["ERROR"])``: a (sub)job fails when
     one of the strings is in one of its output files (``failIfFound=False``: when none
     is). A file the job does not have fails it too."""
 
-    kind = "checker"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files": traitlets.List(traitlets.Unicode(), help="Output files to search (wildcards)."),
         "searchStrings": traitlets.List(traitlets.Unicode(), help="Strings to look for."),
         "failIfFound": traitlets.Bool(
             True, help="Fail when a string is found (False: when none is found)."
         ),
+        "filesMustExist": traitlets.Bool(
+            True, help="Fail a job that has none of the files (False: pass it)."
+        ),
+        **_Checker._schema,
     }
 
     def check(self, job: Job, ctx: PostProcessContext) -> str | None:
@@ -184,7 +229,11 @@ class FileChecker(IPostProcessor):
         out = ctx.paths(job).output
         names = _names(out, self.files)
         if not names:
-            return f"no output file matches {', '.join(self.files)}"
+            if not self.filesMustExist:
+                return None  # nothing to search, and that is allowed
+            return (
+                f"no output file matches {', '.join(self.files)} (filesMustExist=False allows it)"
+            )
         found = [
             (s, name)
             for name in names
@@ -223,13 +272,13 @@ class CheckedJob:
         )
 
 
-class CustomChecker(IPostProcessor):
+class CustomChecker(_Checker):
     """``CustomChecker(module="check.py")``: the module's ``check(job)`` returns True when
     the (sub)job is good. It is given a read-only view of the job (``CheckedJob``)."""
 
-    kind = "checker"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "module": PythonModule("check", help="Python file defining check(job) -> bool."),
+        **_Checker._schema,
     }
 
     def check_before_submit(self) -> None:
@@ -242,14 +291,14 @@ class CustomChecker(IPostProcessor):
         return f"check() of {os.path.basename(self.module)} returned False"
 
 
-class MetaDataChecker(IPostProcessor):
+class MetaDataChecker(_Checker):
     """``MetaDataChecker(expression="events > 100 and ok")``: a (sub)job fails unless the
     expression, over the names of its metadata, is true. Only comparisons, ``and``/``or``/
     ``not``, names and constants are allowed: nothing is executed."""
 
-    kind = "checker"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "expression": MetadataExpression(help="A condition over the job's metadata."),
+        **_Checker._schema,
     }
 
     def check(self, job: Job, ctx: PostProcessContext) -> str | None:
