@@ -21,7 +21,7 @@ from BTrees.IOBTree import IOBTree
 from ZODB.FileStorage import FileStorage
 from ZODB.POSException import ConflictError
 
-from ganga_like import ArgSplitter, Executable, Job, Local
+from ganga_like import ArgSplitter, CustomMerger, Executable, Job, Local
 from ganga_like.errors import RepositoryConflictError
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.retry import RetryPolicy
@@ -315,3 +315,41 @@ def test_a_script_goes_on_after_a_rolled_back_change_and_an_uncaught_one_is_one_
     assert "Traceback" not in again.stdout + again.stderr
     errors = [line for line in again.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("ERROR: setting Job.name of job 2")
+
+
+def test_a_postprocessing_outcome_that_conflicts_is_retried_without_running_them_again(
+    session: Session, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls"
+    merge = tmp_path / "merge.py"
+    merge.write_text(
+        "def mergefiles(file_list, output_file):\n"
+        f"    with open({str(calls)!r}, 'a') as log:\n"
+        "        log.write('merged\\n')\n"
+        "    open(output_file, 'w').write('merged\\n')\n"
+    )
+    j = Job(
+        application=Executable(exe="true"),
+        splitter=ArgSplitter(args=[["1"], ["2"]]),
+        postprocessors=[CustomMerger(module=str(merge), files=["stdout"])],
+    )
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    assert calls.read_text() == "merged\n"
+    # Run by hand, the outcome's commit (after the merge wrote its file) meets a change of
+    # the same job's postprocessing state from another connection (a conflict no merge
+    # resolves), twice: it is retried, the merge is not redone.
+    maker = ConflictMaker(
+        session,
+        j.id,
+        "_postprocessing",
+        lambda n: ("pending", n, "", ()),
+        times=2,
+        when=lambda: calls.read_text().count("merged") == 2,
+    )
+    assert j.runPostProcessors() is True
+    maker.stop()
+    assert maker.made == 2
+    assert calls.read_text() == "merged\nmerged\n"
+    assert j.status == "completed"
+    assert j._job._postprocessing is not None and j._job._postprocessing[0] == "done"
