@@ -31,6 +31,9 @@ from ganga_like.errors import (
     JobError as JobError,
 )
 from ganga_like.errors import (
+    LoadError as LoadError,
+)
+from ganga_like.errors import (
     PluginError as PluginError,
 )
 from ganga_like.errors import (
@@ -45,13 +48,20 @@ from ganga_like.errors import (
 from ganga_like.errors import (
     SchemaError as SchemaError,
 )
+from ganga_like.errors import (
+    TemplateError as TemplateError,
+)
 from ganga_like.model import plugin_registry as _plugin_registry
 
 if TYPE_CHECKING:
+    from ganga_like.gpi.export import export as export
+    from ganga_like.gpi.export import load as load
     from ganga_like.gpi.job import Job as Job
     from ganga_like.gpi.job import JobSlice as JobSlice
     from ganga_like.gpi.job import jobs as jobs
     from ganga_like.gpi.proxy import plugin as plugin
+    from ganga_like.gpi.templates import JobTemplate as JobTemplate
+    from ganga_like.gpi.templates import templates as templates
 
 __version__ = "0.1.0"
 
@@ -62,6 +72,12 @@ _LAZY: dict[str, str] = {
     "JobSlice": "ganga_like.gpi.job",
     "jobs": "ganga_like.gpi.job",
     "plugin": "ganga_like.gpi.proxy",
+    "JobTemplate": "ganga_like.gpi.templates",
+    "templates": "ganga_like.gpi.templates",
+    "export": "ganga_like.gpi.export",
+    "load": "ganga_like.gpi.export",
+    # (Not imported for type checkers above: the module imports this package.)
+    "runfile": "ganga_like.shell.script",
     "config": "ganga_like.config",
 }
 
@@ -75,14 +91,21 @@ _CORE = [
     "Job",
     "JobError",
     "JobSlice",
+    "JobTemplate",
+    "LoadError",
     "PluginError",
     "RepositoryBusyError",
     "RepositoryConflictError",
     "RepositoryError",
     "SchemaError",
+    "TemplateError",
     "config",
+    "export",
     "jobs",
+    "load",
     "plugin",
+    "runfile",
+    "templates",
 ]
 
 __all__ = [*_CORE, *_plugin_registry.known_names()]

@@ -13,6 +13,7 @@ __all__ = [
     "GangaError",
     "IllegalTransitionError",
     "JobError",
+    "LoadError",
     "PluginError",
     "RepositoryBusyError",
     "RepositoryConflictError",
@@ -20,6 +21,7 @@ __all__ = [
     "RepositoryError",
     "RepositoryWriteError",
     "SchemaError",
+    "TemplateError",
     "UnknownStatusError",
 ]
 
@@ -42,6 +44,15 @@ class ConfigError(SchemaError):
 
 class JobError(GangaError):
     """A job action cannot be done in the job's current state."""
+
+
+class TemplateError(JobError):
+    """A job template was asked to do what only a job does (be submitted, killed...)."""
+
+
+class LoadError(GangaError):
+    """A file given to ``load()`` is missing or holds something other than GPI objects
+    (the message names the file and line); nothing was created."""
 
 
 class PostProcessError(JobError):

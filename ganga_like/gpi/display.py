@@ -8,6 +8,7 @@ from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.template import TEMPLATE_STATUS, JobTemplate
 
 __all__ = ["CELL_WIDTH", "COLUMNS", "cell", "header", "job_row", "shorten", "table"]
 
@@ -29,7 +30,7 @@ _SHORT = {
 }
 
 
-def _component_name(job: Job, name: str) -> str:
+def _component_name(job: Job | JobTemplate, name: str) -> str:
     # The class of a referenced object is known without loading its record.
     value = job.stored().get(name)
     if value is None:
@@ -40,6 +41,14 @@ def _component_name(job: Job, name: str) -> str:
 
 def job_row(job: object) -> dict[str, str]:
     """One table row; never loads the subjobs (counts come from the master's counter)."""
+    if isinstance(job, JobTemplate):
+        return {
+            "fqid": job.fqid,
+            "status": TEMPLATE_STATUS,
+            "name": job.name,
+            "subjobs": "",
+            **{name: _component_name(job, name) for name in job_parts().columns},
+        }
     if not isinstance(job, Job):
         cls = type(job)
         return {

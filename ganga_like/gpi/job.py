@@ -29,6 +29,7 @@ from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.template import copy_description, describes
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions
 
@@ -39,13 +40,22 @@ class Job(GPIObject):
     """A job: ``Job(application=Executable(exe="echo", args=["hi"]), backend=Local())``.
 
     Split it with ``splitter=ArgSplitter(args=[...])``; ``submit()`` creates the subjobs.
+    ``Job(template)`` or ``Job(other_job)`` makes a new job with a copy of its description
+    (keywords given as well change the copy).
     """
 
     _impl_class = JobImpl
     __slots__ = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        source = unwrap(args[0]) if len(args) == 1 else None
+        if describes(source):
+            super().__init__()
+            copy_description(source, self._job)
+            for name, value in kwargs.items():
+                setattr(self, name, value)  # validated as any assignment is
+        else:
+            super().__init__(*args, **kwargs)
         impl = self._job
         session = _session()
         session.repo.in_transaction(lambda: session.registry().add(impl), what="creating a job")

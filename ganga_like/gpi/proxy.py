@@ -163,6 +163,9 @@ class GPIObject:
         if job is not None and job._p_jar is not None:
             # Stored: saved at once in a retried transaction (or by the shell cell's commit).
             _session().change(assign, f"setting {type(impl).__name__}.{name} of job {job.fqid}")
+        elif job is None and self._root_impl()._p_jar is not None:
+            # Stored outside any job (a template): saved the same way.
+            _session().change(assign, f"setting {type(impl).__name__}.{name}")
         else:
             assign()
 
@@ -177,6 +180,16 @@ class GPIObject:
                 return impl
             node = object.__getattribute__(node, "_owner")
         return None
+
+    def _root_impl(self) -> GangaObject:
+        """The object at the top of the owners above this one (itself if it has none)."""
+        node: GPIObject = self
+        while True:
+            owner: GPIObject | None = object.__getattribute__(node, "_owner")
+            if owner is None:
+                impl: GangaObject = object.__getattribute__(node, "_impl")
+                return impl
+            node = owner
 
     def _check_editable(self, name: str) -> None:
         """Refuse to change what a submitted job ran with, at any depth below the job.

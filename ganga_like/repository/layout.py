@@ -39,12 +39,15 @@ EXPECTED: dict[str, type] = {
     # Created on first use (ganga_like.runtime.postprocessing): completed jobs whose
     # postprocessors are still to run.
     "postprocessing_pending": IITreeSet,
+    # Created by the first template (ganga_like.repository.templates).
+    "templates": IOBTree,
+    "template_ids": IdAllocator,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
 # Absent until first needed; every other table of EXPECTED a repository in use has.
-CREATED_ON_USE = frozenset({"postprocessing_pending"})
+CREATED_ON_USE = frozenset({"postprocessing_pending", "templates", "template_ids"})
 _INDEXES = ("by_status", "status_of", "by_name")
 _OTHER_KEYS = frozenset({"format"})
 

@@ -1,4 +1,4 @@
-"""Running a user's script with the GPI loaded (``ganga script.py``, ``%ganga``)."""
+"""Running a user's script with the GPI loaded (``ganga script.py``, ``%ganga``, ``runfile``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ import traceback
 from typing import Any
 
 import ganga_like
-from ganga_like.errors import GangaError
+from ganga_like.errors import GangaError, LoadError
 
-__all__ = ["core_namespace", "gpi_namespace", "plugin_namespace", "run_script"]
+__all__ = [
+    "core_namespace",
+    "execute_script",
+    "gpi_namespace",
+    "plugin_namespace",
+    "run_script",
+    "runfile",
+]
 
 
 def gpi_namespace() -> dict[str, Any]:
@@ -46,13 +53,8 @@ def run_script(
         print(f"ganga: no such script: {path}", file=sys.stderr)
         return 2, {}
     names: dict[str, Any] = {}
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [path, *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    start = dict(gpi_namespace() if namespace is None else namespace)
-    start.pop("__name__", None)
     try:
-        names = runpy.run_path(path, init_globals=start, run_name="__main__")
+        names = execute_script(path, args, gpi_namespace() if namespace is None else namespace)
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc.code)
@@ -64,10 +66,41 @@ def run_script(
     except BaseException:
         traceback.print_exc()
         status = 1
+    return status, names
+
+
+def execute_script(path: str, args: list[str], namespace: dict[str, Any]) -> dict[str, Any]:
+    """Run ``path`` as ``__main__``, starting with ``namespace``, ``sys.argv = [path, *args]``
+    and the script's folder first on ``sys.path`` (both restored after); its global names.
+
+    What the script raises is raised here, unchanged: ``run_script`` (``ganga script.py``,
+    ``%ganga``) reports it, ``runfile`` lets its caller see it."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    start = dict(namespace)
+    start.pop("__name__", None)
+    try:
+        return runpy.run_path(path, init_globals=start, run_name="__main__")
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
-    return status, names
+
+
+def runfile(path: str | os.PathLike[str], *args: object) -> dict[str, Any]:
+    """Run a script with the GPI names, as ``ganga script.py args ...`` does, from a script,
+    the shell or a notebook: ``runfile("scan.py", 100)``.
+
+    The script sees ``Job``, ``jobs``, ``templates``, the plugin classes ... without
+    importing them, and ``sys.argv == ["scan.py", "100"]``. An error in it is raised here
+    as it was raised there (a GPI error shows as one line, anything else with its
+    traceback, wherever that is reported). Returns the names the script defined."""
+    script = os.fspath(path)
+    if not os.path.isfile(script):
+        raise LoadError(f"runfile: no such script: {script}")
+    start = gpi_namespace()
+    names = execute_script(script, [str(a) for a in args], start)
+    return {k: v for k, v in names.items() if not k.startswith("__") and k not in start}
 
 
 def _exit_status(code: object) -> int:

@@ -1,0 +1,223 @@
+"""The GPI JobTemplate and the ``templates`` registry.
+
+A template is a job's description kept to make jobs from: ``t = JobTemplate(name="scan",
+application=..., splitter=...)`` stores it in the repository's templates table;
+``Job(t)`` makes a new job of it. ``templates`` lists, selects and shows them as ``jobs``
+does jobs. A template is never submitted.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from ganga_like.errors import TemplateError
+from ganga_like.gpi.job import JobSlice, _is_plugin
+from ganga_like.gpi.proxy import GPIObject, _session, register_proxy_class, schema_doc, wrap
+from ganga_like.gpi.proxy import unwrap as unwrap_value
+from ganga_like.model.template import TEMPLATE_STATUS, copy_description, describes
+from ganga_like.model.template import JobTemplate as TemplateImpl
+from ganga_like.repository.templates import TemplateTable
+
+__all__ = ["JobTemplate", "TemplateRegistry", "TemplateSlice", "templates"]
+
+
+def _table() -> TemplateTable:
+    return TemplateTable(_session().registry().root)
+
+
+def _not_submittable(what: str) -> TemplateError:
+    return TemplateError(f"a job template cannot be {what}; make a job of it first: Job(template)")
+
+
+class JobTemplate(GPIObject):
+    """A job's description, kept to make jobs from: ``JobTemplate(name=..., application=...,
+    splitter=..., backend=...)``, stored in ``templates``. ``Job(template)`` makes a new job
+    of it; ``JobTemplate(job)`` a template of a job's description. It is never submitted.
+    """
+
+    _impl_class = TemplateImpl
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        source = unwrap_value(args[0]) if len(args) == 1 else None
+        if describes(source):
+            super().__init__()
+            copy_description(source, self._template)
+            for name, value in kwargs.items():
+                setattr(self, name, value)
+        else:
+            super().__init__(*args, **kwargs)
+        impl = self._template
+        session = _session()
+        session.repo.in_transaction(
+            lambda: TemplateTable(session.registry().root).add(impl), what="creating a template"
+        )
+
+    @property
+    def _template(self) -> TemplateImpl:
+        impl: TemplateImpl = object.__getattribute__(self, "_impl")
+        return impl
+
+    @property
+    def id(self) -> int:
+        return self._template.id
+
+    @property
+    def status(self) -> str:
+        return TEMPLATE_STATUS
+
+    def submit(self, *args: Any, **kwargs: Any) -> bool:
+        """A template is never submitted: ``Job(template).submit()`` runs a job made of it."""
+        raise _not_submittable("submitted")
+
+    def kill(self, *args: Any, **kwargs: Any) -> bool:
+        raise _not_submittable("killed (it never runs)")
+
+    def resubmit(self, *args: Any, **kwargs: Any) -> bool:
+        raise _not_submittable("resubmitted")
+
+    def remove(self) -> bool:
+        """Remove the template from the repository (jobs made of it stay)."""
+        impl = self._template
+        session = _session()
+        return session.repo.in_transaction(
+            lambda: TemplateTable(session.registry().root).remove(impl.id),
+            what=f"removing template {impl.id}",
+        )
+
+    def copy(self) -> JobTemplate:
+        """A new template with the same description."""
+        return JobTemplate(self)
+
+    def __repr__(self) -> str:
+        impl = self._template
+        fields = [f"id={impl.id}", f"status={TEMPLATE_STATUS}"]
+        state = impl.stored()
+        for name, value in state.items():
+            if name in type(impl)._schema and name not in ("id", "status"):
+                fields.append(f"{name}={wrap(value)!r}")
+        return f"JobTemplate({', '.join(fields)})"
+
+
+register_proxy_class(TemplateImpl, JobTemplate)
+JobTemplate.__doc__ = f"{inspect.cleandoc(JobTemplate.__doc__ or '')}\n\n{schema_doc(TemplateImpl)}"
+
+
+class TemplateSlice(JobSlice):
+    """A list of templates that prints as a table; they cannot be submitted."""
+
+    def __init__(self, items: Iterable[TemplateImpl], title: str = "templates") -> None:
+        super().__init__(items, title)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        impls = self._impls()
+        if isinstance(index, slice):
+            return TemplateSlice(impls[index], self._title)
+        try:
+            return wrap(impls[index])
+        except IndexError:
+            raise TemplateError(
+                f"{self._title}: index {index} out of range ({len(impls)} templates)"
+            ) from None
+
+    def select(
+        self,
+        ids: Iterable[int] | range | None = None,
+        *,
+        status: str | None = None,
+        name: str | None = None,
+        backend: str | type | None = None,
+        application: str | type | None = None,
+    ) -> TemplateSlice:
+        """Templates matching every given condition: ids (a list or range), name (glob),
+        backend or application (its class, or class name); status matches 'template'."""
+        wanted_ids = set(ids) if ids is not None else None
+        out = []
+        for item in self._impls():
+            if wanted_ids is not None and item.id not in wanted_ids:
+                continue
+            if status is not None and str(status).lower() != TEMPLATE_STATUS:
+                continue
+            if name is not None and not fnmatch.fnmatchcase(item.name, name):
+                continue
+            if backend is not None and not _is_plugin(item.backend, backend):
+                continue
+            if application is not None and not _is_plugin(item.application, application):
+                continue
+            out.append(item)
+        return TemplateSlice(out, self._title)
+
+    def query(self, text: str) -> JobSlice:
+        raise TemplateError("templates have no query(); use templates.select(...)")
+
+    def submit(self, keep_going: bool = True) -> list[str]:
+        raise _not_submittable("submitted")
+
+    def kill(self, keep_going: bool = True) -> list[str]:
+        raise _not_submittable("killed (it never runs)")
+
+    def resubmit(self, keep_going: bool = True) -> list[str]:
+        raise _not_submittable("resubmitted")
+
+    def remove(self, keep_going: bool = True) -> list[str]:
+        """Remove every template of the slice."""
+        for item in self._impls():
+            wrap(item).remove()
+        return []
+
+    def copy(self, keep_going: bool = True) -> TemplateSlice:
+        copies = [JobTemplate(wrap(item)) for item in self._impls()]
+        return TemplateSlice([c._template for c in copies], self._title)
+
+
+class TemplateRegistry(TemplateSlice):
+    """All templates in the repository: ``templates(2)``, ``templates["name"]`` (the most
+    recent template so named), ``templates[-1]``, slices, ``select(...)``."""
+
+    def __init__(self) -> None:
+        self._title = "templates"
+
+    def _impls(self) -> list[Any]:
+        session = _session()
+        session.refresh()
+        return list(TemplateTable(session.registry().root).values())
+
+    def __len__(self) -> int:
+        _session().refresh()
+        return len(_table())
+
+    def ids(self) -> list[int]:
+        _session().refresh()
+        return _table().ids()
+
+    def __call__(self, key: int) -> JobTemplate:
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise TemplateError(f"not a template id: {key!r}; use an integer")
+        _session().refresh()
+        found = _table().get(key)
+        if found is None:
+            raise TemplateError(f"no template {key} in the repository")
+        return wrap(found)  # type: ignore[no-any-return]
+
+    def __getitem__(self, index: int | slice | str) -> Any:
+        if isinstance(index, str):
+            named = [t for t in self._impls() if t.name == index]
+            if not named:
+                raise NoSuchTemplateError(f"no template named {index!r} in the repository")
+            return wrap(max(named, key=lambda t: t.id))
+        return super().__getitem__(index)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("the templates registry cannot be pickled")
+
+
+class NoSuchTemplateError(TemplateError, KeyError):
+    """``templates["name"]`` found no template of that name; a KeyError too."""
+
+    __str__ = Exception.__str__
+
+
+templates = TemplateRegistry()
