@@ -365,3 +365,36 @@ def test_runfile_restores_argv_and_path(session: Session, tmp_path: Path) -> Non
     assert names["seen"] == [os.fspath(script), "7"]
     assert jobs(names["made"]).name == "r"
     assert sys.argv == before_argv and sys.path == before_path
+
+
+def test_the_shell_lists_templates_refuses_to_submit_one_and_runs_scripts(
+    env_for: dict[str, str], tmp_path: Path, gangadir: Path
+) -> None:
+    from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
+
+    from .test_shell import Shell
+
+    env = {**env_for, "IPYTHONDIR": str(tmp_path / "ipython"), "TERM": "xterm-256color"}
+    env.update(COLUMNS="200", GANGA_REPOSITORY_MODE="embedded")
+    env.pop("PROMPT_TOOLKIT_NO_CPR", None)
+    (tmp_path / "use.py").write_text(
+        f"export(templates, {str(tmp_path / 't.txt')!r})\n"
+        f"copies = load({str(tmp_path / 't.txt')!r})\n"
+    )
+    shell = Shell(env)
+    try:
+        shell.run("t = JobTemplate(name='tpl', application=Executable(exe='echo'))")
+        table = shell.run("templates")
+        assert "templates: 1" in table and " template " in table and "tpl" in table
+        refused = shell.run("t.submit()")
+        assert refused.strip() == (
+            "ERROR: a job template cannot be submitted; make a job of it first: Job(template)"
+        )
+        shell.run(f"%ganga {tmp_path / 'use.py'}")
+        assert "templates: 2" in shell.run("templates")
+        assert "1" in shell.run("len(copies)")
+        assert "new" in shell.run("Job(t).status")
+    finally:
+        shell.exit()
+        runner_client.stop(runner_dir(gangadir))
