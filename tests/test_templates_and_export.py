@@ -398,3 +398,29 @@ def test_the_shell_lists_templates_refuses_to_submit_one_and_runs_scripts(
     finally:
         shell.exit()
         runner_client.stop(runner_dir(gangadir))
+
+
+def test_recovery_of_a_lost_root_record_finds_the_templates_again(gangadir: Path) -> None:
+    from ganga_like.repository.integrity import _write_empty_root
+    from ganga_like.runtime.repository_check import check_repository, recover_repository
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.runtime.settings import Settings
+
+    settings = Settings(gangadir=gangadir, repository_mode="embedded", monitoring=False)
+    open_session(settings)
+    try:
+        Job(name="kept")
+        _scan_template()
+        JobTemplate(name="second")
+    finally:
+        close_session()
+    _write_empty_root(gangadir / "repository" / "Data.fs")
+    recover_repository(gangadir)
+    assert check_repository(gangadir) == []
+    open_session(settings)
+    try:
+        assert [t.name for t in templates] == ["scan", "second"]
+        assert [j.name for j in jobs] == ["kept"]
+        assert JobTemplate().id == 2 and Job().id == 1  # neither counter starts again
+    finally:
+        close_session()

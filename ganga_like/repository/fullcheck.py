@@ -475,7 +475,7 @@ def _check_layout(
         if not isinstance(value, kind):
             report.problem(f"the root's {key!r} is {type(value).__name__}, not {kind.__name__}", 0)
             continue
-        if kind is not IdAllocator:
+        if not issubclass(kind, IdAllocator):
             try:
                 check_tree(value)
             except Exception as exc:

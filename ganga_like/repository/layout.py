@@ -22,6 +22,7 @@ from persistent.mapping import PersistentMapping
 from ZODB.utils import get_pickle_metadata
 
 from ganga_like.repository.registry import IdAllocator
+from ganga_like.repository.templates import TemplateIds
 
 __all__ = ["CREATED_ON_USE", "EXPECTED", "layout_problem", "printable"]
 
@@ -41,7 +42,7 @@ EXPECTED: dict[str, type] = {
     "postprocessing_pending": IITreeSet,
     # Created by the first template (ganga_like.repository.templates).
     "templates": IOBTree,
-    "template_ids": IdAllocator,
+    "template_ids": TemplateIds,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).

@@ -176,6 +176,15 @@ def find_tables(path: Path) -> dict[str, int]:
     ]
     if len(active) == 1:
         found["active"] = active[0]
+    # The job templates (ganga_like.repository.templates), when there were any.
+    kept = sorted(
+        (holds(oid, "JobTemplate"), oid) for oid in loose if current[oid].klass in ID_MAPS
+    )
+    if kept and kept[-1][0] > 0:
+        found["templates"] = kept[-1][1]
+    counters = [oid for oid in loose if current[oid].klass == "TemplateIds"]
+    if len(counters) == 1:
+        found["template_ids"] = counters[0]
     return found
 
 

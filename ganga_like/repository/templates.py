@@ -1,7 +1,7 @@
 """The templates table: job templates by id, beside the jobs and apart from them.
 
 ``templates``     IdMap: template id -> JobTemplate
-``template_ids``  IdAllocator: the next free template id (ids are never reused)
+``template_ids``  TemplateIds: the next free template id (ids are never reused)
 
 Both are created by the first template added: a repository that never had one has
 neither (``ganga_like.repository.layout`` lists them as created on use). Templates are
@@ -16,10 +16,15 @@ from typing import Any
 from ganga_like.repository.registry import IdAllocator
 from ganga_like.repository.trees import IdMap
 
-__all__ = ["IDS_KEY", "TABLE_KEY", "TemplateTable"]
+__all__ = ["IDS_KEY", "TABLE_KEY", "TemplateIds", "TemplateTable"]
 
 TABLE_KEY = "templates"
 IDS_KEY = "template_ids"
+
+
+class TemplateIds(IdAllocator):
+    """The template id counter: a class of its own, so that recovery, which finds the
+    registry's tables in a file by their classes, never takes it for the job id counter."""
 
 
 class TemplateTable:
@@ -39,7 +44,7 @@ class TemplateTable:
             table = self.root[TABLE_KEY] = IdMap()
         ids = self.root.get(IDS_KEY)
         if ids is None:
-            ids = self.root[IDS_KEY] = IdAllocator()
+            ids = self.root[IDS_KEY] = TemplateIds()
         template_id: int = ids.allocate()
         template.__dict__["id"] = template_id
         template._p_changed = True
