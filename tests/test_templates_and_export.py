@@ -141,6 +141,10 @@ def test_a_removed_template_is_gone_and_its_id_is_not_reused(session: Session) -
         templates(t.id)
     assert JobTemplate().id == t.id + 1
     assert made.application.exe == "/bin/echo"  # jobs made of it stay
+    assert t.status == "removed"
+    with pytest.raises(TemplateError, match=r"^template 0 was removed: changing application.exe"):
+        t.application.exe = "/bin/cat"
+    assert Job(t).application.exe == "/bin/echo"  # still a description to copy
 
 
 def test_the_gpi_and_the_shell_have_the_new_names() -> None:
@@ -424,3 +428,36 @@ def test_recovery_of_a_lost_root_record_finds_the_templates_again(gangadir: Path
         assert JobTemplate().id == 2 and Job().id == 1  # neither counter starts again
     finally:
         close_session()
+
+
+def test_two_processes_sharing_a_gangadir_make_templates_at_once(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
+    env = {k: v for k, v in env_for.items() if k != "GANGA_REPOSITORY_MODE"}  # the default
+    script = tmp_path / "many.py"
+    script.write_text(
+        "import sys\nfor i in range(10):\n    JobTemplate(name=f'{sys.argv[1]}-{i}')\n"
+    )
+    command = [sys.executable, "-m", "ganga_like.cli", str(script)]
+    started = [
+        subprocess.Popen(
+            [*command, who], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for who in ("a", "b")
+    ]
+    for process in started:
+        _out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err
+    count = tmp_path / "count.py"
+    count.write_text(
+        "print('IDS', sorted(t.id for t in templates), len({t.name for t in templates}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", str(count)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"IDS {list(range(20))} 20" in result.stdout

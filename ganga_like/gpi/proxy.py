@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ZODB.broken import Broken
 
-from ganga_like.errors import BrokenObjectError, JobError, SchemaError
+from ganga_like.errors import BrokenObjectError, JobError, SchemaError, TemplateError
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import (
     Component,
@@ -28,6 +28,8 @@ from ganga_like.model.base import (
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.template import JobTemplate as TemplateImpl
+from ganga_like.repository.templates import TemplateTable
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -199,6 +201,11 @@ class GPIObject:
         resubmission will use them); a job's own name and comment change at any time."""
         job = self._root_job()
         if job is None:
+            top = self._root_impl()
+            if isinstance(top, TemplateImpl) and template_removed(top):
+                raise TemplateError(
+                    f"template {top.id} was removed: changing {self._path_to(name)} is not possible"
+                )
             return
         impl = object.__getattribute__(self, "_impl")
         if job_removed(job):
@@ -332,6 +339,13 @@ def job_removed(job: JobImpl) -> bool:
     if top._p_jar is None:
         return False  # never stored (an object being built): nothing to have removed
     return _session().registry().get(top.id) is not top
+
+
+def template_removed(template: TemplateImpl) -> bool:
+    """Whether a stored template is no longer in the repository's templates table."""
+    if template._p_jar is None:
+        return False  # never stored (being built)
+    return TemplateTable(_session().registry().root).get(template.id) is not template
 
 
 def removed_message(job: JobImpl, what: str) -> str:

@@ -15,7 +15,14 @@ from typing import Any
 
 from ganga_like.errors import TemplateError
 from ganga_like.gpi.job import JobSlice, _is_plugin
-from ganga_like.gpi.proxy import GPIObject, _session, register_proxy_class, schema_doc, wrap
+from ganga_like.gpi.proxy import (
+    GPIObject,
+    _session,
+    register_proxy_class,
+    schema_doc,
+    template_removed,
+    wrap,
+)
 from ganga_like.gpi.proxy import unwrap as unwrap_value
 from ganga_like.model.template import TEMPLATE_STATUS, copy_description, describes
 from ganga_like.model.template import JobTemplate as TemplateImpl
@@ -67,7 +74,8 @@ class JobTemplate(GPIObject):
 
     @property
     def status(self) -> str:
-        return TEMPLATE_STATUS
+        """'template'; 'removed' once removed from the repository."""
+        return "removed" if template_removed(self._template) else TEMPLATE_STATUS
 
     def submit(self, *args: Any, **kwargs: Any) -> bool:
         """A template is never submitted: ``Job(template).submit()`` runs a job made of it."""
