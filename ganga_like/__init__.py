@@ -25,6 +25,9 @@ from ganga_like.errors import (
     ConfigError as ConfigError,
 )
 from ganga_like.errors import (
+    ExportError as ExportError,
+)
+from ganga_like.errors import (
     GangaError as GangaError,
 )
 from ganga_like.errors import (
@@ -87,6 +90,7 @@ _CORE = [
     "BackendError",
     "BrokenObjectError",
     "ConfigError",
+    "ExportError",
     "GangaError",
     "Job",
     "JobError",

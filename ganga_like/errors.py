@@ -10,6 +10,7 @@ __all__ = [
     "BackendError",
     "BrokenObjectError",
     "ConfigError",
+    "ExportError",
     "GangaError",
     "IllegalTransitionError",
     "JobError",
@@ -51,8 +52,12 @@ class TemplateError(JobError):
 
 
 class LoadError(GangaError):
-    """A file given to ``load()`` is missing or holds something other than GPI objects
-    (the message names the file and line); nothing was created."""
+    """A file given to ``load()`` (or ``runfile()``) is missing, or holds something other
+    than GPI objects (the message names the file and line); nothing was created."""
+
+
+class ExportError(GangaError):
+    """``export()`` could not write its file; no file was left half written."""
 
 
 class PostProcessError(JobError):

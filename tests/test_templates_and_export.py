@@ -12,6 +12,7 @@ import pytest
 from ganga_like import (
     ArgSplitter,
     Executable,
+    ExportError,
     GangaError,
     Job,
     JobTemplate,
@@ -108,6 +109,19 @@ def test_a_job_made_from_a_template_or_a_job_is_new_and_shares_nothing(
     assert Job(bare).application is None  # the default is not put back
     with pytest.raises(SchemaError, match="did you mean 'name'"):
         Job(t, nmae="x")
+
+
+def test_a_job_made_from_a_subjob_is_top_level_without_the_masters_splitter(
+    session: Session,
+) -> None:
+    from ganga_like.gpi.proxy import wrap
+    from ganga_like.runtime.submission.splitting import build_subjobs
+
+    master = Job(t := _scan_template())
+    first, _second = build_subjobs(unwrap(master), [{}, {}])
+    copy = Job(wrap(first))
+    assert copy.splitter is None and copy.master is None and copy.status == "new"
+    assert copy.application == t.application and copy.inputfiles == t.inputfiles
 
 
 def test_templates_are_listed_selected_and_shown_like_jobs(session: Session) -> None:
@@ -209,6 +223,10 @@ MARKER = "ran.txt"
         ("Job(nmae='x')", "did you mean 'name'"),
         ("Job(application=Local())", "Job.application: expected"),
         ("Job(name='x'", "not GPI text"),
+        ("Executable(args=" + "[" * 40 + "]" * 40 + ")", "nested more than 32 deep"),
+        ("Executable(env={{([1],): 'x'}})", "cannot be a dict key"),
+        ("Job(application=Executable(exe=b'bytes'))", "not a str, number, bool or None"),
+        ("Job(name='x', name='y')", "'name' given twice"),
     ],
 )
 def test_load_refuses_anything_but_gpi_objects_and_creates_nothing(
@@ -234,8 +252,12 @@ def test_load_of_a_missing_file_and_export_of_a_non_gpi_value_are_one_line(
         load(tmp_path / "missing.txt")
     with pytest.raises(SchemaError, match="not a GPI object: 42"):
         export([42], tmp_path / "x.txt")
-    with pytest.raises(LoadError, match="cannot write"):
+    with pytest.raises(ExportError, match="cannot write"):
         export(Job(), tmp_path / "no-such-dir" / "x.txt")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ExportError, match="cannot write"):
+        export(Job(), tmp_path / "folder")
+    assert list((tmp_path / "folder").iterdir()) == []  # no temporary file left behind
     assert not (tmp_path / "x.txt").exists()
     (tmp_path / "empty.txt").write_text("# nothing\n")
     assert load(tmp_path / "empty.txt") == []

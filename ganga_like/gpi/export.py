@@ -21,6 +21,7 @@ created, so a file that would run code if evaluated runs nothing.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import os
 import tempfile
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ganga_like.errors import GangaError, LoadError, SchemaError
+from ganga_like.errors import ExportError, GangaError, LoadError, SchemaError
 from ganga_like.gpi import templates as _templates  # noqa: F401  (the Job and JobTemplate proxies)
 from ganga_like.gpi.proxy import GPIObject, _check_writable, _session, unwrap, wrap
 from ganga_like.model import plugin_registry
@@ -60,13 +61,17 @@ def export(objects: Any, path: str | os.PathLike[str]) -> bool:
     text = "\n\n".join([HEADER, *blocks]) + "\n"
     try:
         # Written beside the target and renamed: an export never leaves half a file.
-        with tempfile.NamedTemporaryFile(
-            "w", dir=target.parent, prefix=f".{target.name}.", delete=False, encoding="utf-8"
-        ) as out:
-            out.write(text)
-        os.replace(out.name, target)
+        fd, written = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     except OSError as exc:
-        raise LoadError(f"export: cannot write {target}: {exc.strerror or exc}") from None
+        raise ExportError(f"export: cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(written, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(written)
+        raise ExportError(f"export: cannot write {target}: {exc.strerror or exc}") from None
     return True
 
 
@@ -236,8 +241,8 @@ def _call(node: ast.Call) -> GangaObject:
         for name in values:
             _check_writable(cls, name)
         return cls(**values)
-    except GangaError as exc:
-        raise _Refused(node, str(exc)) from None
+    except (GangaError, TypeError, ValueError) as exc:
+        raise _Refused(node, " ".join(str(exc).split())) from None
 
 
 def _class(name: ast.Name) -> type[GangaObject]:
@@ -291,7 +296,11 @@ def _literal(node: ast.expr) -> Any:
 
 def _hashable(node: ast.expr) -> Any:
     key = _literal(node)
-    if isinstance(key, list | dict | GangaObject):
+    try:
+        hash(key)
+    except TypeError:
+        raise _Refused(node, f"{_shown(node)} cannot be a dict key") from None
+    if isinstance(key, GangaObject):
         raise _Refused(node, f"{_shown(node)} cannot be a dict key")
     return key
 
