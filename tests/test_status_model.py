@@ -22,7 +22,14 @@ def test_every_status_has_a_row_in_the_transition_table() -> None:
 
 
 def test_final_flags_and_order() -> None:
-    assert [s for s in Status if s.final] == [Status.COMPLETED, Status.FAILED, Status.KILLED]
+    assert [s for s in Status if s.final] == [
+        Status.COMPLETED,
+        Status.FAILED,
+        Status.KILLED,
+        Status.COMPLETED_FROZEN,
+        Status.FAILED_FROZEN,
+    ]
+    assert [s for s in Status if s.frozen] == [Status.COMPLETED_FROZEN, Status.FAILED_FROZEN]
     assert Status.NEW.order < Status.SUBMITTED.order < Status.RUNNING.order
     assert Status.RUNNING.order < Status.COMPLETING.order < Status.COMPLETED.order
 

@@ -31,4 +31,6 @@ DEFAULT_STATUS_COLOURS = {
     "completed": "bright_blue",
     "failed": "red",
     "killed": "magenta",
+    "completed_frozen": "blue",
+    "failed_frozen": "bright_red",
 }

@@ -27,6 +27,8 @@ _SHORT = {
     Status.NEW: "new",
     Status.SUBMITTING: "subm",
     Status.COMPLETING: "cmpl",
+    Status.COMPLETED_FROZEN: "cfrz",
+    Status.FAILED_FROZEN: "ffrz",
 }
 
 

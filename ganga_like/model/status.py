@@ -3,6 +3,11 @@
 The order is PSI/J's partial order: a state's ``order`` says how far along a job is, so
 ``wait(until=RUNNING)`` is satisfied by ``COMPLETED``. Final states end a job's run;
 resubmission leaves them again through the table.
+
+The frozen states (``completed_frozen``, ``failed_frozen``) are final states a user puts a
+finished job or subjob in to say "this result stands": a master's derived status ignores
+its frozen subjobs, and a master's resubmission never picks them. Only ``unfreeze`` leaves
+them, back to the state the job had.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ __all__ = [
     "TRANSITIONS",
     "Status",
     "check_transition",
+    "freezing",
     "master_status",
     "master_status_order",
     "path_to",
@@ -36,6 +42,8 @@ class Status(enum.Enum):
     COMPLETED = ("completed", 5, True)
     FAILED = ("failed", 5, True)
     KILLED = ("killed", 5, True)
+    COMPLETED_FROZEN = ("completed_frozen", 5, True)
+    FAILED_FROZEN = ("failed_frozen", 5, True)
 
     def __init__(self, label: str, order: int, final: bool) -> None:
         self.label = label
@@ -63,6 +71,11 @@ class Status(enum.Enum):
         """True while a backend is responsible for the job (it must be monitored)."""
         return self in (Status.SUBMITTED, Status.RUNNING, Status.COMPLETING)
 
+    @property
+    def frozen(self) -> bool:
+        """True for the states only ``unfreeze`` leaves (ignored by a master's status)."""
+        return self in (Status.COMPLETED_FROZEN, Status.FAILED_FROZEN)
+
     def reached(self, target: Status) -> bool:
         """True when a job in this state has reached or passed ``target``.
 
@@ -77,6 +90,19 @@ _BY_LABEL = {s.label: s for s in Status}
 
 _FINAL = (Status.COMPLETED, Status.FAILED, Status.KILLED)
 
+# What freezing a finished job makes of it: a killed job did not complete either.
+_FREEZING = {
+    Status.COMPLETED: Status.COMPLETED_FROZEN,
+    Status.FAILED: Status.FAILED_FROZEN,
+    Status.KILLED: Status.FAILED_FROZEN,
+}
+
+
+def freezing(status: Status) -> Status | None:
+    """The frozen state a job in ``status`` is frozen to; None when it cannot be frozen."""
+    return _FREEZING.get(status)
+
+
 # The one transition table. Keys are the current state, values the states it may move to.
 # Monitoring moves forward; user actions (kill, resubmit, force_status, rollback) are here
 # too so that nothing else in the code decides what is legal.
@@ -88,9 +114,14 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.COMPLETING: frozenset(_FINAL),
     # Leaving a final state: resubmission goes back through submitting; force_status may
     # flip one final state into another.
-    Status.COMPLETED: frozenset({Status.SUBMITTING, Status.FAILED}),
-    Status.FAILED: frozenset({Status.SUBMITTING, Status.COMPLETED}),
-    Status.KILLED: frozenset({Status.SUBMITTING, Status.FAILED, Status.COMPLETED}),
+    # Freezing (a user's action) and unfreezing, back to the state frozen.
+    Status.COMPLETED: frozenset({Status.SUBMITTING, Status.FAILED, Status.COMPLETED_FROZEN}),
+    Status.FAILED: frozenset({Status.SUBMITTING, Status.COMPLETED, Status.FAILED_FROZEN}),
+    Status.KILLED: frozenset(
+        {Status.SUBMITTING, Status.FAILED, Status.COMPLETED, Status.FAILED_FROZEN}
+    ),
+    Status.COMPLETED_FROZEN: frozenset({Status.COMPLETED}),
+    Status.FAILED_FROZEN: frozenset({Status.FAILED, Status.KILLED}),
 }
 
 # The path a job takes when every step is observed; used to fill in missed states.
@@ -172,15 +203,24 @@ def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None
     new; else any failed -> failed; else any completed -> completed; else killed. A master
     with no subjob counted is new.
 
+    Frozen subjobs are left out: a master whose other subjobs all completed is completed
+    whatever its frozen ones ended as. A master whose subjobs are all frozen is completed
+    if one of them completed, else failed.
+
     The "new" rule is this project's addition: the design leaves subjobs whose submission
     failed (or never happened: a submitting process killed part way) ``new``, and says
     nothing of the master once the others have finished. Calling it completed or failed
     would hide work that never ran; ``new`` says what is true (part of it was never
     submitted) and what to do (``submit()`` runs exactly those subjobs).
     """
-    present = {status for status, n in counts if n > 0}
+    counted = {status for status, n in counts if n > 0}
+    present = {status for status in counted if not status.frozen}
     if not present:
-        return Status.NEW
+        if not counted:
+            return Status.NEW
+        if Status.COMPLETED_FROZEN in counted:
+            return Status.COMPLETED
+        return Status.FAILED
     first, second = (_RUNNING, Status.RUNNING), (_WAITING, Status.SUBMITTED)
     if (order or _master_order) == "submitted_first":
         first, second = second, first

@@ -47,6 +47,8 @@ SHORT = {
     "new": "new",
     "submitting": "subm",
     "completing": "cmpl",
+    "completed_frozen": "cfrz",
+    "failed_frozen": "ffrz",
 }
 
 
