@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import fnmatch
 import inspect
 import time
@@ -30,8 +29,9 @@ from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.model.template import copy_description, describes
+from ganga_like.model.times import JobTimes
 from ganga_like.runtime import postprocessing
-from ganga_like.runtime.submission import actions
+from ganga_like.runtime.submission import actions, lifecycle
 
 __all__ = ["Job", "JobRegistry", "JobSlice", "SubjobSlice", "jobs"]
 
@@ -104,9 +104,11 @@ class Job(GPIObject):
         return SubjobSlice(self._job)
 
     @property
-    def time(self) -> dict[str, _dt.datetime]:
-        """When each status was reached."""
-        return {k: _dt.datetime.fromtimestamp(v) for k, v in self._job.time.items()}
+    def time(self) -> JobTimes:
+        """When each status was reached: ``time.submitted``, ``time.runtime()``,
+        ``time.details()``; also a mapping, ``time["running"]``."""
+        _session().refresh()
+        return self._job.times()
 
     @property
     def info(self) -> dict[str, Any]:
@@ -164,6 +166,20 @@ class Job(GPIObject):
     def remove(self) -> bool:
         """Remove the job, its subjobs and its workspace (running ones are killed first)."""
         return actions.remove(_session(), self._live("remove()"))
+
+    def freeze(self) -> bool:
+        """Settle a finished job or subjob: completed -> completed_frozen, failed or
+        killed -> failed_frozen. A master's status and resubmit() ignore frozen subjobs."""
+        return lifecycle.freeze(_session(), self._live("freeze()"))
+
+    def unfreeze(self) -> bool:
+        """A frozen job or subjob back to the state it was frozen in."""
+        return lifecycle.unfreeze(_session(), self._live("unfreeze()"))
+
+    def resplit(self, splitter: Any) -> bool:
+        """Split this finished subjob again with ``splitter``: the pieces run as new
+        subjobs of the same master (the next ids), and this subjob is frozen."""
+        return lifecycle.resplit(_session(), self._live("resplit()"), unwrap(splitter))
 
     def copy(self) -> Job:
         """A new job with the same description (also for a subjob: a new top-level job)."""
@@ -424,6 +440,13 @@ class JobSlice:
 
     def remove(self, keep_going: bool = True) -> list[str]:
         return self._bulk(lambda j: actions.remove(_session(), j), keep_going, "removing")
+
+    def freeze(self, keep_going: bool = True) -> list[str]:
+        """Freeze every job (see Job.freeze); with keep_going, errors are returned."""
+        return self._bulk(lambda j: lifecycle.freeze(_session(), j), keep_going, "freezing")
+
+    def unfreeze(self, keep_going: bool = True) -> list[str]:
+        return self._bulk(lambda j: lifecycle.unfreeze(_session(), j), keep_going, "unfreezing")
 
     def copy(self, keep_going: bool = True) -> JobSlice:
         copies = []

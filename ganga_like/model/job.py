@@ -20,7 +20,8 @@ from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.history import make_entry
-from ganga_like.model.status import Status, check_transition
+from ganga_like.model.status import Status, check_transition, freezing
+from ganga_like.model.times import ENDED, JobTimes, end_of_run
 
 __all__ = ["Job"]
 
@@ -135,6 +136,19 @@ class Job(GangaObject):
     # Postprocessing of the current run (see ganga_like.runtime.postprocessing): None, or
     # (state, attempts, reason, written paths) with state "pending", "done" or "failed".
     _postprocessing: tuple[str, int, str, tuple[str, ...]] | None = None
+    # When the job was created (unix time); None for a subjob (made by its submission, so
+    # its first logged change says when) and for jobs stored before this was recorded.
+    _created: float | None = None
+
+    def __init__(self, **attributes: Any) -> None:
+        super().__init__(**attributes)
+        self._created = _time.time()
+
+    def _copy(self) -> Job:
+        clone = super()._copy()
+        assert isinstance(clone, Job)
+        clone._created = _time.time()  # a copy is a new job
+        return clone
 
     # -- identity --------------------------------------------------------------------
 
@@ -211,7 +225,9 @@ class Job(GangaObject):
         master = self._master
         if master is not None and master._counter is not None:
             master._counter.move(old, new)
-            if new.final and old is not Status.SUBMITTING:
+            # A run ends once: leaving one final state for another (freezing, forcing)
+            # adds no running time.
+            if new.final and not old.final and old is not Status.SUBMITTING:
                 started = self.time.get(Status.RUNNING.label)
                 if started is not None and when > started:
                     master._counter.run_seconds += when - started
@@ -224,10 +240,118 @@ class Job(GangaObject):
             if job is not None and state is not None and state[0] != "pending":
                 job._postprocessing = ("", 0, "", state[3])
 
+    def freeze(self, cause: str = "user: freeze") -> None:
+        """Completed -> completed_frozen, failed or killed -> failed_frozen."""
+        status = Status.parse(self.status)
+        if self._subjobs:
+            raise JobError(f"job {self.fqid} is a master: freeze its subjobs, not the master")
+        if status.frozen:
+            raise JobError(f"job {self.fqid} is {status} already")
+        frozen = freezing(status)
+        if frozen is None:
+            raise JobError(
+                f"job {self.fqid} is {status}: only a completed, failed or killed job can be frozen"
+            )
+        if self.postprocessing_pending():
+            raise JobError(f"job {self.fqid}: its postprocessing is under way; freeze it after")
+        self.change_status(frozen, cause)
+
+    def unfreeze(self, cause: str = "user: unfreeze") -> None:
+        """A frozen job goes back to the state it was frozen in."""
+        status = Status.parse(self.status)
+        if not status.frozen:
+            raise JobError(f"job {self.fqid} is {status}: only a frozen job can be unfrozen")
+        self.change_status(self.frozen_from(), cause)
+
+    def frozen_from(self) -> Status:
+        """The state a frozen job was frozen in (its log says; killed or failed for
+        failed_frozen)."""
+        status = Status.parse(self.status)
+        for _when, old, new, _cause in reversed(self.history):
+            if new == status.label and old != new:
+                return Status.parse(old)
+        return Status.COMPLETED if status is Status.COMPLETED_FROZEN else Status.FAILED
+
     @property
     def time(self) -> dict[str, float]:
-        """When each status was last reached (unix time by status name), from the log."""
-        return {entry[2]: entry[0] for entry in self.history if entry[1] != entry[2]}
+        """When each status was last reached (unix time by status name), from the log;
+        ``new`` is when the job was created (a subjob: when its submission made it)."""
+        history = self.history
+        created = self._created
+        if created is None and history:
+            created = history[0][0]
+        times = {} if created is None else {Status.NEW.label: created}
+        for when, old, new, _cause in history:
+            if old != new and new != Status.NEW.label:
+                times[new] = when
+        return times
+
+    def times(self) -> JobTimes:
+        """The times of its states (``j.time`` in the GPI); a master's come from its
+        subjobs too, which are read."""
+        stamps = self.time
+        if not self._subjobs:
+            queued, started, ended = self._latest_run()
+            return JobTimes(self.fqid, stamps, queued=queued, started=started, ended=ended)
+        ranges: dict[str, tuple[float, float]] = {}
+        ends: list[float] = []
+        for sj in self.iter_subjobs():
+            own = sj.time
+            for label, when in own.items():
+                first, last = ranges.get(label, (when, when))
+                ranges[label] = (min(first, when), max(last, when))
+            end = end_of_run(own) if Status.parse(sj.status).final else None
+            if end is not None:
+                ends.append(end)
+        # The master's run spans its subjobs' runs: from the first start to the last end.
+        started = ranges.get(Status.RUNNING.label, (None, None))[0]
+        final = self._run_end_label(self.current_status())
+        ended = max(ends) if final is not None and ends else None
+        if started is not None:
+            stamps[Status.RUNNING.label] = started
+        if final is not None and ended is not None:
+            stamps[final] = ended
+        queued = next(
+            (when for when, old, new, _c in self.history if old == "new" and new != old), None
+        )
+        return JobTimes(
+            self.fqid,
+            stamps,
+            queued=queued,
+            started=started,
+            ended=ended,
+            subjobs=ranges,
+            subjob_count=self.subjob_count(),
+        )
+
+    def _run_end_label(self, status: Status) -> str | None:
+        """The run-ending state ``status`` stands for: itself, or the one a frozen job was
+        frozen in; None while the job is not final."""
+        if status.frozen:
+            return self.frozen_from().label
+        return status.label if status.label in ENDED else None
+
+    def _latest_run(self) -> tuple[float | None, float | None, float | None]:
+        """(submitted, running, ended) of the latest run, read in log order from its
+        start (the last time the job left new or a final state): times reported by a
+        backend and times recorded by a session need not be in clock order."""
+        history = self.history
+        start = 0
+        for index, (_when, old, new, _cause) in enumerate(history):
+            left = old == Status.NEW.label or Status.parse(old).final
+            if old != new and left and new in (Status.SUBMITTING.label, Status.SUBMITTED.label):
+                start = index
+        queued = started = ended = None
+        for when, old, new, _cause in history[start:]:
+            if old == new:
+                continue
+            if new == Status.SUBMITTED.label:
+                queued = when
+            elif new == Status.RUNNING.label:
+                started = when
+            elif new in ENDED and ended is None:
+                ended = when
+        return queued, started, ended
 
     def log_event(self, cause: str, when: float | None = None) -> None:
         """An event-log entry that is not a status change (a master's resubmit, a kill...)."""
@@ -307,7 +431,7 @@ class Job(GangaObject):
         started, status = times.get(Status.RUNNING.label), Status.parse(self.status)
         if started is None:
             return 0.0
-        end = times.get(status.label) if status.final else _time.time()
+        end = end_of_run(times) if status.final else _time.time()
         return max(0.0, (end or started) - started)
 
     def counts(self) -> dict[Status, int]:

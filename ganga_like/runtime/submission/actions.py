@@ -461,6 +461,8 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
             raise JobError(f"job {job.fqid}: no failed or killed subjob to resubmit{why}")
     else:
         status = job.current_status()
+        if status.frozen:
+            raise JobError(f"job {job.fqid} is {status}: unfreeze() it to resubmit it")
         allowed = {*_RESUBMITTABLE, Status.COMPLETED}
         if job.master is not None:
             allowed.add(Status.NEW)  # a subjob whose submission failed
@@ -635,6 +637,9 @@ def force_status(session: Session, job: Job, status: str) -> bool:
     jobs = list(job.iter_subjobs()) if job.is_master else [job]
     if job.current_status() in (Status.NEW, Status.SUBMITTING):
         raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")
+    if job.current_status().frozen:
+        raise JobError(f"job {job.fqid} is {job.current_status()}: unfreeze() it first")
+    jobs = [j for j in jobs if not Status.parse(j.status).frozen]  # frozen results stand
     active = [j for j in jobs if Status.parse(j.status).active]
     if active:
         try:

@@ -19,16 +19,26 @@ __all__ = ["build_subjobs"]
 _DERIVED = frozenset({"time"})
 
 
-def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
-    """One subjob per variation, ids 0..N-1, every varied value validated."""
+def build_subjobs(
+    master: Job,
+    variations: list[dict[str, Any]],
+    *,
+    origin: Job | None = None,
+    first_id: int = 0,
+) -> list[Job]:
+    """One subjob of ``master`` per variation, ids first_id.., every varied value validated.
+
+    ``origin`` is the job the subjobs are made from, the master itself unless a subjob is
+    split again (``resplit``): then its pieces take its description and join its master."""
     subjobs = []
-    source = master.stored()
+    origin = master if origin is None else origin
+    source = origin.stored()
     parts = job_parts()
     copied, shared_names = parts.subjob_copied, parts.subjob_shared
     # What no splitter may set: what a job records of its own runs.
     fixed = parts.protected | _DERIVED
     for index, variation in enumerate(variations):
-        sj = Job.new_subjob(master, index)
+        sj = Job.new_subjob(master, first_id + index)
         d = sj.__dict__
         d["submit_count"] = 1  # subjobs are created by a submission
         for name in copied:
@@ -42,7 +52,7 @@ def build_subjobs(master: Job, variations: list[dict[str, Any]]) -> list[Job]:
                 d[name] = source[name]
         for path, value in variation.items():
             try:
-                _apply(sj, master, path, value, fixed)
+                _apply(sj, origin, path, value, fixed)
             except GangaError as exc:
                 raise JobError(f"splitter: subjob {index}: {exc}") from None
         subjobs.append(sj)

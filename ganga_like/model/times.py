@@ -1,0 +1,146 @@
+"""When a job reached each of its states: ``j.time.submitted``, ``j.time.runtime()``.
+
+Built from the event log when asked (nothing more is stored than the log and a job's
+creation time). A status reached several times (a resubmitted job) counts its latest
+arrival, except ``new``, which is when the job was created. For a master, ``running`` is
+when its first subjob started and its final state's time is when its last subjob ended;
+``details()`` adds the range of each state over its subjobs.
+
+It reads as a mapping too (``j.time["running"]``, ``set(j.time)``), by status label.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Iterator, Mapping
+
+__all__ = ["ENDED", "JobTimes", "TimeTable", "end_of_run"]
+
+# The states a run ends in (frozen states are a user's decision about a run that ended).
+ENDED = ("completed", "failed", "killed")
+
+# The states a table of times shows, in the order a job reaches them.
+_ORDER = (
+    "new",
+    "submitting",
+    "submitted",
+    "running",
+    "completing",
+    "completed",
+    "failed",
+    "killed",
+    "completed_frozen",
+    "failed_frozen",
+)
+
+
+def end_of_run(stamps: Mapping[str, float]) -> float | None:
+    """When the latest run ended: the latest time a run-ending state was reached."""
+    ends = [stamps[label] for label in ENDED if label in stamps]
+    return max(ends) if ends else None
+
+
+def _when(stamp: float | None) -> _dt.datetime | None:
+    return None if stamp is None else _dt.datetime.fromtimestamp(stamp)
+
+
+def _shown(stamp: float | None) -> str:
+    when = _when(stamp)
+    return "-" if when is None else when.isoformat(sep=" ", timespec="milliseconds")
+
+
+class TimeTable(str):
+    """A table as text that shows as itself (not quoted) in a shell or notebook."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+class JobTimes(Mapping[str, _dt.datetime]):
+    """The times of one job's states (local time, naive datetimes as ``fromtimestamp``).
+
+    ``stamps``: unix time by status label. ``started``/``ended``: when the latest run (a
+    master: the first of its subjobs) started running and when it (the last of them)
+    ended; ``queued``: when that run was submitted. ``subjobs``: for a master, the
+    (first, last) unix time of each state over its subjobs.
+    """
+
+    def __init__(
+        self,
+        fqid: str,
+        stamps: Mapping[str, float],
+        *,
+        queued: float | None = None,
+        started: float | None = None,
+        ended: float | None = None,
+        subjobs: Mapping[str, tuple[float, float]] | None = None,
+        subjob_count: int = 0,
+    ) -> None:
+        self._fqid = fqid
+        self._stamps = dict(stamps)
+        self._queued, self._started, self._ended = queued, started, ended
+        self._subjobs = dict(subjobs) if subjobs is not None else None
+        self._count = subjob_count
+
+    # -- the mapping: status label -> datetime ------------------------------------------
+
+    def __getitem__(self, label: str) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(self._stamps[label])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._stamps, key=self._stamps.__getitem__))
+
+    def __len__(self) -> int:
+        return len(self._stamps)
+
+    # -- attributes: j.time.submitted ---------------------------------------------------
+
+    def __getattr__(self, name: str) -> _dt.datetime | None:
+        if name in _ORDER:
+            return _when(self._stamps.get(name))
+        known = ", ".join(_ORDER)
+        raise AttributeError(f"job times have no {name!r}; they are: {known}")
+
+    def __dir__(self) -> Iterable[str]:
+        return [*super().__dir__(), *_ORDER]
+
+    # -- durations -----------------------------------------------------------------------
+
+    def runtime(self) -> _dt.timedelta | None:
+        """How long the latest run took, from running to its final state (a master: its
+        first subjob's start to its last subjob's end); None until it has ended."""
+        started, ended = self._started, self._ended
+        if started is None or ended is None:
+            return None
+        return _dt.timedelta(seconds=max(0.0, ended - started))
+
+    def waittime(self) -> _dt.timedelta | None:
+        """How long the latest run waited, from submitted to running; None until it ran.
+
+        A backend may report a start a moment before the submission was recorded: that
+        counts as no wait, never as a negative one."""
+        queued, started = self._queued, self._started
+        if queued is None or started is None:
+            return None
+        return _dt.timedelta(seconds=max(0.0, started - queued))
+
+    def details(self) -> TimeTable:
+        """Every time as a table (for a master, also the range over its subjobs)."""
+        labels = [label for label in _ORDER if label in self._stamps]
+        lines = [f"job {self._fqid}"]
+        lines.extend(f"  {label:<17} {_shown(self._stamps[label])}" for label in labels)
+        for name, value in (("runtime", self.runtime()), ("waittime", self.waittime())):
+            lines.append(f"  {name:<17} {'-' if value is None else value}")
+        if self._subjobs is not None:
+            head = f"subjobs ({self._count})"
+            lines.append(f"{head:<20}{'first':<23}  last")
+            for label in _ORDER:
+                if label in self._subjobs:
+                    first, last = self._subjobs[label]
+                    lines.append(f"  {label:<17} {_shown(first):<23}  {_shown(last)}")
+        return TimeTable("\n".join(lines))
+
+    def __repr__(self) -> str:
+        return str(self.details())
