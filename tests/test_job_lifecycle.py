@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ganga_like import ArgSplitter, Executable, GenericSplitter, Job, Local, jobs
+from ganga_like import ArgSplitter, Executable, GenericSplitter, Job, Local, TextMerger, jobs
 from ganga_like.errors import GangaError, IllegalTransitionError, JobError
 from ganga_like.gpi.display import _SHORT
 from ganga_like.gpi.proxy import unwrap
@@ -172,6 +172,36 @@ def test_resplitting_an_active_subjob_a_master_or_with_no_splitter_is_refused(
         assert j.subjobs[1].status == "completed"  # nor frozen
     finally:
         j.kill()
+
+
+def merged_job(*scripts: str) -> Job:
+    j = Job(
+        application=Executable(exe="sh"),
+        splitter=ArgSplitter(args=[["-c", script] for script in scripts]),
+        postprocessors=[TextMerger(files=["stdout"])],
+    )
+    j.submit()
+    return j
+
+
+def test_freezing_the_failed_subjob_merges_the_others_outputs(session: Session) -> None:
+    j = finished(merged_job("echo a", "echo b; exit 3"), "failed")
+    j.subjobs[1].freeze()
+    assert j.wait(timeout=120) == "completed"  # once its mergers have run
+    merged = (j.outputdir / "stdout").read_text()
+    assert f"subjob {j.id}.0" in merged and "a\n" in merged
+    assert f"subjob {j.id}.1" not in merged and "b\n" not in merged
+
+
+def test_the_mergers_of_a_resplit_master_take_the_pieces_not_the_frozen_subjob(
+    session: Session,
+) -> None:
+    j = finished(merged_job("echo a", "echo b; exit 3"), "failed")
+    j.subjobs[1].resplit(ArgSplitter(args=[["-c", "echo c"], ["-c", "echo d"]]))
+    assert j.wait(timeout=120) == "completed"
+    merged = (j.outputdir / "stdout").read_text()
+    headers = [line for line in merged.splitlines() if line.startswith("# ==>")]
+    assert [h.split()[3] for h in headers] == [f"{j.id}.{i}:" for i in (0, 2, 3)]
 
 
 # -- bad input ---------------------------------------------------------------------------

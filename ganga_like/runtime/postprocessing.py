@@ -97,8 +97,12 @@ class Outcome:
 
 
 def _targets(job: Job) -> list[Job]:
-    """What checkers look at: each subjob, or the job itself when it was not split."""
-    return list(job.iter_subjobs()) if job.is_master else [job]
+    """What mergers and checkers look at: each subjob (a frozen one's result stands as it
+    is, and a resplit one's work was done again by its pieces), or the job itself when it
+    was not split."""
+    if not job.is_master:
+        return [job]
+    return [sj for sj in job.iter_subjobs() if not Status.parse(sj.status).frozen]
 
 
 def _read_metadata(path: Path) -> dict[str, Any] | None:
@@ -142,7 +146,7 @@ def run_postprocessors(
         (pp for pp in job.postprocessors if isinstance(pp, IPostProcessor)),
         key=lambda pp: POSTPROCESSOR_KINDS.index(pp.kind),
     )
-    subjobs = list(job.iter_subjobs())
+    subjobs = _targets(job) if job.is_master else []
     for pp in ordered:
         if pp.kind != "merger":
             continue

@@ -8,11 +8,13 @@ ids) and are submitted at once, while the subjob itself is frozen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ganga_like.errors import GangaError, JobError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission.actions import _record, _run_again, check_not_broken
 from ganga_like.runtime.submission.splitting import build_subjobs
 
@@ -27,15 +29,32 @@ _RESPLITTABLE = (Status.COMPLETED, Status.FAILED, Status.KILLED)
 def freeze(session: Session, job: Job) -> bool:
     """Completed -> completed_frozen; failed or killed -> failed_frozen."""
     check_not_broken(job, "freeze")
-    _record(session, job.master or job, job.freeze, f"freezing job {job.fqid}")
+    _settle(session, job, job.freeze, f"freezing job {job.fqid}")
     return True
 
 
 def unfreeze(session: Session, job: Job) -> bool:
     """A frozen job or subjob back to the state it was frozen in."""
     check_not_broken(job, "unfreeze")
-    _record(session, job.master or job, job.unfreeze, f"unfreezing job {job.fqid}")
+    _settle(session, job, job.unfreeze, f"unfreezing job {job.fqid}")
     return True
+
+
+def _settle(session: Session, job: Job, change: Callable[[], None], what: str) -> None:
+    """Make ``change`` to ``job``; a master it makes completed is postprocessed (by the
+    monitor, as when its last subjob completes): its mergers see the subjobs that count."""
+    top = job.master or job
+
+    def record() -> None:
+        before = top.current_status()
+        change()
+        now = top.current_status()
+        if top.is_master and before is not now is Status.COMPLETED and top.postprocessors:
+            top._forget_postprocessing()
+            postprocessing.note_completed(session.repo.registry(), top)
+
+    _record(session, top, record, what)
+    session.poke_monitor()
 
 
 def resplit(session: Session, job: Job, splitter: Any) -> bool:
