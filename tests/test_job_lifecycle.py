@@ -324,15 +324,42 @@ def test_a_fresh_process_sees_frozen_states_resplit_subjobs_and_times(
     assert seen["subjobs"] == ["completed_frozen", "failed_frozen", "completed"]
     assert seen["new"] == created.isoformat()
     assert seen["runtime"] >= 0 and seen["completed"] == [j.id]
-    table = subprocess.run(
-        [sys.executable, "-m", "ganga_like.cli", "jobs", "subjobs.failed_frozen=1"],
-        env=env_for,
+    table = ganga(["jobs", "subjobs.failed_frozen=1"], env_for)
+    assert table.returncode == 0, table.stderr
+    assert "cfrz:1" in table.stdout and "ffrz:1" in table.stdout
+
+
+def ganga(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ganga_like.cli", *args],
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert table.returncode == 0, table.stderr
-    assert "cfrz:1" in table.stdout and "ffrz:1" in table.stdout
+
+
+def test_ganga_freeze_and_unfreeze_act_on_the_subjobs_named(
+    session: Session, env_for: dict[str, str]
+) -> None:
+    j = finished(exits(0, 3), "failed")
+    fresh = Job(application=Executable(exe="true"))
+    close_session()
+
+    frozen = ganga(["freeze", "--yes", f"{j.id}.1"], env_for)
+    assert frozen.returncode == 0, frozen.stderr
+    assert "freeze: 1 of 1 job(s) done" in frozen.stdout
+    assert "ffrz:1" in ganga(["jobs", str(j.id)], env_for).stdout
+    assert ganga(["jobs", "status=completed"], env_for).stdout.startswith("jobs: 1\n")
+
+    refused = ganga(["freeze", "--yes", str(fresh.id)], env_for)
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        f"ganga: job {fresh.id} is new: only a completed, failed or killed job can be frozen"
+    ]
+    thawed = ganga(["unfreeze", "--yes", f"{j.id}.1"], env_for)
+    assert thawed.returncode == 0, thawed.stderr
+    assert ganga(["jobs", "status=failed"], env_for).stdout.startswith("jobs: 1\n")
 
 
 # -- the status model, for any counts ----------------------------------------------------

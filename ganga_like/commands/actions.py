@@ -1,4 +1,4 @@
-"""Subcommands that act on jobs: kill, resubmit, remove.
+"""Subcommands that act on jobs: kill, resubmit, remove, freeze, unfreeze.
 
 They act on exactly the jobs named: bare ids (``ganga kill 3 4.1``) or the jobs a query
 selects (``ganga kill 'status=running'``). A query that selects every job in the
@@ -27,8 +27,16 @@ from ganga_like.errors import GangaError
 from ganga_like.model.job import Job
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.submission import actions as job_actions
+from ganga_like.runtime.submission import lifecycle
 
-__all__ = ["first_ids", "kill_parser", "remove_parser", "resubmit_parser"]
+__all__ = [
+    "first_ids",
+    "freeze_parser",
+    "kill_parser",
+    "remove_parser",
+    "resubmit_parser",
+    "unfreeze_parser",
+]
 
 Action = Callable[[Session, Job], object]
 SHOWN = 10  # ids listed in a confirmation or a refusal
@@ -64,6 +72,14 @@ def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
 
 def remove_parser(parser: argparse.ArgumentParser) -> Any:
     return _parser(parser, "remove", job_actions.remove)
+
+
+def freeze_parser(parser: argparse.ArgumentParser) -> Any:
+    return _parser(parser, "freeze", lifecycle.freeze)
+
+
+def unfreeze_parser(parser: argparse.ArgumentParser) -> Any:
+    return _parser(parser, "unfreeze", lifecycle.unfreeze)
 
 
 def first_ids(found: list[Job]) -> str:

@@ -58,6 +58,14 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         _builder("actions", "resubmit_parser"),
     ),
     "remove": ("remove the jobs named by ids or a query", _builder("actions", "remove_parser")),
+    "freeze": (
+        "freeze the finished jobs or subjobs named by ids or a query",
+        _builder("actions", "freeze_parser"),
+    ),
+    "unfreeze": (
+        "unfreeze the frozen jobs or subjobs named by ids or a query",
+        _builder("actions", "unfreeze_parser"),
+    ),
     "export": ("write a job's definition as JSON", _builder("transfer", "export_parser")),
     "import": ("create a new job from a JSON definition", _builder("transfer", "import_parser")),
     "monitor": (
