@@ -52,6 +52,7 @@ class Job(GangaObject):
         "postprocessors",
         "metadata",
         "_postprocessing",
+        "_created",
     )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "id": traitlets.Int(
