@@ -111,6 +111,18 @@ def test_a_killed_job_freezes_as_failed_and_unfreezes_as_killed(session: Session
     assert jobs.query("status=failed_frozen").ids() == []
 
 
+def test_slices_freeze_and_unfreeze_in_bulk_collecting_the_refusals(session: Session) -> None:
+    j = finished(exits(3, 0, 3), "failed")
+    assert j.subjobs.select(status="failed").freeze() == []
+    assert [s.status for s in j.subjobs] == ["failed_frozen", "completed", "failed_frozen"]
+    assert j.status == "completed"
+    errors = j.subjobs.unfreeze()
+    assert errors == [f"{j.id}.1: job {j.id}.1 is completed: only a frozen job can be unfrozen"]
+    assert [s.status for s in j.subjobs] == ["failed", "completed", "failed"]
+    with pytest.raises(JobError, match="only a frozen job"):
+        j.subjobs.unfreeze(keep_going=False)
+
+
 def test_force_status_of_a_master_leaves_its_frozen_subjobs_as_they_are(session: Session) -> None:
     j = finished(exits(3, 3), "failed")
     j.subjobs[0].freeze()
