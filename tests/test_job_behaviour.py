@@ -122,13 +122,13 @@ def test_lists_inside_lists_change_through_the_list_proxy_and_are_validated(
 ) -> None:
     k = Job(splitter=ArgSplitter(args=[["1"], ["2"]]))
     k.splitter.args[0].append("z")
-    k.splitter.args[1][0] = 7
-    assert k.splitter.args == [["1", "z"], ["7"]]
+    k.splitter.args[1][0] = 7  # kept as given: the application decides (Executable: "7")
+    assert k.splitter.args == [["1", "z"], [7]]
     with pytest.raises(SchemaError, match=r"ArgSplitter\.args"):
         k.splitter.args[0].append(object())
-    assert k.splitter.args == [["1", "z"], ["7"]]
+    assert k.splitter.args == [["1", "z"], [7]]
     conn, stored = _stored_job(session, k.id)
-    assert stored.splitter.args == (("1", "z"), ("7",))
+    assert stored.splitter.args == (("1", "z"), (7,))
     conn.close()
 
 

@@ -429,7 +429,8 @@ def _preview_pairs(ctx: SubmitContext, job: Job) -> list[tuple[Job, RunSpec]]:
         targets = []
     pairs: list[tuple[Job, RunSpec]] = []
     for target in targets:
-        pairs.append((target, run_spec(target, ctx.paths(target))))  # as submitted
+        # As submitted, but writing nothing.
+        pairs.append((target, run_spec(target, ctx.paths(target), stage=False)))
     if not pairs:
         raise JobError(
             f"job {job.fqid} is {status}: neither submit() nor resubmit() would send anything"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import GangaError, JobError
+from ganga_like.gpi import results
 from ganga_like.gpi.display import table
 from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
@@ -219,6 +220,13 @@ class Job(GPIObject):
         if lines is not None:
             text = "\n".join(text.splitlines()[-lines:])
         print(text, end="" if text.endswith("\n") else "\n")
+
+    def result(self) -> Any:
+        """What the job's function returned (a PythonFunction job), once it completed; a
+        master: the list of its subjobs' results, in subjob order, once all completed."""
+        session = _session()
+        session.refresh()
+        return results.result_of(self._live("result()"), session.submit_context().paths)
 
     def __repr__(self) -> str:
         job = self._job

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 from traitlets.config import Configurable
 
 from ganga_like.config.store import section_from_mapping
-from ganga_like.errors import BackendError, GangaError
+from ganga_like.errors import BackendError, GangaError, JobError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
@@ -290,6 +290,8 @@ class IApplication(GangaObject):
     """What a job runs."""
 
     _category = "applications"
+    # True when the application leaves a return value for ``j.result()`` (read_result).
+    has_result: ClassVar[bool] = False
 
     def check_before_submit(self) -> None:
         """Raise a GangaError when a job with this application cannot be submitted at all
@@ -298,6 +300,24 @@ class IApplication(GangaObject):
     def prepare(self, job: Job, paths: JobPaths) -> RunSpec:
         """The command for ``job``; raise ApplicationError-like GangaErrors when impossible."""
         raise NotImplementedError
+
+    def write_inputs(self, job: Job, paths: JobPaths) -> None:
+        """Write the files the application generates for ``job`` and names in the ``inputs``
+        of its :meth:`prepare` spec (kept under ``paths.root`` but outside ``paths.input``,
+        where the backend copies them). Called when the job is submitted, never for a
+        preview; by default there is nothing to write."""
+
+    def read_result(self, job: Job, paths: JobPaths) -> Any:
+        """What the completed ``job`` returned (``j.result()``); by default an application
+        returns nothing but its output files."""
+        raise JobError(
+            f"job {job.fqid}: {_with_article(type(self).__name__)} job has no result(); "
+            "its output files are in its outputdir"
+        )
+
+
+def _with_article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'AEIOUaeiou' else 'a'} {noun}"
 
 
 class IBackend(GangaObject):

@@ -11,10 +11,16 @@ from ganga_like.model.job import Job
 __all__ = ["keep_earlier_output", "run_environment", "run_spec"]
 
 
-def run_spec(job: Job, paths: JobPaths) -> RunSpec:
+def run_spec(job: Job, paths: JobPaths, stage: bool = True) -> RunSpec:
     """What the backend runs for ``job``: its application's command, plus the job's input
-    files to stage and its output files to collect."""
-    spec: RunSpec = job.application.prepare(job, paths)
+    files to stage and its output files to collect.
+
+    ``stage``: write the files the application generates for the run (submission); a
+    preview passes False and writes nothing."""
+    application = job.application
+    if stage:
+        application.write_inputs(job, paths)
+    spec: RunSpec = application.prepare(job, paths)
     outputs = tuple(f.output_pattern() for f in job.outputfiles)
     inputs = tuple(f.input_path() for f in job.inputfiles)
     if outputs or inputs:

@@ -13,16 +13,19 @@ import traitlets
 from ganga_like.errors import JobError
 from ganga_like.model.interfaces import ISplitter
 from ganga_like.model.job import Job
-from ganga_like_std.traits import Arg
+from ganga_like_std.traits import SplitArg
 
 __all__ = ["ArgSplitter", "DatasetSplitter", "GenericSplitter"]
 
 
 class ArgSplitter(ISplitter):
-    """One subjob per argument list: ``ArgSplitter(args=[["1"], ["2"]])``."""
+    """One subjob per argument list: ``ArgSplitter(args=[["1"], ["2"]])``.
+
+    Each list becomes the subjob's ``application.args``, validated by the application:
+    Executable turns numbers into strings, PythonFunction calls its function with them."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "args": traitlets.List(traitlets.List(Arg()), help="One argument list per subjob."),
+        "args": traitlets.List(traitlets.List(SplitArg()), help="One argument list per subjob."),
     }
     _positional = ("args",)
 

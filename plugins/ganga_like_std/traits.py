@@ -9,7 +9,7 @@ from typing import Any
 
 import traitlets
 
-__all__ = ["Arg", "PythonModule", "module_problem"]
+__all__ = ["Arg", "PythonModule", "SplitArg", "module_problem"]
 
 
 class Arg(traitlets.Unicode):  # type: ignore[type-arg]
@@ -24,6 +24,34 @@ class Arg(traitlets.Unicode):  # type: ignore[type-arg]
             return str(value)
         result: str = super().validate(obj, value)
         return result
+
+
+_PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+class SplitArg(traitlets.TraitType[Any, Any]):
+    """An argument a splitter hands to an application: plain data (a string, a number,
+    True/False, None, bytes, or a list or dict of these), kept as given. The application
+    validates what it receives: Executable turns numbers into strings and refuses the rest,
+    PythonFunction passes the values to its function as they are."""
+
+    info_text = "a string, a number, True/False, None, bytes, or a list or dict of these"
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if not _plain(value):
+            self.error(obj, value)
+        return value
+
+
+def _plain(value: Any) -> bool:
+    # Depth is bounded before this runs (the schema refuses lists nested too deep).
+    if isinstance(value, _PLAIN):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 class PythonModule(traitlets.Unicode):  # type: ignore[type-arg]
