@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ganga_like import ArgSplitter, Executable, Job
+from ganga_like import ArgSplitter, Executable, Job, PythonFunction
 from ganga_like.runtime.session import Session, close_session
 
 from .backends import BackendCase, case_params, open_case_session
@@ -226,6 +226,24 @@ def test_killing_the_master_kills_every_subjob(
     backend_session.monitor.run_once()  # what the backend now reports changes nothing
     assert j.status == "killed" and [s.status for s in j.subjobs] == ["killed"] * 3
     assert all(s.history[-1].cause == "user: kill" for s in j.subjobs)
+
+
+def test_a_python_function_job_returns_each_value_and_a_raising_call_fails(
+    case: BackendCase, backend_session: Session
+) -> None:
+    j = Job(
+        application=PythonFunction(function="tests.pyfunctions.divide"),
+        splitter=ArgSplitter(args=[[1, 2], [3, 4], [1, 0]]),
+        backend=case.make(),
+    )
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "failed"
+    assert [s.status for s in j.subjobs] == ["completed", "completed", "failed"]
+    assert [s.result() for s in j.subjobs[:2]] == [0.5, 0.75]
+    bad = j.subjobs[2]
+    assert bad.exit_code == 1
+    stderr = (bad.outputdir / "stderr").read_text()
+    assert "Traceback" in stderr and "ZeroDivisionError: division by zero" in stderr
 
 
 SUBMITTER = textwrap.dedent("""

@@ -293,3 +293,38 @@ def test_the_called_module_starts_without_importing_ganga_like() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=PATIENCE, check=True
     )
     assert done.stdout.strip() == "['ganga_like_std', 'ganga_like_std.pycall']"
+
+
+@pytest.mark.parametrize(
+    "name", ["Dask", pytest.param("Slurm", marks=pytest.mark.slurm)], ids=["Dask", "Slurm"]
+)
+def test_a_function_pickled_by_value_runs_on_a_real_cluster(name: str, gangadir: Path) -> None:
+    from ganga_like.runtime.session import close_session
+
+    from .backends import CASES, open_case_session
+
+    case = CASES[name]
+    case.available()
+    open_case_session(case, gangadir, repository_mode="embedded")
+    try:
+        scale = 10
+
+        def scaled(x: int) -> list[int]:  # a closure: only cloudpickle can send it
+            return [x * scale]
+
+        j = Job(
+            application=PythonFunction(function=scaled),
+            splitter=ArgSplitter(args=[[1], [2], [3]]),
+            backend=case.make(),
+        )
+        if name == "Slurm":
+            # The preview shows the call, and writes no call file.
+            preview = str(j.submit(dry_run=True))
+            assert "-m ganga_like_std.pycall call.pickle" in preview
+            assert not list(gangadir.glob("workspace/**/call.pickle"))
+        j.submit()
+        assert j.wait(timeout=PATIENCE) == "completed"
+        assert j.result() == [[10], [20], [30]]
+    finally:
+        close_session()
+        case.leftovers(gangadir, [])

@@ -338,15 +338,16 @@ def _check_inputs(job: Job) -> None:
 
 
 def _prepare(
-    session: Session, targets: Sequence[Job], keep_going: bool
+    session: Session, targets: Sequence[Job], keep_going: bool, stage: bool = True
 ) -> tuple[list[tuple[Job, RunSpec]], SubmitOutcome]:
-    """Each target's run specification; failures recorded as the splitting design says."""
+    """Each target's run specification; failures recorded as the splitting design says.
+    ``stage=False`` (a preview): the files an application generates are not written."""
     ctx = session.submit_context()
     pairs: list[tuple[Job, RunSpec]] = []
     outcome = SubmitOutcome()
     for index, target in enumerate(targets):
         try:
-            spec = run_spec(target, ctx.paths(target))
+            spec = run_spec(target, ctx.paths(target), stage)
         except GangaError as exc:
             outcome.failed[target.fqid] = str(exc)
             if not keep_going:
@@ -434,7 +435,7 @@ def preview(session: Session, job: Job) -> str:
         targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
     else:
         targets = _split(job) if job.splitter is not None else [job]
-    pairs, outcome = _prepare(session, targets, keep_going=True)
+    pairs, outcome = _prepare(session, targets, keep_going=True, stage=False)
     if outcome.failed:
         raise JobError(f"job {job.fqid} could not be prepared: {_summarise(outcome)}")
     return str(job.backend.preview_bulk(session.submit_context(), pairs))
