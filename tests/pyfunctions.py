@@ -36,3 +36,8 @@ def shout(text: str) -> str:
 
 
 NOT_CALLABLE = 42
+
+
+def read_text(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()

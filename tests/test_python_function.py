@@ -151,6 +151,25 @@ def test_a_return_value_that_cannot_be_pickled_fails_the_job_saying_so(session: 
     assert not (j.outputdir / "result.pickle").exists()
 
 
+def test_a_failed_call_resubmitted_runs_again_and_a_copy_runs_the_same_call(
+    session: Session, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker.txt"
+    j = Job(application=PythonFunction(function="tests.pyfunctions.read_text", args=[str(marker)]))
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "failed"
+    marker.write_text("here")
+    j.resubmit()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    assert j.result() == "here"
+    assert "FileNotFoundError" in (j.outputdir.parent / "output.1" / "stderr").read_text()
+    c = j.copy()
+    assert c.application.function == "tests.pyfunctions.read_text"
+    c.submit()
+    assert c.wait(timeout=PATIENCE) == "completed"
+    assert c.result() == "here"
+
+
 @pytest.mark.parametrize(
     ("function", "message"),
     [
