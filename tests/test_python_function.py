@@ -29,6 +29,10 @@ from ganga_like import (
 )
 from ganga_like.runtime.session import Session
 
+from . import test_notebook
+
+kernel_env = test_notebook.kernel_env  # the fixture: a real kernel, this interpreter
+
 PATIENCE = 120
 
 
@@ -95,10 +99,8 @@ def test_a_function_defined_here_is_pickled_by_value_and_its_output_kept(
         application=PythonFunction(function=shifted),
         splitter=GenericSplitter(attribute="application.args", values=[[1], [2]]),
     )
-    assert (
-        repr(j.application.function)
-        == "<function test_a_function_defined_here_is_pickled_by_value_and_its_output_kept.<locals>.shifted, pickled>"
-    )
+    shown = repr(j.application.function)
+    assert shown.startswith("<function test_a_") and shown.endswith("<locals>.shifted, pickled>")
     j.submit()
     assert j.wait(timeout=PATIENCE) == "completed"
     assert j.result() == [{101}, {102}]
@@ -347,3 +349,25 @@ def test_a_function_pickled_by_value_runs_on_a_real_cluster(name: str, gangadir:
     finally:
         close_session()
         case.leftovers(gangadir, [])
+
+
+def test_a_function_defined_in_a_notebook_cell_runs_and_its_result_comes_back(
+    kernel_env: Path,
+) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cells = [
+        "from ganga_like import *",
+        "def triple(x):\n    return 3 * x",
+        "j = Job(application=PythonFunction(function=triple),\n"
+        "        splitter=ArgSplitter(args=[[1], [2]]))\n"
+        "j.submit()\n"
+        "print(j.application.function)",
+        "print(j.wait(timeout=120), j.result())",
+    ]
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    test_notebook.run_notebook(nb, kernel_env)
+    texts = ["".join(o.get("text", "") for o in cell.outputs) for cell in nb.cells]
+    assert texts[2] == "<function triple, pickled>\n"
+    assert texts[3] == "completed [3, 6]\n"
