@@ -197,6 +197,23 @@ def test_a_function_that_cannot_be_loaded_is_refused_at_submit_and_nothing_chang
     assert j.status == "new" and len(j.subjobs) == 0
 
 
+def test_a_missing_interpreter_is_refused_at_submit_and_a_given_one_is_used(
+    session: Session,
+) -> None:
+    j = Job(application=PythonFunction(function="os.getenv", python="/no/such/python"))
+    with pytest.raises(JobError, match=r"^PythonFunction\.python: interpreter not found: /no/"):
+        j.submit()
+    assert j.status == "new"
+    k = Job(
+        application=PythonFunction(
+            function="os.getenv", args=["GREETING"], env={"GREETING": "hi"}, python=sys.executable
+        )
+    )
+    k.submit()
+    assert k.wait(timeout=PATIENCE) == "completed"
+    assert k.result() == "hi"
+
+
 def test_wrong_values_are_refused_when_set_and_nothing_changes() -> None:
     app = PythonFunction(function="math.factorial", args=[5])
     cases: list[tuple[str, Any, str]] = [

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError
-from ganga_like.model.interfaces import JobPaths
+from ganga_like.model.interfaces import IApplication, JobPaths
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 
@@ -27,8 +27,12 @@ class ResultError(JobError):
 
 
 def result_of(job: Job, paths: Callable[[Job], JobPaths]) -> Any:
-    if not job.application.has_result:
-        _read(job, paths)  # the application's own line: it has no result to give
+    application = job.application
+    if not getattr(application, "has_result", False):
+        if isinstance(application, IApplication):
+            _read(job, paths)  # the application's own line: it has no result to give
+        # A broken object (its plugin is missing) has none of the interface.
+        raise ResultError(f"job {job.fqid}: its application gives no result()")
     if not job.is_master:
         if job.current_status() is not Status.COMPLETED:
             raise ResultError(f"job {_why(job, paths)}: it has no result{_yet(job)}")
