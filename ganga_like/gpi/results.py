@@ -28,11 +28,11 @@ class ResultError(JobError):
 
 def result_of(job: Job, paths: Callable[[Job], JobPaths]) -> Any:
     application = job.application
-    if not getattr(application, "has_result", False):
-        if isinstance(application, IApplication):
-            _read(job, paths)  # the application's own line: it has no result to give
+    if not isinstance(application, IApplication):
         # A broken object (its plugin is missing) has none of the interface.
         raise ResultError(f"job {job.fqid}: its application gives no result()")
+    if not application.has_result:
+        _read(job, paths)  # the application's own line: it has no result to give
     if not job.is_master:
         if job.current_status() is not Status.COMPLETED:
             raise ResultError(f"job {_why(job, paths)}: it has no result{_yet(job)}")
