@@ -30,11 +30,6 @@ def a_lock() -> threading.Lock:
     return threading.Lock()
 
 
-def shout(text: str) -> str:
-    print(f"calling shout({text!r})")
-    return text.upper()
-
-
 NOT_CALLABLE = 42
 
 
