@@ -579,13 +579,12 @@ def test_more_than_one_process_is_started_by_srun(session: Session, fake_slurm: 
     )
     text = many.backend.preview()
     assert "#SBATCH --ntasks=4" in text
-    assert "exec srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in text
+    srun = "exec srun --ntasks=4 --cpus-per-task=2 -- /bin/bash -c "
+    assert srun in text and "' ganga-rank /bin/hostname -s >" in text
     # With output files, srun runs inside the collecting function: collected once.
     many.outputfiles = [LocalFile("*.dat")]
     assert "exec /bin/bash -c '__ganga_collect \"$@\"' ganga-collect" in many.backend.preview()
-    assert (
-        "'*.dat' srun --ntasks=4 --cpus-per-task=2 -- /bin/hostname -s >" in many.backend.preview()
-    )
+    assert "'*.dat' srun --ntasks=4 --cpus-per-task=2 -- /bin/bash -c " in many.backend.preview()
 
 
 def test_a_preview_without_a_cluster_assumes_slurms_default_array_limit(

@@ -33,6 +33,12 @@ from ganga_like.model.interfaces import (
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
+from ganga_like.model.launchers import (
+    LauncherName,
+    launch_problem,
+    launcher_words,
+    resolve_launcher,
+)
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs
@@ -67,29 +73,58 @@ def task_key(job: Job) -> str:
     return f"{job.fqid}@{job.submit_count}"
 
 
+# The launchers that can start several processes on this machine (srun needs a Slurm
+# allocation); with process_count above 1 and no launcher named, the first after single.
+LAUNCHERS = ("single", "multiple", "mpirun", "mpiexec")
+
+
 class Local(IBackend):
     """Runs jobs on this machine, at most ``config Local.max_concurrent`` at once (default:
-    the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``."""
+    the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``, as
+    ``process_count`` processes started by ``launcher`` when there are several."""
 
-    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {}
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        "process_count": traitlets.Int(
+            1,
+            min=1,
+            help="Processes each (sub)job runs as, started by the launcher; each sees "
+            "GANGA_RANK (0..N-1) and GANGA_SIZE.",
+        ),
+        "launcher": LauncherName(
+            LAUNCHERS,
+            "multiple",
+            help="How the processes are started: 'single', 'multiple' (N copies), "
+            "'mpirun' or 'mpiexec'; empty: multiple when process_count is above 1, "
+            "else single.",
+        ),
+    }
     per_job_state = False  # the runner's key is derived from the fqid
     # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
     # trivial programs on two cores, as long as preparing 1,000 more takes) start at once.
     early_start_batch = 64
+
+    process_count: int
+    launcher: str
 
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
     ) -> SubmitOutcome:
         outcome = SubmitOutcome()
         tasks: list[TaskSpec] = []
+        # Subjobs mostly share one backend: each (launcher, count) is checked once.
+        launches: dict[tuple[str, int], tuple[str, ...] | str] = {}
         for index, (job, spec) in enumerate(jobs):
-            try:
-                tasks.append(self._task(ctx, job, spec))
-            except OSError as exc:
-                outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
-                if not keep_going:
-                    outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
-                    break
+            launch = _launch(job.backend, launches)
+            if isinstance(launch, str):
+                outcome.failed[job.fqid] = launch
+            else:
+                try:
+                    tasks.append(self._task(ctx, job, spec, launch))
+                except OSError as exc:
+                    outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
+            if job.fqid in outcome.failed and not keep_going:
+                outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+                break
         if tasks:
             section = ctx.config_for(LocalSection)
             try:
@@ -104,7 +139,9 @@ class Local(IBackend):
                 raise BackendError(f"the Local runner could not be started: {exc}") from exc
         return outcome
 
-    def _task(self, ctx: SubmitContext, job: Job, spec: RunSpec) -> TaskSpec:
+    def _task(
+        self, ctx: SubmitContext, job: Job, spec: RunSpec, launch: Sequence[str] = ()
+    ) -> TaskSpec:
         # Plain strings, not pathlib: this runs once per subjob on the submit path.
         master = job.master
         top = str(master.id if master is not None else job.id)
@@ -124,7 +161,7 @@ class Local(IBackend):
         env = run_environment(job, spec)
         return TaskSpec(
             key=task_key(job),
-            argv=list(spec.argv),
+            argv=[*launch, *spec.argv],
             env=env,
             workdir=os.path.join(root, "work"),
             output_dir=output,
@@ -196,6 +233,20 @@ class Local(IBackend):
             events, _ = runner_client.read_events(Path(journal), 0)
             found.update(wanted[e.key] for e in events if e.key in wanted)
         return found
+
+
+def _launch(
+    backend: Any, seen: dict[tuple[str, int], tuple[str, ...] | str]
+) -> tuple[str, ...] | str:
+    """The words starting ``backend``'s processes, or why they cannot be started."""
+    count = backend.process_count
+    key = (backend.launcher, count)
+    found = seen.get(key)
+    if found is None:
+        name = resolve_launcher(backend.launcher, count, "multiple")
+        problem = launch_problem(name, count, LAUNCHERS)
+        found = seen[key] = problem if problem is not None else launcher_words(name, count)
+    return found
 
 
 def _revive_runner(ctx: PollContext) -> None:

@@ -29,6 +29,7 @@ from ganga_like.model.interfaces import (
     SubmitContext,
 )
 from ganga_like.model.job import Job
+from ganga_like.model.launchers import LAUNCHERS, LauncherName
 
 from . import commands
 from .commands import SlurmCommandError
@@ -85,6 +86,13 @@ class Slurm(BatchBackend):
             "processes_per_node=..., memory='2G', walltime='1:00:00'"
             ") or a dict of those."
         ),
+        "launcher": LauncherName(
+            tuple(LAUNCHERS),
+            "srun",
+            help="How resources.process_count processes are started: 'srun', "
+            "'multiple' (N copies on the first node), 'mpirun', 'mpiexec' or 'single'; "
+            "empty: srun when process_count is above 1.",
+        ),
         "extra_options": traitlets.List(
             SingleLine(),
             help="More #SBATCH options, one per item, e.g. ['--constraint=avx2', '--exclusive'].",
@@ -120,6 +128,7 @@ class Slurm(BatchBackend):
     reservation: str
     qos: str
     resources: Resources | None
+    launcher: str
     extra_options: tuple[str, ...]
     setup: tuple[str, ...]
     array_throttle: int | None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,12 @@ from ganga_like.batch.script import (
 )
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
+from ganga_like.model.launchers import (
+    LAUNCHERS,
+    launch_problem,
+    launcher_words,
+    resolve_launcher,
+)
 
 from . import commands
 from .commands import find_jobs_by_name
@@ -168,9 +175,37 @@ def _new_name(job: Job) -> str:
     return f"ganga-{job.fqid}-{secrets.token_hex(3)}"
 
 
+def _launcher(job: Job, process_count: int) -> str:
+    """The launcher that starts ``job``'s processes: srun when there are several and the
+    backend names none."""
+    return resolve_launcher(getattr(job.backend, "launcher", ""), process_count, "srun")
+
+
+def _launch_problems(pairs: Sequence[tuple[Job, RunSpec]]) -> dict[str, str]:
+    """fqid -> why its launcher cannot start its processes, for the jobs that have one
+    (each launcher, count and setup checked once)."""
+    checked: dict[tuple[str, int, bool], str | None] = {}
+    problems: dict[str, str] = {}
+    for job, _spec in pairs:
+        backend = job.backend
+        resources = backend.resources
+        count = 1 if resources is None else resources.process_count
+        key = (_launcher(job, count), count, bool(backend.setup))
+        if key not in checked:
+            # An MPI the setup lines bring in (`module load mpich`) is not on PATH here.
+            find = None if key[2] else shutil.which
+            checked[key] = launch_problem(key[0], count, tuple(LAUNCHERS), find=find)
+        problem = checked[key]
+        if problem is not None:
+            problems[job.fqid] = f"Slurm.launcher: {problem}"
+    return problems
+
+
 def _element(job: Job, spec: RunSpec, root: str, options: Options) -> ElementCommand:
-    # srun starts the processes when there are several.
-    return element_command(job, spec, root, options.resources.launcher())
+    resources = options.resources
+    count = resources.process_count
+    words = launcher_words(_launcher(job, count), count, resources.cpu_cores_per_process)
+    return element_command(job, spec, root, words)
 
 
 def plan(
@@ -187,6 +222,10 @@ def plan(
     Raises :class:`~.commands.SlurmCommandError` when either cannot be read.
     """
     chosen: dict[ResourceSpec, str | ResourceError] = {}
+    # A launcher that cannot start the processes fails its job before anything is sent.
+    refused = _launch_problems(pairs)
+    if refused:
+        pairs = [pair for pair in pairs if pair[0].fqid not in refused]
 
     def options_of(job: Job) -> tuple[Options, str, bool]:
         options = Options.of(job.backend)
@@ -204,7 +243,7 @@ def plan(
             raise PlacementError(f"Slurm.resources: {choice}")
         return choice
 
-    return plan_batches(
+    batches, failed = plan_batches(
         ctx,
         pairs,
         options_of=options_of,
@@ -213,6 +252,7 @@ def plan(
         array_size=lambda: _array_size(array_limit(), settings),
         new_name=_new_name,
     )
+    return batches, {**refused, **failed}
 
 
 def _array_size(cluster_limit: int, settings: SlurmSettings) -> int:
