@@ -34,6 +34,7 @@ class Waits:
     vanish_seconds: float = 30.0
     vanish_cycles: int = 3
     poll_interval: float = 0.0
+    min_poll_interval: float = 0.0
     command_timeout: float = 5.0
 
 

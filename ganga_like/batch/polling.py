@@ -3,6 +3,12 @@ query for every active (sub)job, whatever their number; :mod:`.tracker` decides.
 
 Only changes are reported: what was last reported is kept in the poll memory, which the
 monitor keeps only once the cycle's commit succeeded.
+
+The scheduler is asked at most once per an adaptive gap (:func:`next_poll_gap`), as the
+monitor adapts its own cycle: ``min_poll_interval`` after a poll that saw (sub)jobs change
+state or finish, doubling after each poll that saw nothing new, up to the configured
+``poll_interval``. A run of short subjobs is then followed closely and a queue of long ones
+costs the controller one query per ``poll_interval``.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from .commands import CommandError
 from .scheduler import BatchScheduler
 from .tracker import Observation, Seen, Sighting, Tracker, TrackerSettings
 
-__all__ = ["PollSettings", "poll", "query_ids"]
+__all__ = ["PollSettings", "next_poll_gap", "poll", "query_ids"]
 
 # Called for a failure with exit code 1, which may hide a reason the job left on disk.
 FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
@@ -29,6 +35,8 @@ FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
 class PollSettings(TrackerSettings, Protocol):
     @property
     def poll_interval(self) -> float: ...  # the scheduler is asked at most this often
+    @property
+    def min_poll_interval(self) -> float: ...  # ...and this often while jobs change
     @property
     def command_timeout(self) -> float: ...
 
@@ -47,6 +55,16 @@ def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[l
         batches[-1].append(base)
         size += len(base) + 1
     return batches
+
+
+def next_poll_gap(gap: float, changing: bool, floor: float, ceiling: float) -> float:
+    """Seconds before the scheduler is asked again, after a poll that took ``gap`` after
+    the one before: ``floor`` when that poll saw (sub)jobs change state (or finishing,
+    waiting for the history's word), else twice ``gap``; never above ``ceiling`` (the
+    configured poll interval), never below ``floor`` unless ``ceiling`` is lower."""
+    if changing:
+        return min(floor, ceiling)
+    return min(max(gap, floor) * 2, ceiling)
 
 
 def _ask(
@@ -77,7 +95,8 @@ def poll(
     now, wall = time.monotonic(), time.time()
 
     last = ctx.memory.get("polled_at")
-    if last is not None and now - last < settings.poll_interval:
+    gap: float = ctx.memory.get("poll_gap", settings.poll_interval)
+    if last is not None and now - last < min(gap, settings.poll_interval):
         return []  # too soon: a busy scheduler serves many users
     ctx.staged["polled_at"] = now
 
@@ -118,6 +137,8 @@ def poll(
         cancelled=f"cancelled while pending: {scheduler.label} no longer lists it",
     )
     ask = tracker.queue(tracked, queue)
+    # Jobs finishing (waiting for the history) or missing are changing too.
+    changing = bool(ask)
     history: dict[str, Sighting] | None = None
     if ask and history_off is None:
         try:
@@ -137,6 +158,10 @@ def poll(
                 )
     tracker.history(history)
     ctx.staged["seen"] = tracker.seen
+    changing = changing or bool(tracker.changes)
+    ctx.staged["poll_gap"] = next_poll_gap(
+        gap, changing, settings.min_poll_interval, settings.poll_interval
+    )
 
     reports: list[StatusReport] = []
     for change in tracker.changes:

@@ -45,8 +45,11 @@ class SlurmSettings:
     # about MessageTimeout before it gives up on a dead controller).
     command_timeout: float = DEFAULT_TIMEOUT
     # The monitor may be woken often (wait() pokes it); the controller is asked at
-    # most once per this many seconds, whoever asks.
+    # most once per this many seconds, whoever asks...
     poll_interval: float = 5.0
+    # ...and at most once per this many while (sub)jobs change state: the wait between
+    # queries starts here after a change and doubles up to poll_interval while none is seen.
+    min_poll_interval: float = 1.0
     # Partitions and limits change rarely; a loop of submissions asks once per this many
     # seconds.
     partition_cache_seconds: float = 60.0
@@ -115,7 +118,14 @@ class Slurm(Configurable):
         _default("poll_interval"),
         min=0.0,
         help="The controller is asked for job statuses at most once per this many "
-        "seconds, however often the monitor wakes.",
+        "seconds, however often the monitor wakes (more often while jobs change: "
+        "min_poll_interval).",
+    ).tag(config=True)
+    min_poll_interval = Float(
+        _default("min_poll_interval"),
+        min=0.0,
+        help="While (sub)jobs change state the controller is asked once per this many "
+        "seconds; with nothing changing the wait doubles, up to poll_interval.",
     ).tag(config=True)
     partition_cache_seconds = Float(
         _default("partition_cache_seconds"),
