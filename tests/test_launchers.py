@@ -175,6 +175,33 @@ def test_mpirun_missing_is_said_at_submit_and_nothing_changes(
     assert j.status == "new"
 
 
+# --- Dask -------------------------------------------------------------------------------------
+
+SESSION_SETTINGS = {"dask_n_workers": 1, "dask_timeout": 10.0}
+
+
+def test_a_dask_job_of_2_processes_runs_two_copies_on_its_worker(
+    session: Session, tmp_path: Path
+) -> None:
+    pytest.importorskip("distributed", reason="the Dask backend needs `pip install .[dask]`")
+    from ganga_like import Dask
+
+    exe = script(tmp_path, "rank.sh", RANK_SCRIPT)
+    bad = Job(application=Executable(exe=exe), backend=Dask(process_count=2, launcher="single"))
+    with pytest.raises(JobError, match="the single launcher starts one process") as caught:
+        bad.submit()
+    assert "\n" not in str(caught.value) and bad.status == "new"
+    j = Job(
+        application=Executable(exe=exe),
+        backend=Dask(process_count=2),
+        outputfiles=[LocalFile("*.dat")],
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "completed"
+    assert ranks(j) == ["rank 0 of 2", "rank 1 of 2"]
+    assert sorted(p.name for p in j.outputdir.glob("*.dat")) == ["rank0.dat", "rank1.dat"]
+
+
 # --- Slurm: the script (no cluster needed) -------------------------------------------------
 
 

@@ -28,10 +28,13 @@ import traitlets
 
 __all__ = [
     "LAUNCHERS",
+    "LOCAL_LAUNCHERS",
     "LauncherName",
     "launch_problem",
     "launcher_words",
+    "process_schema",
     "resolve_launcher",
+    "start_words",
 ]
 
 # Each launcher's one-line description (the order is the one shown in messages).
@@ -42,6 +45,9 @@ LAUNCHERS: Mapping[str, str] = {
     "mpiexec": "mpiexec -n process_count (an MPI installation)",
     "srun": "srun --ntasks=process_count (inside a Slurm allocation)",
 }
+# What a backend without a scheduler of its own (Local, Dask) can use: srun needs a Slurm
+# allocation.
+LOCAL_LAUNCHERS = ("single", "multiple", "mpirun", "mpiexec")
 # The launchers that are programs a site installs: a missing one is said at submit.
 _INSTALLED = ("mpirun", "mpiexec")
 
@@ -90,6 +96,46 @@ class LauncherName(traitlets.Unicode):  # type: ignore[type-arg]
         if result and result not in self.allowed:
             self.error(obj, value)
         return result
+
+
+def process_schema(allowed: Sequence[str], default: str) -> dict[str, Any]:
+    """The ``process_count`` and ``launcher`` attributes of a backend that has no resource
+    request of its own (Local, Dask), each validated on assignment."""
+    return {
+        "process_count": traitlets.Int(
+            1,
+            min=1,
+            help="Processes each (sub)job runs as, started by the launcher; each sees "
+            "GANGA_RANK (0..N-1) and GANGA_SIZE.",
+        ),
+        "launcher": LauncherName(
+            allowed,
+            default,
+            help=f"How the processes are started: {_names(allowed)}; empty: {default} "
+            "when process_count is above 1, else single.",
+        ),
+    }
+
+
+def start_words(
+    backend: Any,
+    default: str,
+    allowed: Sequence[str],
+    seen: dict[tuple[str, int], tuple[str, ...] | str],
+    *,
+    find: Callable[[str], str | None] | None = shutil.which,
+) -> tuple[str, ...] | str:
+    """The words starting the processes of a backend with ``process_count`` and
+    ``launcher`` attributes, or the one-line reason they cannot be started. ``seen`` keeps
+    the answers of one submission: its subjobs mostly share one backend."""
+    count = backend.process_count
+    key = (backend.launcher, count)
+    found = seen.get(key)
+    if found is None:
+        name = resolve_launcher(backend.launcher, count, default)
+        problem = launch_problem(name, count, allowed, find=find)
+        found = seen[key] = problem if problem is not None else launcher_words(name, count)
+    return found
 
 
 def resolve_launcher(name: str, process_count: int, default: str) -> str:

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,7 @@ from ganga_like.model.interfaces import (
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
+from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs, write_private
@@ -78,6 +80,8 @@ class Dask(IBackend):
         "key": traitlets.Unicode("", help="The Dask task key of the subjob.").tag(
             protected=True, copyable=False
         ),
+        # Several processes, side by side on the worker that runs the (sub)job.
+        **process_schema(LOCAL_LAUNCHERS, "multiple"),
     }
     supports_real_bulk = True
     per_job_state = True  # each subjob keeps its task key
@@ -85,6 +89,8 @@ class Dask(IBackend):
     address: str
     scheduler: str
     key: str
+    process_count: int
+    launcher: str
 
     def _address(self, section: DaskSection) -> str:
         """The scheduler to use: ``address``, or this process's LocalCluster."""
@@ -98,6 +104,18 @@ class Dask(IBackend):
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
     ) -> SubmitOutcome:
+        # The launchers first: one that cannot start its processes starts no cluster.
+        launches: dict[tuple[str, int], tuple[str, ...] | str] = {}
+        # An MPI is looked for here only when the workers run here (the LocalCluster).
+        find = None if self.address else shutil.which
+        words = [
+            start_words(job.backend, "multiple", LOCAL_LAUNCHERS, launches, find=find)
+            for job, _spec in jobs
+        ]
+        if all(isinstance(w, str) for w in words):
+            return SubmitOutcome(
+                failed={j.fqid: str(w) for (j, _), w in zip(jobs, words, strict=True)}
+            )
         section = ctx.config_for(DaskSection)
         address = self._address(section)
         client = client_for(address, section.timeout)  # unreachable: raises, nothing sent
@@ -105,15 +123,18 @@ class Dask(IBackend):
         token = uuid.uuid4().hex[:8]
         payloads: list[dict[str, Any]] = []
         chosen: list[Job] = []
-        for index, (job, spec) in enumerate(jobs):
+        for index, ((job, spec), launch) in enumerate(zip(jobs, words, strict=True)):
             try:
-                payloads.append(_payload(ctx, job, spec, token))
-                chosen.append(job)
+                if isinstance(launch, str):
+                    outcome.failed[job.fqid] = launch
+                else:
+                    payloads.append(_payload(ctx, job, spec, token, launch))
+                    chosen.append(job)
             except OSError as exc:
                 outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
-                if not keep_going:
-                    outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
-                    break
+            if job.fqid in outcome.failed and not keep_going:
+                outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+                break
         if not payloads:
             return outcome
         keys = [p["key"] for p in payloads]
@@ -250,7 +271,9 @@ def _root(workspace: str, job: Job) -> str:
     return os.path.join(workspace, str(master.id), str(job.id))
 
 
-def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[str, Any]:
+def _payload(
+    ctx: SubmitContext, job: Job, spec: RunSpec, token: str, launch: Sequence[str] = ()
+) -> dict[str, Any]:
     root = _root(str(ctx.workspace), job)
     output = keep_earlier_output(root, job.submit_count)
     make_private_dirs(output)
@@ -268,7 +291,7 @@ def _payload(ctx: SubmitContext, job: Job, spec: RunSpec, token: str) -> dict[st
     env = run_environment(job, spec)
     return {
         "key": _key(job, token),
-        "argv": list(spec.argv),
+        "argv": [*launch, *spec.argv],
         "env": env,
         "inputs": inputs,
         "output_patterns": list(spec.output_patterns),

@@ -33,12 +33,7 @@ from ganga_like.model.interfaces import (
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
-from ganga_like.model.launchers import (
-    LauncherName,
-    launch_problem,
-    launcher_words,
-    resolve_launcher,
-)
+from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs
@@ -73,9 +68,8 @@ def task_key(job: Job) -> str:
     return f"{job.fqid}@{job.submit_count}"
 
 
-# The launchers that can start several processes on this machine (srun needs a Slurm
-# allocation); with process_count above 1 and no launcher named, the first after single.
-LAUNCHERS = ("single", "multiple", "mpirun", "mpiexec")
+# The launchers that can start several processes on this machine.
+LAUNCHERS = LOCAL_LAUNCHERS
 
 
 class Local(IBackend):
@@ -83,21 +77,9 @@ class Local(IBackend):
     the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``, as
     ``process_count`` processes started by ``launcher`` when there are several."""
 
-    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "process_count": traitlets.Int(
-            1,
-            min=1,
-            help="Processes each (sub)job runs as, started by the launcher; each sees "
-            "GANGA_RANK (0..N-1) and GANGA_SIZE.",
-        ),
-        "launcher": LauncherName(
-            LAUNCHERS,
-            "multiple",
-            help="How the processes are started: 'single', 'multiple' (N copies), "
-            "'mpirun' or 'mpiexec'; empty: multiple when process_count is above 1, "
-            "else single.",
-        ),
-    }
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = process_schema(
+        LAUNCHERS, "multiple"
+    )
     per_job_state = False  # the runner's key is derived from the fqid
     # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
     # trivial programs on two cores, as long as preparing 1,000 more takes) start at once.
@@ -114,7 +96,7 @@ class Local(IBackend):
         # Subjobs mostly share one backend: each (launcher, count) is checked once.
         launches: dict[tuple[str, int], tuple[str, ...] | str] = {}
         for index, (job, spec) in enumerate(jobs):
-            launch = _launch(job.backend, launches)
+            launch = start_words(job.backend, "multiple", LAUNCHERS, launches)
             if isinstance(launch, str):
                 outcome.failed[job.fqid] = launch
             else:
@@ -233,20 +215,6 @@ class Local(IBackend):
             events, _ = runner_client.read_events(Path(journal), 0)
             found.update(wanted[e.key] for e in events if e.key in wanted)
         return found
-
-
-def _launch(
-    backend: Any, seen: dict[tuple[str, int], tuple[str, ...] | str]
-) -> tuple[str, ...] | str:
-    """The words starting ``backend``'s processes, or why they cannot be started."""
-    count = backend.process_count
-    key = (backend.launcher, count)
-    found = seen.get(key)
-    if found is None:
-        name = resolve_launcher(backend.launcher, count, "multiple")
-        problem = launch_problem(name, count, LAUNCHERS)
-        found = seen[key] = problem if problem is not None else launcher_words(name, count)
-    return found
 
 
 def _revive_runner(ctx: PollContext) -> None:

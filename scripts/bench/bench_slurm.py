@@ -1,13 +1,19 @@
 """Submit a 1,000-subjob job to Slurm and monitor it: wall time and Slurm commands used.
 
     eval "$(bash scripts/start-slurm.sh)"
-    python scripts/bench/bench_slurm.py [N] [--run]
+    python scripts/bench/bench_slurm.py [N] [--run [--fixed]]
 
 Prints the wall time of submit() and the Slurm commands it ran (one sbatch is the goal),
 then, with monitoring driven by hand, the commands and wall time of one poll cycle while
 N subjobs are active (at most one squeue and one sacct is the goal). The subjobs sleep, so
-they stay active; they are cancelled at the end, in one scancel. With --run they run
-`true` instead and the time until all N completed is printed too.
+they stay active; they are cancelled at the end, in one scancel.
+
+With --run, end to end as a user sees it: N subjobs running `/bin/true`, the monitor
+thread on with the default settings, the wall time from just before submit() until wait()
+returns with all N completed, against the span Slurm itself reports for the array
+(sacct's first Start to last End, in whole seconds), and the Slurm commands used. With
+--fixed the controller is asked every poll_interval whatever changes (min_poll_interval =
+poll_interval: the rule before the adaptive gap), for comparison.
 """
 
 from __future__ import annotations
@@ -16,17 +22,14 @@ import os
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     n = int(args[0]) if args else 1000
-    run = "--run" in sys.argv
     gangadir = Path(tempfile.mkdtemp(prefix="bench-slurm-")) / "gangadir"
-    from ganga_like import ArgSplitter, Executable, Job, Slurm
-    from ganga_like.runtime.session import open_session
-    from ganga_like.runtime.settings import Settings
     from ganga_like_slurm import commands
 
     if not commands.ping():
@@ -34,13 +37,23 @@ def main() -> None:
             f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
             'start one with: eval "$(bash scripts/start-slurm.sh)"'
         )
-    # The monitor is driven by hand below, so each cycle can be measured.
-    session = open_session(Settings(gangadir=gangadir, monitoring=False))
+    if "--run" in sys.argv:
+        end_to_end(n, gangadir, fixed="--fixed" in sys.argv)
+    else:
+        cycles(n, gangadir)
 
-    exe = "/bin/true" if run else "/bin/sleep"
+
+def cycles(n: int, gangadir: Path) -> None:
+    """submit() and two poll cycles, driven by hand so each can be measured; then kill()."""
+    from ganga_like import ArgSplitter, Executable, Job, Slurm
+    from ganga_like.runtime.session import open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like_slurm import commands
+
+    session = open_session(Settings(gangadir=gangadir, monitoring=False))
     j = Job(
-        application=Executable(exe=exe),
-        splitter=ArgSplitter(args=[[str(i)] if run else ["600"] for i in range(n)]),
+        application=Executable(exe="/bin/sleep"),
+        splitter=ArgSplitter(args=[["600"] for _ in range(n)]),
         backend=Slurm(),
     )
     commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
@@ -56,7 +69,7 @@ def main() -> None:
     # The poll reports only changes; the first cycle reports every subjob once.
     monitor = session.monitor
     for label in ("first cycle (every subjob reported)", "steady cycle"):
-        time.sleep(5.1)  # the backend's poll interval (5 s by default)
+        time.sleep(5.1)  # the backend's longest gap between queries (poll_interval, 5 s)
         before = commands.COMMAND_COUNTS.copy()
         cpu = monitor.cpu_seconds
         started = time.perf_counter()
@@ -68,22 +81,62 @@ def main() -> None:
             f"{monitor.cpu_seconds - cpu:.2f} s CPU; Slurm commands: {used}"
         )
 
-    if run:
-        started = time.perf_counter()
-        while j.status not in ("completed", "failed"):
-            time.sleep(5.1)
-            monitor.run_once()
-            session.refresh()
-        print(f"all {n} {j.status} {time.perf_counter() - started:.0f} s after the first cycles")
-    else:
-        before = commands.COMMAND_COUNTS.copy()
-        started = time.perf_counter()
-        j.kill()
-        print(
-            f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
-            f"commands: {dict(commands.COMMAND_COUNTS - before)}"
-        )
+    before = commands.COMMAND_COUNTS.copy()
+    started = time.perf_counter()
+    j.kill()
+    print(
+        f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
+        f"commands: {dict(commands.COMMAND_COUNTS - before)}"
+    )
     session.close()
+
+
+def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
+    """submit() -> all completed with the monitor thread on, against Slurm's own span."""
+    from ganga_like import ArgSplitter, Executable, Job, Slurm
+    from ganga_like.runtime.session import open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like_slurm import commands
+
+    settings = Settings(gangadir=gangadir)
+    if fixed:
+        settings = Settings(gangadir=gangadir, slurm_min_poll_interval=settings.slurm_poll_interval)
+    session = open_session(settings)
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
+        backend=Slurm(),
+    )
+    commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
+    before = commands.COMMAND_COUNTS.copy()
+    started, started_at = time.perf_counter(), time.time()
+    j.submit()
+    submitted = time.perf_counter() - started
+    status = j.wait(timeout=1800)
+    wall = time.perf_counter() - started
+    seen_at = time.time()
+    used = dict(commands.COMMAND_COUNTS - before)
+    array = j.backend.id
+    session.close()
+    if status != "completed":
+        sys.exit(f"the job ended {status}, not completed")
+    rows = commands.sacct([array]).values()
+    starts = [_when(r.start) for r in rows if r.start]
+    ends = [_when(r.end) for r in rows if r.end]
+    if len(ends) < n:
+        sys.exit(f"sacct lists {len(ends)} ended elements of {n}")
+    span = max(ends) - min(starts)
+    print(
+        f"{n} subjobs, submit -> all completed: {wall:.1f} s wall (submit() {submitted:.2f} s); "
+        f"Slurm's span, first Start -> last End: {span:.0f} s; ratio {wall / span:.2f}x; "
+        f"first Start {min(starts) - started_at:.1f} s after submit() began, completion seen "
+        f"{seen_at - max(ends):.1f} s after the last End (sacct: whole seconds); "
+        f"Slurm commands: {used}"
+    )
+
+
+def _when(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
 
 
 if __name__ == "__main__":
