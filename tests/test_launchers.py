@@ -25,6 +25,7 @@ from ganga_like_local.backend import LAUNCHERS as LOCAL_LAUNCHERS
 from ganga_like_slurm import commands
 
 from .test_slurm_backend import FastSettings
+from .waiting import wait_for
 
 RANK_SCRIPT = 'echo "rank $GANGA_RANK of $GANGA_SIZE"\necho "$GANGA_RANK" > "rank$GANGA_RANK.dat"\n'
 MPIRUN = shutil.which("mpirun")
@@ -130,6 +131,25 @@ def test_the_exit_code_is_the_first_failing_copys_in_rank_order(
     j.submit()
     assert j.wait(timeout=60) == "failed"
     assert j.exit_code == 4
+
+
+def test_a_kill_ends_every_copy(session: Session, tmp_path: Path) -> None:
+    exe = script(tmp_path, "sleepy.sh", f"echo $$ > {tmp_path}/pid.$GANGA_RANK; exec sleep 300\n")
+    j = Job(application=Executable(exe=exe), backend=Local(process_count=2))
+    j.submit()
+    pids = [tmp_path / "pid.0", tmp_path / "pid.1"]
+    wait_for(lambda: all(p.exists() and p.read_text() for p in pids), 60, "both copies")
+    assert j.kill() and j.status == "killed"
+    wait_for(lambda: not any(_alive(int(p.read_text())) for p in pids), 30, "both copies to end")
+
+
+def _alive(pid: int) -> bool:
+    # A zombie (ended, not yet reaped by its parent) counts as ended.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @needs_mpi
