@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from ganga_like.model.launchers import launcher_words, resolve_launcher
+
 __all__ = [
     "ResourceError",
     "ResourceSpec",
@@ -203,15 +205,11 @@ class ResourceSpec:
 
     def launcher(self) -> tuple[str, ...]:
         """The words that start the program as ``process_count`` processes inside the
-        allocation: none for one process, else ``srun`` (the batch script itself runs
-        once, on the first node). Cores per process are repeated because srun does not
-        take them from the allocation in every Slurm version."""
-        if self.process_count == 1:
-            return ()
-        words = ["srun", f"--ntasks={self.process_count}"]
-        if self.cpu_cores_per_process > 1:
-            words.append(f"--cpus-per-task={self.cpu_cores_per_process}")
-        return (*words, "--")
+        allocation with the default launcher: none for one process, else ``srun`` (the
+        batch script itself runs once, on the first node); see
+        :mod:`ganga_like.model.launchers`."""
+        name = resolve_launcher("", self.process_count, "srun")
+        return launcher_words(name, self.process_count, self.cpu_cores_per_process)
 
     def to_sbatch_lines(self) -> list[str]:
         """The request as ``#SBATCH`` directives for a batch script."""

@@ -178,7 +178,7 @@ def _new_name(job: Job) -> str:
 def _launcher(job: Job, process_count: int) -> str:
     """The launcher that starts ``job``'s processes: srun when there are several and the
     backend names none."""
-    return resolve_launcher(getattr(job.backend, "launcher", ""), process_count, "srun")
+    return resolve_launcher(job.backend.launcher, process_count, "srun")
 
 
 def _launch_problems(pairs: Sequence[tuple[Job, RunSpec]]) -> dict[str, str]:
