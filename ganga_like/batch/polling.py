@@ -182,6 +182,7 @@ def poll(
                 reason=reason,
                 exit_code=observation.exit_code,
                 started=change.started,
+                cause=observation.cause,
             )
         )
     return reports

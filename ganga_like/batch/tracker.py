@@ -46,6 +46,8 @@ class Observation:
     status: str
     reason: str
     exit_code: int | None = None
+    # Why a failed job failed, machine-readable (see StatusReport.cause); "" for "failed".
+    cause: str = ""
 
 
 @dataclass(frozen=True)

@@ -160,9 +160,14 @@ class Job(GPIObject):
         """Kill the job (a master: all its active subjobs)."""
         return actions.kill(_session(), self._live("kill()"), keep_going)
 
-    def resubmit(self, keep_going: bool = True) -> bool:
-        """Resubmit a failed/killed job; for a master, its failed/killed subjobs."""
-        return actions.resubmit(_session(), self._live("resubmit()"), keep_going)
+    def resubmit(self, keep_going: bool = True, backend: Any = None) -> bool:
+        """Resubmit a failed/killed job; for a master, its failed/killed subjobs.
+
+        ``backend``: a changed copy of the job's backend, e.g. ``Slurm(resources=
+        Resources(memory="4G"))``; of the same type, changing only what may change at
+        resubmission (see each attribute's help). Each resubmitted (sub)job keeps it."""
+        job = self._live("resubmit()")
+        return actions.resubmit(_session(), job, keep_going, _resubmit_backend(backend))
 
     def remove(self) -> bool:
         """Remove the job, its subjobs and its workspace (running ones are killed first)."""
@@ -441,9 +446,13 @@ class JobSlice:
     def kill(self, keep_going: bool = True) -> list[str]:
         return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going, "killing")
 
-    def resubmit(self, keep_going: bool = True) -> list[str]:
+    def resubmit(self, keep_going: bool = True, backend: Any = None) -> list[str]:
+        """Resubmit every job (see Job.resubmit; ``backend`` is given to each)."""
+        changed = _resubmit_backend(backend)
         return self._bulk(
-            lambda j: actions.resubmit(_session(), j, keep_going), keep_going, "resubmitting"
+            lambda j: actions.resubmit(_session(), j, keep_going, changed),
+            keep_going,
+            "resubmitting",
         )
 
     def remove(self, keep_going: bool = True) -> list[str]:
@@ -601,6 +610,13 @@ class JobRegistry(JobSlice):
 
 
 jobs = JobRegistry()
+
+
+def _resubmit_backend(value: Any) -> Any:
+    """``resubmit(backend=...)``'s value, checked as Job.backend is (None: unchanged)."""
+    if value is None:
+        return None
+    return JobImpl._validate("backend", unwrap(value))
 
 
 def unwrap_job(value: Any) -> JobImpl:

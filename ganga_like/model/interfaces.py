@@ -17,12 +17,14 @@ from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 from traitlets.config import Configurable
 
 from ganga_like.config.store import section_from_mapping
-from ganga_like.errors import BackendError, GangaError, JobError
+from ganga_like.errors import BackendError, GangaError, JobError, PluginError
+from ganga_like.model import plugin_registry
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 
 __all__ = [
+    "FAILURE_CAUSES",
     "POSTPROCESSOR_KINDS",
     "ActiveRef",
     "ActiveRefs",
@@ -31,6 +33,7 @@ __all__ = [
     "IDataset",
     "IFile",
     "IPostProcessor",
+    "IRetry",
     "ISplitter",
     "JobPaths",
     "PollContext",
@@ -40,6 +43,7 @@ __all__ = [
     "SubmitContext",
     "SubmitOutcome",
     "current_submit_context",
+    "growable_resources",
     "set_submit_context_source",
 ]
 
@@ -270,6 +274,9 @@ class StatusReport:
     # When the program started, if the backend knows and the report is a later state: the
     # running state filled in on the way is dated with it.
     started_at: float | None = None
+    # Why a failed job failed, machine-readable: one of FAILURE_CAUSES ("timeout": its
+    # walltime ran out, "out_of_memory", "failed": anything else). Empty: "failed".
+    cause: str = ""
 
 
 @dataclass
@@ -331,6 +338,8 @@ class IBackend(GangaObject):
     # the first call gets this many subjobs, so that they start while the rest is prepared.
     # Zero for backends whose bulk call must see everything at once (a job array).
     early_start_batch: ClassVar[int] = 0
+    # The resources a retry may grow (Retry's ``grow``), e.g. {"memory", "walltime"}.
+    growable: ClassVar[frozenset[str]] = frozenset()
 
     def __getnewargs__(self) -> tuple[()]:
         # Having this method makes ZODB store references to backends as bare oids instead
@@ -357,6 +366,12 @@ class IBackend(GangaObject):
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
         """What the poll needs to know about ``job`` (e.g. the scheduler's id)."""
         return {}
+
+    def grow(self, factors: Mapping[str, float]) -> list[str]:
+        """Multiply the named resources (a subset of ``growable``) by their factors, in
+        place, before a retry; return one line per change (``"resources.walltime 0:01:00
+        -> 0:02:00"``). Backends without such resources ignore it."""
+        return []
 
     def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
         """For the recovery of a submission a crash interrupted: the fqids of ``jobs`` this
@@ -483,4 +498,41 @@ class IPostProcessor(GangaObject):
     def notify(self, job: Job, ctx: PostProcessContext) -> list[str]:
         """A notifier: tell of ``job`` (ended, its other postprocessors done); return one
         line for each notification that could not be given (kept in the job's event log)."""
+        raise NotImplementedError
+
+
+# Why a job failed, as the monitor is told (StatusReport.cause) and Retry's ``on`` names it.
+FAILURE_CAUSES = ("failed", "timeout", "out_of_memory")
+
+
+def growable_resources() -> frozenset[str]:
+    """The resource names some installed backend can grow on a retry."""
+    names: set[str] = set()
+    for name in plugin_registry.available("backends"):
+        try:
+            cls = plugin_registry.find(name, "backends")
+        except PluginError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, IBackend):
+            names |= cls.growable
+    return frozenset(names)
+
+
+class IRetry(GangaObject):
+    """When the monitor resubmits a (sub)job that failed, and what it grows first."""
+
+    _category = "retries"
+    per_job_state = False
+
+    def wants(self, cause: str, done: int) -> bool:
+        """Whether a (sub)job that failed for ``cause`` after ``done`` retries since its
+        last submission by the user is retried once more."""
+        raise NotImplementedError
+
+    def limit(self) -> int:
+        """How many retries at most (for the event log)."""
+        raise NotImplementedError
+
+    def factors(self) -> dict[str, float]:
+        """Resource name -> factor, applied by backends that have the resource."""
         raise NotImplementedError

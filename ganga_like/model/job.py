@@ -94,6 +94,11 @@ class Job(GangaObject):
             help="Run once the job has completed: mergers, then checkers, e.g. "
             "[TextMerger(files=['stdout'])].",
         ).tag(changeable_at_resubmit=True),
+        "retry": Component(
+            "retries",
+            help="Resubmit (sub)jobs that fail, e.g. Retry(attempts=3, on=['timeout'], "
+            "grow={'walltime': 2.0}); None: never.",
+        ).tag(changeable_at_resubmit=True, always_changeable=True),
         "metadata": traitlets.Dict(
             help="What the program wrote to __metadata__.json in its output (read when the "
             "job completes)."
@@ -123,6 +128,7 @@ class Job(GangaObject):
     inputfiles: tuple[Any, ...]
     outputfiles: tuple[Any, ...]
     postprocessors: tuple[Any, ...]
+    retry: Any
     metadata: dict[str, Any]
     history: tuple[tuple[float, str, str, str], ...]
     exit_code: int | None

@@ -43,12 +43,17 @@ EXPECTED: dict[str, type] = {
     # Created by the first template (ganga_like.repository.templates).
     "templates": IOBTree,
     "template_ids": TemplateIds,
+    # Created on first use (ganga_like.runtime.retrying): failed (sub)jobs the monitor
+    # decided to retry and has still to hand to their backends.
+    "retry_pending": OOBTree,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
 # Absent until first needed; every other table of EXPECTED a repository in use has.
-CREATED_ON_USE = frozenset({"postprocessing_pending", "templates", "template_ids"})
+CREATED_ON_USE = frozenset(
+    {"postprocessing_pending", "templates", "template_ids", "retry_pending"}
+)
 _INDEXES = ("by_status", "status_of", "by_name")
 _OTHER_KEYS = frozenset({"format"})
 

@@ -15,8 +15,10 @@ are in :mod:`.scheduler` and :mod:`.commands`. Here: the attributes and the hook
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, ClassVar
 
 import traitlets
@@ -50,6 +52,17 @@ from .submission import plan as plan_submission
 
 __all__ = ["ScriptPreview", "SingleLine", "Slurm"]
 
+_MIB = 1024 * 1024
+
+
+def _shown(value: Any) -> str:
+    """A resource value as a user reads it: '0:02:00', '4096M'."""
+    if isinstance(value, timedelta):
+        return str(value)
+    if isinstance(value, int):
+        return f"{math.ceil(value / _MIB)}M"
+    return repr(value)
+
 
 class SingleLine(traitlets.Unicode):  # type: ignore[type-arg]
     """A string that stays on one line (it becomes one line of the batch script)."""
@@ -74,32 +87,36 @@ class Slurm(BatchBackend):
             "",
             help="Partition (sbatch --partition); empty: the first "
             "partition whose limits fit the resources.",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "account": SingleLine(
             "", help="Account to charge (sbatch --account); empty: your default account."
+        ).tag(changeable_at_resubmit=True),
+        "reservation": SingleLine("", help="Reservation to run in (sbatch --reservation).").tag(
+            changeable_at_resubmit=True
         ),
-        "reservation": SingleLine("", help="Reservation to run in (sbatch --reservation)."),
-        "qos": SingleLine("", help="Quality of service (sbatch --qos)."),
+        "qos": SingleLine("", help="Quality of service (sbatch --qos).").tag(
+            changeable_at_resubmit=True
+        ),
         "resources": ResourcesTrait(
             help="What each (sub)job needs: Resources(process_count"
             "=..., cpu_cores_per_process=..., gpus_per_process=..., "
             "processes_per_node=..., memory='2G', walltime='1:00:00'"
             ") or a dict of those."
-        ),
+        ).tag(changeable_at_resubmit=True),
         "launcher": LauncherName(
             tuple(LAUNCHERS),
             "srun",
             help="How resources.process_count processes are started: 'srun', "
             "'multiple' (N copies on the first node), 'mpirun', 'mpiexec' or 'single'; "
             "empty: srun when process_count is above 1.",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "extra_options": traitlets.List(
             SingleLine(),
             help="More #SBATCH options, one per item, e.g. ['--constraint=avx2', '--exclusive'].",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "setup": traitlets.List(
             SingleLine(), help="Shell lines run before the program, e.g. ['module load gcc']."
-        ),
+        ).tag(changeable_at_resubmit=True),
         "array_throttle": traitlets.Int(
             None,
             allow_none=True,
@@ -107,7 +124,7 @@ class Slurm(BatchBackend):
             help="At most this "
             "many subjobs of an array run at once (--array=...%N);"
             " None: no limit.",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "bulk": traitlets.Bool(
             True, help="True: a split job is one job array. False: one sbatch per subjob."
         ),
@@ -122,6 +139,8 @@ class Slurm(BatchBackend):
         ).tag(protected=True, copyable=False),
     }
     scheduler = SCHEDULER
+    # What a Retry may grow: the memory and walltime of ``resources``.
+    growable = frozenset({"memory", "walltime"})
 
     partition: str
     account: str
@@ -141,6 +160,33 @@ class Slurm(BatchBackend):
         if "resources" not in attributes:
             # A default object, so that `j.backend.resources.memory = "2G"` just works.
             self.__dict__["resources"] = Resources()
+
+    def grow(self, factors: Mapping[str, float]) -> list[str]:
+        """Multiply ``resources.memory`` (bytes, rounded up to a MiB) and
+        ``resources.walltime`` (rounded up to a second) by their factors; a resource left
+        to the partition's default (None) has nothing to grow."""
+        resources = self.resources
+        if resources is None:
+            return []
+        grown: dict[str, Any] = {}
+        for name, factor in factors.items():
+            value = getattr(resources, name) if name in self.growable else None
+            if value is None or factor == 1:
+                continue
+            if isinstance(value, timedelta):
+                grown[name] = timedelta(seconds=math.ceil(value.total_seconds() * factor))
+            else:
+                grown[name] = math.ceil(value * factor / _MIB) * _MIB
+        if not grown:
+            return []
+        replacement = Resources(**{n: getattr(resources, n) for n in resources.stored()})
+        for name, value in grown.items():
+            replacement._assign(name, value)
+        self._assign("resources", replacement)
+        return [
+            f"resources.{name} {_shown(getattr(resources, name))} -> {_shown(value)}"
+            for name, value in grown.items()
+        ]
 
     # -- the batch base's hooks ------------------------------------------------------
 

@@ -55,6 +55,10 @@ STATE_TABLE: dict[str, tuple[Status, str]] = {
     "UPDATE_DB": ("completing", "being recorded in the accounting database"),
 }
 
+# The machine-readable cause of the failed states that have a more precise one than
+# "failed" (a retry may grow what ran out).
+_CAUSES: dict[str, str] = {"TIMEOUT": "timeout", "OUT_OF_MEMORY": "out_of_memory"}
+
 # squeue %t prints these two- or three-letter codes.
 _SHORT_CODES: dict[str, str] = {
     "PD": "PENDING",
@@ -158,4 +162,5 @@ def classify(state: str, reason: str | None, exit_code: str | None) -> Observati
         text = f"pending ({reason}: {blocked})" if blocked else f"pending ({reason})"
     # Finished and running states keep our text: sacct repeats the last pending
     # reason (e.g. JobArrayTaskLimit) even on COMPLETED rows, which would mislead.
-    return Observation(status=status, reason=text, exit_code=code)
+    cause = _CAUSES.get(name, "")  # empty: "failed", or no failure
+    return Observation(status=status, reason=text, exit_code=code, cause=cause)

@@ -26,10 +26,11 @@ from transaction.interfaces import TransientError
 
 from ganga_like.errors import BackendError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
-from ganga_like.model.interfaces import IBackend, PollContext, StatusReport
+from ganga_like.model.interfaces import IBackend, PollContext, StatusReport, SubmitContext
+from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import Registry, active_key
-from ganga_like.runtime import postprocessing
+from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.monitoring.active_view import ActiveView
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
@@ -93,6 +94,7 @@ class Monitor:
         self._tenure = 0  # the lease acquisition the backend contexts belong to
         self._seen_tid: bytes | None = None
         self._write_failed = False
+        self._followed_here = False  # retries handed over: the view must read the index
 
     # -- control ---------------------------------------------------------------------
 
@@ -186,6 +188,9 @@ class Monitor:
             return result
         try:
             result = self._poll_and_apply()
+            # Under the action lock: a retry is a resubmission, never interleaved with
+            # one of this process's GPI actions on the same jobs.
+            self._retry(result)
         finally:
             self.repo.action_lock.release()
         self._postprocess(result)
@@ -210,7 +215,11 @@ class Monitor:
         staged: dict[str, dict[str, Any]] = {}
         unfollowed: list[tuple[int, int]] = []
         try:
-            self.view.refresh(registry.active, last_tid)
+            if not self.view.refresh(registry.active, last_tid) and self._followed_here:
+                # Retries this monitor handed over are followed by its own commits, which
+                # bring no invalidations: read the index again.
+                self.view.resync(registry.active)
+            self._followed_here = False
             self._cycle(registry, result, staged, unfollowed)
             with write_errors(self.repo.gangadir):
                 self._tm.commit()
@@ -306,6 +315,8 @@ class Monitor:
                     result.finished += 1
                     registry.unfollow(job)
                     unfollowed.append(active_key(job))
+                    if applied.path[-1] is Status.FAILED:
+                        retrying.note_failed(registry, job, report)  # in this cycle's commit
         for top in touched.values():
             registry.reindex(top)
             postprocessing.note_completed(registry, top)  # recorded with this cycle
@@ -328,6 +339,31 @@ class Monitor:
         if done:
             result.changed += done
             self.commits += 1
+
+    # -- retries (ganga_like.runtime.retrying) ----------------------------------------
+
+    def _retry(self, result: CycleResult) -> None:
+        """After the cycle: hand the retries recorded pending (by this cycle, or by an
+        earlier holder of the lease that did not finish them) to their backends."""
+        if self._conn is None:
+            return
+        try:
+            done = retrying.run_pending(
+                self._conn, self._tm, self._submit_context, self.repo.workspace
+            )
+        except (TransientError, RepositoryWriteError):
+            self._tm.abort()  # still pending: done next cycle
+            result.changed += 1
+            return
+        if done:
+            result.changed += done
+            self.commits += 1
+            self._followed_here = True
+
+    def _submit_context(self) -> SubmitContext:
+        return SubmitContext(
+            self.repo.gangadir, self.repo.workspace, self.settings.backend_settings()
+        )
 
     def _context(self, backend: str) -> PollContext:
         ctx = self._contexts.get(backend)

@@ -446,8 +446,14 @@ def preview(session: Session, job: Job) -> str:
 _RESUBMITTABLE = (Status.FAILED, Status.KILLED)
 
 
-def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
-    """Resubmit a failed/killed job or subjob; for a master, its failed/killed subjobs."""
+def resubmit(
+    session: Session, job: Job, keep_going: bool = True, backend: GangaObject | None = None
+) -> bool:
+    """Resubmit a failed/killed job or subjob; for a master, its failed/killed subjobs.
+
+    ``backend``: a changed copy of the job's backend (same type; only its attributes
+    declared ``changeable_at_resubmit`` may differ), recorded on every (sub)job
+    resubmitted before it is handed over."""
     _check_components(job, "resubmit")
     if job.is_master:
         targets = [
@@ -473,11 +479,69 @@ def resubmit(session: Session, job: Job, keep_going: bool = True) -> bool:
                 "jobs can be resubmitted"
             )
         targets = [job]
-    return _run_again(session, job, targets, keep_going, "resubmit")
+    changes = _backend_changes(job, backend) if backend is not None else {}
+    return _run_again(session, job, targets, keep_going, "resubmit", changes)
+
+
+def _backend_changes(job: Job, new: GangaObject) -> dict[str, Any]:
+    """The attributes ``new`` changes of ``job``'s backend; JobError (nothing changed) when
+    it is of another type or changes an attribute not declared changeable at resubmit."""
+    current = job.backend
+    check_not_broken(new, "resubmit with")
+    if type(new) is not type(current):
+        raise JobError(
+            f"job {job.fqid}: resubmit(backend=...) needs a {type(current).__name__} backend "
+            f"(the job's), not {type(new).__name__}; copy() the job to run it elsewhere"
+        )
+    before, after = describe_component(current), describe_component(new)
+    changed = [name for name in type(new)._schema if before.get(name) != after.get(name)]
+    schema = type(new)._schema
+    fixed = [n for n in changed if not schema[n].metadata.get("changeable_at_resubmit")]
+    if fixed:
+        allowed = [n for n, t in schema.items() if t.metadata.get("changeable_at_resubmit")]
+        raise JobError(
+            f"job {job.fqid}: resubmit(backend=...) cannot change backend.{fixed[0]}; "
+            f"only {', '.join(allowed) or 'nothing'} may change at resubmission"
+        )
+    state = new.stored()
+    return {name: state.get(name) for name in changed}
+
+
+def describe_component(component: GangaObject) -> dict[str, str]:
+    """A plugin object's user-set attributes (not its bookkeeping), each shown as text."""
+    shown: dict[str, str] = {}
+    for attr, trait in type(component)._schema.items():
+        if trait.metadata.get("protected"):
+            continue  # backend bookkeeping (scheduler ids) is no user change
+        value = getattr(component, attr)
+        shown[attr] = repr(list(value) if isinstance(value, tuple) else value)
+    return shown
+
+
+def _change_backend(job: Job, changes: dict[str, Any]) -> str:
+    """Give ``job``'s backend the ``changes`` (own copies of the values); what changed."""
+    backend = job.backend
+    before = describe_component(backend)
+    for name, value in changes.items():
+        if value is None:
+            backend.__dict__.pop(name, None)  # back to the default
+            backend._p_changed = True
+        else:
+            backend._assign(name, value._copy() if isinstance(value, GangaObject) else value)
+    after = describe_component(backend)
+    return describe_changes(
+        {f"backend.{k}": v[:80] for k, v in before.items()},
+        {f"backend.{k}": v[:80] for k, v in after.items()},
+    )
 
 
 def _run_again(
-    session: Session, job: Job, targets: Sequence[Job], keep_going: bool, verb: str
+    session: Session,
+    job: Job,
+    targets: Sequence[Job],
+    keep_going: bool,
+    verb: str,
+    backend_changes: dict[str, Any] | None = None,
 ) -> bool:
     """Submit ``targets`` (a job, or subjobs of ``job``) that exist already: a resubmission,
     or the submission of the subjobs a master never submitted (``verb`` says which, for
@@ -488,9 +552,14 @@ def _run_again(
         if _ours(session.registry().submitting.get(master.id)):
             return  # an attempt whose answer was lost did commit
         if job.is_master:
-            job.log_event(f"user: {verb} of {len(targets)} subjob(s)")
+            changed = _change_backend(job, backend_changes) if backend_changes else ""
+            with_changes = f" with {changed}" if changed else ""
+            job.log_event(f"user: {verb} of {len(targets)} subjob(s){with_changes}")
         for target in targets:
             cause = f"user: {verb}"
+            changed = _change_backend(target, backend_changes) if backend_changes else ""
+            if changed:
+                cause = f"user: {verb} with {changed}"
             if target.master is None:
                 # Only top-level jobs can be edited between runs: say what changed.
                 now = describe_job(target)
