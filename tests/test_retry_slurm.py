@@ -202,7 +202,9 @@ def test_resubmit_of_one_subjob_with_a_new_backend_changes_only_that_subjob(
     j.submit()
     assert j.wait(timeout=120) == "failed"
     first = j.subjobs[0]
-    assert first.resubmit(backend=Slurm(resources=Resources(walltime="7")))
+    changed = first.backend.copy()  # the subjob's own options, to change
+    changed.resources.walltime = "7"
+    assert first.resubmit(backend=changed)
     assert first.wait(timeout=120) == "completed"
     assert first.backend.resources.walltime == timedelta(minutes=7)
     assert j.subjobs[1].backend.resources.walltime == timedelta(minutes=5)
