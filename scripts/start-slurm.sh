@@ -448,6 +448,10 @@ cat > "$DIR/env.sh" <<EOF
 export SLURM_CONF=$CONF
 export SLURM_TEST_DIR=$DIR
 EOF
+# What a restart by a test (this script run again, from the same environment) needs to
+# bring back the same cluster: its ports and its memory limits, when not the defaults.
+[ "$PORT_BASE" = 16817 ] || echo "export SLURM_TEST_PORT_BASE=$PORT_BASE" >> "$DIR/env.sh"
+[ "$MEMORY_LIMITS" = 0 ] || echo "export SLURM_TEST_MEMORY_LIMITS=$MEMORY_LIMITS" >> "$DIR/env.sh"
 if [ "$ACCOUNTING" = 1 ]; then acct="slurmdbd+mariadb (sacct works)"; else acct="none (use sacct -c)"; fi
 log "cluster $CLUSTER up: node $NODE, $CPUS CPUs, partitions debug* short, accounting: $acct"
 log "logs: $LOGD   stop: bash $HERE/stop-slurm.sh $DIR"
