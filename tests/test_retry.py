@@ -192,6 +192,49 @@ def test_a_monitor_dying_mid_retry_is_followed_by_one_that_never_counts_it_twice
             runner_client.stop(runner_dir(gangadir))
 
 
+WATCHER = """\
+import os, sys, time
+from ganga_like import jobs
+from ganga_like.runtime.session import current_session
+len(jobs)  # opens the session: its monitor runs, and takes the lease when it is free
+print("open", flush=True)
+while not os.path.exists(sys.argv[1]):
+    current_session().monitor.poke()
+    time.sleep(0.05)
+"""
+
+
+def test_two_sessions_monitoring_one_repository_retry_a_job_only_as_often_as_allowed(
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
+    # Both sessions run a monitor; only the lease holder polls and retries.
+    stop = tmp_path / "stop"
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", WATCHER, str(stop)], env=env_for, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert watcher.stdout is not None and watcher.stdout.readline() == "open\n"
+        open_session(Settings(gangadir=gangadir))  # shared, like the watcher
+        try:
+            j = Job(
+                application=Executable(exe=flaky(tmp_path, 99), args=["x"]),
+                retry=Retry(attempts=2),
+            )
+            j.submit()
+            assert wait_until(lambda: runs(tmp_path) == 3 and j.status == "failed", timeout=120)
+            for _ in range(3):
+                current_session().monitor.run_once()
+            assert runs(tmp_path) == 3 and j.status == "failed"
+            assert len([c for c in retried(j) if "after" in c]) == 2
+        finally:
+            close_session()
+            with contextlib.suppress(Exception):
+                runner_client.stop(runner_dir(gangadir))
+    finally:
+        stop.touch()
+        watcher.wait(timeout=60)
+
+
 # -- the Retry object and bad input --------------------------------------------------
 
 
