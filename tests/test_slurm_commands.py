@@ -899,8 +899,8 @@ def test_walltime_exceeded_is_timeout(slurm: None, timeout_job: str) -> None:
     # sacct first gives the element 0:0, then 0:15 once the end of its batch step (killed
     # by SIGTERM) is recorded; the job ended long ago, so either may be read here.
     assert _observe(row) in (
-        Observation("failed", "walltime exceeded"),
-        Observation("failed", "walltime exceeded (signal 15)", 143),
+        Observation("failed", "walltime exceeded", cause="timeout"),
+        Observation("failed", "walltime exceeded (signal 15)", 143, "timeout"),
     )
 
 
