@@ -167,7 +167,7 @@ class TemplateSlice(JobSlice):
     def kill(self, keep_going: bool = True) -> list[str]:
         raise _not_submittable("killed (it never runs)")
 
-    def resubmit(self, keep_going: bool = True) -> list[str]:
+    def resubmit(self, keep_going: bool = True, backend: Any = None) -> list[str]:
         raise _not_submittable("resubmitted")
 
     def remove(self, keep_going: bool = True) -> list[str]:

@@ -51,9 +51,7 @@ EXPECTED: dict[str, type] = {
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
 # Absent until first needed; every other table of EXPECTED a repository in use has.
-CREATED_ON_USE = frozenset(
-    {"postprocessing_pending", "templates", "template_ids", "retry_pending"}
-)
+CREATED_ON_USE = frozenset({"postprocessing_pending", "templates", "template_ids", "retry_pending"})
 _INDEXES = ("by_status", "status_of", "by_name")
 _OTHER_KEYS = frozenset({"format"})
 
