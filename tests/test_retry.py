@@ -244,7 +244,7 @@ def test_retry_is_a_part_of_a_job_shown_in_its_displays(session: Session) -> Non
     assert "retry" in {p.name for p in job_parts().parts}
     j = Job(retry=Retry(attempts=3, on=["timeout"], grow={"walltime": 2}))
     text, html = job_text(j), job_html(j)
-    assert "retry: Retry\n    ├── attempts: 3\n    ├── on: ['timeout']\n" in text
+    assert "retry: Retry\n│   ├── attempts: 3\n│   ├── on: ['timeout']\n" in text
     assert "grow: {'walltime': 2.0}" in text
     assert "Retry" in html and "attempts" in html and "&#x27;walltime&#x27;: 2.0" in html
     unwrap(j)._p_deactivate()  # read back from the repository
