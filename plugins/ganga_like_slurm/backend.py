@@ -26,15 +26,19 @@ import traitlets
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
+    ActiveRef,
     PollContext,
     RunSpec,
+    StatusReport,
     SubmitContext,
+    SubmitOutcome,
 )
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LAUNCHERS, LauncherName
 
-from . import commands
+from . import commands, pilot_run
 from .commands import SlurmCommandError
+from .pilot import Pilot, PilotTrait
 from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
@@ -128,6 +132,11 @@ class Slurm(BatchBackend):
         "bulk": traitlets.Bool(
             True, help="True: a split job is one job array. False: one sbatch per subjob."
         ),
+        "pilot": PilotTrait(
+            help="Pilot(nodes=1, cores=None, walltime='1:00:00'): the subjobs run inside ONE "
+            "allocation, packed on its cores, instead of one array element each; None: "
+            "no pilot."
+        ),
         "id": traitlets.Unicode(
             "",
             help="Slurm job id: '123_4' for array element 4, '123' "
@@ -136,6 +145,9 @@ class Slurm(BatchBackend):
         ).tag(protected=True, copyable=False),
         "actual_partition": traitlets.Unicode(
             "", help="The partition the job was submitted to."
+        ).tag(protected=True, copyable=False),
+        "pilot_run": traitlets.Unicode(
+            "", help="The pilot that runs the (sub)job: its directory under pilot/."
         ).tag(protected=True, copyable=False),
     }
     scheduler = SCHEDULER
@@ -152,8 +164,10 @@ class Slurm(BatchBackend):
     setup: tuple[str, ...]
     array_throttle: int | None
     bulk: bool
+    pilot: Pilot | None
     id: str
     actual_partition: str
+    pilot_run: str
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)
@@ -224,6 +238,55 @@ class Slurm(BatchBackend):
         backend = member.job.backend
         backend._assign("id", scheduler_id)
         backend._assign("actual_partition", batch.queue)
+        backend._assign("pilot_run", "")
+
+    # -- pilots (see .pilot_run): one allocation runs the subjobs --------------------
+
+    def submit_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
+    ) -> SubmitOutcome:
+        if self.pilot is None:
+            return super().submit_bulk(ctx, jobs, keep_going)
+        return pilot_run.submit(self, ctx, jobs, keep_going, self.batch_settings(ctx))
+
+    def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
+        piloted = [j for j in jobs if j.backend.pilot_run and j.backend.id]
+        if not piloted:
+            return super().kill_bulk(ctx, jobs)
+        others = [j for j in jobs if not (j.backend.pilot_run and j.backend.id)]
+        errors = super().kill_bulk(ctx, others) if others else {}
+        errors.update(pilot_run.kill(ctx, piloted, self.batch_settings(ctx)))
+        return errors
+
+    def monitor_data(self, job: Job) -> Mapping[str, Any]:
+        if job.backend.pilot_run:
+            return {"id": job.backend.id, "pilot": job.backend.pilot_run}
+        return {"id": job.backend.id}
+
+    @classmethod
+    def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        settings = cls.batch_settings(ctx)
+        assert isinstance(settings, SlurmSettings)
+        reports, piloted = pilot_run.poll(ctx, refs, settings)
+        if piloted < len(refs):
+            plain = refs if not piloted else [r for r in refs if not pilot_run.is_pilot_ref(r)]
+            reports.extend(super().poll(ctx, plain))
+        return reports
+
+    def preview_bulk(
+        self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]]
+    ) -> ScriptPreview:
+        if self.pilot is None:
+            return super().preview_bulk(ctx, jobs)
+        first = jobs[0][0]
+        top = ctx.paths(first.master or first).location
+        name = f"ganga-{(first.master or first).fqid}-000000"
+        partition = self.partition or "(the first that fits)"
+        text = pilot_run.render(self, name, top, partition)
+        return ScriptPreview(
+            f"# Slurm preview: 1 sbatch call, a pilot ({self.pilot.describe()}) running "
+            f"{len(jobs)} (sub)job(s); nothing was submitted.\n{text}"
+        )
 
     @staticmethod
     def prepare(member: Member) -> None:

@@ -1,7 +1,11 @@
 """The Local runner's command line: ``python -m ganga_like_local.runner RUNNER_DIR``.
 
 Started by ``client`` with ``--lock-fd N``, an inherited descriptor on which it already
-holds the runner lock.  Imports nothing from ``ganga_like``: the runner must start (and
+holds the runner lock.  A pilot (the Slurm backend's, inside a batch allocation) starts it
+with ``--cores``/``--memory`` (the allocation's size: tasks are packed into it),
+``--inherit-env`` (tasks get the allocation's environment), ``--scan-interval`` (its
+clients cannot signal it) and ``--idle-exit 0`` (the allocation is let go once the work
+is done).  Imports nothing from ``ganga_like``: the runner must start (and
 keep running) whatever state the core is in.
 """
 
@@ -38,7 +42,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m ganga_like_local.runner")
     parser.add_argument("runner_dir", type=Path)
     parser.add_argument("--lock-fd", type=int, default=None)
+    parser.add_argument("--cores", type=_positive, default=None, help="cores to pack tasks in")
+    parser.add_argument("--memory", type=int, default=None, help="bytes; 0 or unset: no limit")
+    parser.add_argument("--inherit-env", action="store_true")
+    parser.add_argument("--scan-interval", type=float, default=None)
+    parser.add_argument("--idle-exit", type=float, default=None)
     return parser.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +66,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0  # another runner is alive and will see the queue
     os.chdir("/")  # do not keep any submitter's directory busy
     runner = Runner(runner_dir, lock_fd)
+    if args.cores is not None:
+        # A task takes at least one core: the count never limits before the cores do.
+        runner.capacity_cores = runner.max_concurrent = args.cores
+        runner.settings_time = 2**63  # batches do not change the capacity
+    if args.idle_exit is not None:
+        runner.idle_exit = max(0.0, args.idle_exit)
+    if args.memory:
+        runner.capacity_memory = args.memory
+    if args.inherit_env:
+        runner.inherited_env = dict(os.environ)
+    if args.scan_interval is not None:
+        runner.scan_interval = max(0.05, args.scan_interval)
     runner.install_signals()
     # Only now, with SIGUSR1 blocked, may clients find our pid and signal us.
     runner.write_pid_file()

@@ -75,6 +75,14 @@ class Engine:
         self.active: dict[str, list[Task]] = {}  # key -> its queued and running runs
         self.kill_deadlines: dict[int, float] = {}  # process group -> when to SIGKILL it
         self.max_concurrent = 1
+        # The capacity tasks are packed into (a pilot's allocation): None, no limit but the
+        # count.  ``used_*`` is what the running tasks hold of it.
+        self.capacity_cores: int | None = None
+        self.capacity_memory: int | None = None
+        self.used_cores = 0
+        self.used_memory = 0
+        # The runner's own environment under every batch's (a pilot: the allocation's).
+        self.inherited_env: dict[str, str] | None = None
         self.idle_exit = DEFAULT_IDLE_EXIT_SECONDS
         self.settings_time = -1  # submission time (ns) of the settings in force
         self.last_activity = time.monotonic()
@@ -122,7 +130,10 @@ class Engine:
     def add_batch(self, data: dict[str, Any], path: Path, recovering: bool) -> list[Task]:
         """Register a batch's tasks; queue them unless recovering (the caller sorts)."""
         self.apply_config(data, submission_time(data["id"]))
-        batch = Batch(str(data["id"]), path, data.get("base_env", {}))
+        base_env = data.get("base_env", {})
+        if self.inherited_env is not None:
+            base_env = {**self.inherited_env, **base_env}
+        batch = Batch(str(data["id"]), path, base_env)
         tasks = [Task(row, batch) for row in data["tasks"]]
         batch.remaining = len(tasks)
         if not recovering:
@@ -156,14 +167,43 @@ class Engine:
     # ------------------------------------------------------------------- starting
 
     def start_tasks(self) -> None:
+        """Start tasks first in, first out while they fit: the count, and with a capacity
+        the cores and memory left.  The first task in line that does not fit waits for
+        running ones to end (no task overtakes it); one that could never fit fails."""
         while self.pending and len(self.running) < self.max_concurrent:
             if self.starts_held_until:
                 if self.starts_held_until > time.monotonic():
                     return
                 self.starts_held_until = 0.0
-            task = self.pending.popleft()
-            if not task.finished:
+            task = self.pending[0]
+            if task.finished:
+                self.pending.popleft()
+                continue
+            too_big = self.never_fits(task)
+            if too_big is None and not self.fits(task):
+                return
+            self.pending.popleft()
+            if too_big is not None:
+                discard_files(task)
+                self.finish(task, "failed", None, too_big)
+            else:
                 self.start_task(task)
+
+    def fits(self, task: Task) -> bool:
+        cores, memory = self.capacity_cores, self.capacity_memory
+        if cores is not None and self.used_cores + task.cores > cores:
+            return False
+        return memory is None or not task.memory or self.used_memory + task.memory <= memory
+
+    def never_fits(self, task: Task) -> str | None:
+        """Why ``task`` can never start within the capacity, or None."""
+        cores, memory = self.capacity_cores, self.capacity_memory
+        if cores is not None and task.cores > cores:
+            return f"needs {task.cores} cores, the runner has {cores}"
+        if memory is not None and task.memory > memory:
+            mib = 1024**2
+            return f"needs {task.memory // mib} MiB of memory, the runner has {memory // mib} MiB"
+        return None
 
     def hold(self, task: Task, problem: TaskSetupError) -> None:
         """Put back a task that the full disk kept from starting; retry in a moment."""
@@ -230,6 +270,8 @@ class Engine:
         task.pid = pid
         task.start = now
         self.running[pid] = task
+        self.used_cores += task.cores
+        self.used_memory += task.memory
         try:
             task.record_size = write_record(
                 files.run, start_record(now, task.batch.id, pid), task.record_size
@@ -262,6 +304,8 @@ class Engine:
             task = self.running.pop(pid, None)
             if task is None:
                 continue
+            self.used_cores -= task.cores
+            self.used_memory -= task.memory
             self.ended.append((task, os.waitstatus_to_exitcode(status), time.time()))
 
     def settle_ended(self) -> None:

@@ -61,6 +61,9 @@ class Runner(Engine):
         self.config_mtime: int | None = None
         self.woken = True
         self.stopping = False
+        # How often the queue is looked at without a wake-up signal: a pilot's clients run
+        # on another machine and cannot signal it, so it looks often.
+        self.scan_interval = SAFETY_WAKE_SECONDS
 
     # ----------------------------------------------------------------- life cycle
 
@@ -129,7 +132,7 @@ class Runner(Engine):
     def next_timeout(self) -> float | None:
         """Seconds to sleep, or None when the idle deadline has passed."""
         now = time.monotonic()
-        deadline = now + SAFETY_WAKE_SECONDS
+        deadline = now + self.scan_interval
         if self.kill_deadlines:
             deadline = min(deadline, *self.kill_deadlines.values())
         if self.starts_held_until and self.pending:

@@ -98,6 +98,11 @@ class TaskSpec:
     inputs: list[str]
     output_patterns: list[str]
     events: str
+    # What the task takes from the runner's capacity (``--cores``/``--memory``, set for a
+    # pilot inside a batch allocation): cores and bytes of memory.  Without a capacity only
+    # the ``max_concurrent`` count applies.
+    cores: int = 1
+    memory: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,7 +211,9 @@ def task_row(task: TaskSpec) -> list[Any]:
     for path in task.inputs:
         if not os.path.isabs(path):
             raise ValueError(f"task {task.key}: input must be an absolute path, not {path!r}")
-    return [
+    if task.cores < 1 or task.memory < 0:
+        raise ValueError(f"task {task.key}: needs at least one core and no negative memory")
+    row: list[Any] = [
         task.key,
         list(task.argv),
         dict(task.env),
@@ -216,6 +223,10 @@ def task_row(task: TaskSpec) -> list[Any]:
         list(task.output_patterns),
         task.events,
     ]
+    if task.cores != 1 or task.memory:
+        # Only when asked for: a plain Local batch keeps its eight fields.
+        row.append({"cores": task.cores, "memory": task.memory})
+    return row
 
 
 def dumps(value: Any) -> bytes:

@@ -44,6 +44,7 @@ class Task:
     __slots__ = (
         "argv",
         "batch",
+        "cores",
         "env",
         "events",
         "files",
@@ -51,6 +52,7 @@ class Task:
         "inputs",
         "key",
         "kill_requested",
+        "memory",
         "output_dir",
         "patterns",
         "pid",
@@ -70,6 +72,9 @@ class Task:
         self.inputs: list[str] = row[5]
         self.patterns: list[str] = row[6]
         self.events: str = row[7]
+        needs: dict[str, Any] = row[8] if len(row) > 8 else {}
+        self.cores: int = needs.get("cores", 1)
+        self.memory: int = needs.get("memory", 0)
         self.batch = batch
         self.pid: int | None = None  # set once the process exists
         self.start: float | None = None
@@ -103,7 +108,7 @@ def check_batch(data: Any) -> None:
     for row in tasks:
         if not (
             isinstance(row, list)
-            and len(row) == 8
+            and (len(row) == 8 or (len(row) == 9 and _needs_ok(row[8])))
             and isinstance(row[0], str)
             and isinstance(row[1], list)
             and row[1]
@@ -112,6 +117,21 @@ def check_batch(data: Any) -> None:
             and all(isinstance(row[i], list) for i in (5, 6))
         ):
             raise ValueError(f"malformed task {row!r:.200}")
+
+
+def _needs_ok(needs: Any) -> bool:
+    """The optional ninth field of a task row: ``{"cores": n >= 1, "memory": bytes >= 0}``."""
+    if not isinstance(needs, dict):
+        return False
+    cores, memory = needs.get("cores", 1), needs.get("memory", 0)
+    return (
+        isinstance(cores, int)
+        and not isinstance(cores, bool)
+        and cores >= 1
+        and isinstance(memory, int)
+        and not isinstance(memory, bool)
+        and memory >= 0
+    )
 
 
 def submission_time(batch_id: str) -> int:

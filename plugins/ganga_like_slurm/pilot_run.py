@@ -1,0 +1,638 @@
+"""A pilot's life: its submission (one sbatch), its kill, and its part of the poll.
+
+Submission writes the (sub)jobs as ONE batch of the Local runner's file protocol into the
+pilot's runner directory, ``<workspace>/<job>/pilot/<name>/`` (on the shared file system),
+and submits a batch script that runs ``python -m ganga_like_local.runner`` on it with the
+allocation's size (``--cores``, ``--memory``).  The runner appends each task's events to
+``<workspace>/<job>/pilot-events.jsonl``, which the poll reads as the Local backend reads its
+journal: only new lines, by offset, matched to the followed subjobs through a map kept from
+the monitor's change log.  The pilot's own Slurm job is asked about (squeue, sacct for an
+ended one) at most once per ``poll_interval``: once it has ended, the subjobs it did not
+finish are concluded from their ``__run__`` records: killed when they never started (a
+``resubmit()`` runs them in a new pilot), failed when the allocation ended while they ran.
+
+The runner's file protocol is the Local plugin's (``ganga_like_local.runner.protocol``),
+imported only when a pilot is used: without that plugin, pilots say so in one line and the
+rest of the Slurm backend works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ganga_like.batch.records import log_submission
+from ganga_like.errors import BackendError
+from ganga_like.model.interfaces import (
+    ActiveRef,
+    ActiveRefs,
+    PollContext,
+    RunSpec,
+    StatusReport,
+    SubmitContext,
+    SubmitOutcome,
+)
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.model.workspace import keep_earlier_output, run_environment
+from ganga_like.private import copy_private, make_private_dirs
+
+from . import submission
+from .commands import SlurmCommandError
+from .partitions import choose_partition, rejection_reasons
+from .resource_spec import ResourceError, ResourceSpec
+from .scheduler import SCHEDULER
+from .script import ScriptError, _directive_value
+from .settings import SlurmSettings
+
+if TYPE_CHECKING:
+    from .backend import Slurm
+    from .pilot import Pilot
+
+__all__ = [
+    "JOURNAL",
+    "PILOT_DIR",
+    "kill",
+    "launcher",
+    "poll",
+    "render",
+    "runner_dir",
+    "submit",
+]
+
+JOURNAL = "pilot-events.jsonl"
+PILOT_DIR = "pilot"
+RUNNER_MODULE = "ganga_like_local.runner"
+# The runner looks at its queue this often (kill requests: its clients cannot signal it
+# from another machine).
+SCAN_SECONDS = 1.0
+# Events of a task the monitor does not follow yet (its submission is being recorded) are
+# kept this long, as the Local backend does.
+PENDING_EVENT_SECONDS = 60.0
+_STATES = {
+    "started": Status.RUNNING,
+    "completed": Status.COMPLETED,
+    "failed": Status.FAILED,
+    "killed": Status.KILLED,
+}
+_sequence = itertools.count()
+
+
+def _protocol() -> ModuleType:
+    try:
+        from ganga_like_local.runner import protocol
+    except ImportError as exc:
+        raise BackendError(
+            f"Slurm.pilot needs the Local backend's runner (ganga_like_local), which "
+            f"cannot be imported: {exc}"
+        ) from None
+    return protocol
+
+
+def runner_dir(top: str, name: str) -> str:
+    return os.path.join(top, PILOT_DIR, name)
+
+
+def task_key(job: Job) -> str:
+    return f"{job.fqid}@{job.submit_count}"
+
+
+def launcher(pilot: Pilot, resources: ResourceSpec) -> tuple[str, ...]:
+    """The words starting a subjob's program inside the pilot: none for one process on a
+    one-node pilot (the runner starts it), else an ``srun`` step of exactly its share
+    (``--exact``), on one node. The place where other launchers plug in."""
+    if resources.process_count == 1 and pilot.nodes == 1:
+        return ()
+    return (
+        "srun",
+        "--nodes=1",
+        f"--ntasks={resources.process_count}",
+        f"--cpus-per-task={resources.cpu_cores_per_process}",
+        "--exact",
+        "--",
+    )
+
+
+# -- submission ------------------------------------------------------------------------
+
+
+def _partition(backend: Slurm, pilot: Pilot, settings: SlurmSettings) -> tuple[str, bool]:
+    """The partition the pilot goes to (and whether it was chosen); BackendError (one
+    line) when none can hold it."""
+    wanted = pilot.allocation()
+    try:
+        partitions = submission.PARTITIONS.get(settings)
+    except SlurmCommandError as exc:
+        raise BackendError(
+            f"cannot read the cluster's partitions: {exc.message}", transient=exc.transient
+        ) from None
+    try:
+        if not backend.partition:
+            return choose_partition(partitions, wanted), True
+    except ResourceError as exc:
+        raise BackendError(f"Slurm.pilot: {exc}") from None
+    named = [p for p in partitions if p.name == backend.partition]
+    if named:
+        reasons = rejection_reasons(named[0], wanted)
+        if reasons:
+            raise BackendError(
+                f"Slurm.pilot: partition {backend.partition} cannot hold "
+                f"{pilot.describe()}: {', '.join(reasons)}"
+            )
+    return backend.partition, False  # unknown: sbatch says what is wrong with it
+
+
+def _needs(job: Job) -> ResourceSpec:
+    resources = job.backend.resources
+    return ResourceSpec() if resources is None else resources.to_spec()
+
+
+def _task_row(
+    protocol: ModuleType, ctx: SubmitContext, job: Job, spec: RunSpec, pilot: Pilot, events: str
+) -> list[Any]:
+    """The runner's row for ``job``; its workspace prepared as the Local backend does
+    (the runner makes the directories)."""
+    root = ctx.paths(job).location
+    output = keep_earlier_output(root, job.submit_count)
+    inputs = []
+    if spec.inputs:
+        input_dir = os.path.join(root, "input")
+        make_private_dirs(input_dir)
+        for source in spec.inputs:
+            target = os.path.join(input_dir, os.path.basename(source))
+            copy_private(source, target)  # a copy: the program may write to it
+            inputs.append(target)
+    needs = _needs(job)
+    row: list[Any] = protocol.task_row(
+        protocol.TaskSpec(
+            key=task_key(job),
+            argv=[*launcher(pilot, needs), *spec.argv],
+            env=run_environment(job, spec),
+            workdir=os.path.join(root, "work"),
+            output_dir=output,
+            inputs=inputs,
+            output_patterns=list(spec.output_patterns),
+            events=events,
+            cores=needs.total_cores,
+            memory=needs.memory or 0,
+        )
+    )
+    return row
+
+
+def render(backend: Slurm, name: str, top: str, partition: str) -> str:
+    """The pilot's batch script: the allocation, then the runner on it."""
+    pilot = backend.pilot
+    assert pilot is not None
+    directory = runner_dir(top, name)
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={_directive_value(name, '--job-name')}"]
+    for option, value in (
+        ("--partition", partition),
+        ("--account", backend.account),
+        ("--reservation", backend.reservation),
+        ("--qos", backend.qos),
+    ):
+        if value:
+            lines.append(f"#SBATCH {option}={_directive_value(value, option)}")
+    lines.extend(pilot.sbatch_lines())
+    output = os.path.join(directory, "slurm.out").replace("%", "%%")
+    lines.append(f"#SBATCH --output={_directive_value(output, '--output')}")
+    lines.append(f"#SBATCH --chdir={_directive_value(top, '--chdir')}")
+    for option in backend.extra_options:
+        lines.append("#SBATCH " + option.removeprefix("#SBATCH").strip())
+    lines.extend(backend.setup)
+    if pilot.cores is not None:
+        lines.append(f"cores={pilot.nodes * pilot.cores}")
+    elif pilot.nodes == 1:
+        lines.append("cores=${SLURM_CPUS_ON_NODE:-1}  # what Slurm gave")
+    else:
+        # "16(x2),8": the cores of every node of the allocation, added up.
+        lines += [
+            "cores=0",
+            "for part in ${SLURM_JOB_CPUS_PER_NODE//,/ }; do",
+            '    count=${part%%(*}; times=1; [[ $part == *x* ]] && times=${part##*x} '
+            "&& times=${times%)}",
+            "    cores=$((cores + count * times))",
+            "done",
+        ]
+    # SLURM_MEM_PER_NODE is in MiB; unset (memory is no consumable): no limit.
+    lines.append("memory=$(( ${SLURM_MEM_PER_NODE:-0} * 1048576 * ${SLURM_JOB_NUM_NODES:-1} ))")
+    words = [
+        sys.executable,
+        "-m",
+        RUNNER_MODULE,
+        directory,
+        "--inherit-env",
+        f"--scan-interval={SCAN_SECONDS:g}",
+        "--idle-exit=0",
+    ]
+    lines.append(
+        " ".join(["exec", *(shlex.quote(w) for w in words)])
+        + ' --cores="$cores" --memory="$memory"'
+    )
+    return "\n".join(lines) + "\n"
+
+
+def submit(
+    backend: Slurm,
+    ctx: SubmitContext,
+    jobs: Sequence[tuple[Job, RunSpec]],
+    keep_going: bool,
+    settings: SlurmSettings,
+) -> SubmitOutcome:
+    """Every job of ``jobs`` into ONE new pilot: one sbatch."""
+    protocol = _protocol()
+    pilot = backend.pilot
+    assert pilot is not None
+    outcome = SubmitOutcome(real_bulk=True)
+    partition, chosen = _partition(backend, pilot, settings)
+    first = jobs[0][0]
+    top_job = first.master or first
+    top = ctx.paths(top_job).location
+    name = submission._new_name(top_job)
+    events = os.path.join(top, JOURNAL)
+    per_node = pilot.cores
+    rows: list[list[Any]] = []
+    members: list[Job] = []
+    for index, (job, spec) in enumerate(jobs):
+        needs = _needs(job)
+        problem = None
+        if per_node is not None and needs.total_cores > per_node:
+            problem = (
+                f"needs {needs.total_cores} cores, the pilot has {per_node} per node "
+                "(Slurm.pilot.cores)"
+            )
+        if problem is None:
+            try:
+                rows.append(_task_row(protocol, ctx, job, spec, pilot, events))
+                members.append(job)
+                continue
+            except (OSError, ValueError) as exc:
+                problem = f"preparing the workspace failed: {exc}"
+        outcome.failed[job.fqid] = problem
+        if not keep_going:
+            outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+            return outcome
+    if not rows:
+        return outcome
+    directory = runner_dir(top, name)
+    text = render(backend, name, top, partition)
+    log_dir = submission.slurm_log_dir(top)
+    try:
+        queue = os.path.join(directory, protocol.QUEUE_DIR)
+        make_private_dirs(queue)
+        batch_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}"
+        payload = {
+            "format": protocol.FORMAT_VERSION,
+            "id": batch_id,
+            "idle_exit_seconds": 0.0,
+            "tasks": rows,
+        }
+        protocol.write_atomic(
+            Path(queue), batch_id + protocol.BATCH_SUFFIX, protocol.dumps(payload)
+        )
+        # Kept BEFORE it is submitted: a script without a log line is a submission whose
+        # outcome nobody saw (startup recovery cancels what it may have left).
+        os.makedirs(log_dir, exist_ok=True)
+        with open(os.path.join(log_dir, name + ".sh"), "w", encoding="utf-8") as f:
+            f.write(text)
+    except (OSError, ScriptError) as exc:
+        message = f"cannot write the pilot's files: {exc}"
+        outcome.failed.update({j.fqid: message for j in members})
+        return outcome
+    try:
+        pilot_id = submission.sbatch_with_retry(text, name, settings)
+    except SlurmCommandError as exc:
+        message = f"sbatch: {exc.message}"
+        log_submission(log_dir, name, "not submitted: " + message.replace("\n", " "))
+        outcome.failed.update({j.fqid: message for j in members})
+        return outcome
+    for job in members:
+        job.backend._assign("id", pilot_id)
+        job.backend._assign("actual_partition", partition)
+        job.backend._assign("pilot_run", name)
+    backend._assign("id", pilot_id)
+    backend._assign("actual_partition", partition)
+    how = " (chosen)" if chosen else ""
+    log_submission(
+        log_dir,
+        name,
+        f"submitted {pilot_id} partition={partition}{how} pilot of {len(members)} "
+        f"task(s), {pilot.describe()}",
+    )
+    return outcome
+
+
+# -- kill ------------------------------------------------------------------------------
+
+
+def kill(ctx: SubmitContext, jobs: Sequence[Job], settings: SlurmSettings) -> dict[str, str]:
+    """Kill pilot (sub)jobs: a pilot all of whose unfinished subjobs are killed is
+    cancelled (scancel); otherwise the runner is asked to kill just those."""
+    groups: dict[tuple[str, str], list[Job]] = {}
+    for job in jobs:
+        top = ctx.paths(job.master or job).location
+        groups.setdefault((top, job.backend.pilot_run), []).append(job)
+    errors: dict[str, str] = {}
+    cancel: dict[str, list[Job]] = {}
+    for (top, name), killed in groups.items():
+        if _whole(killed, name):
+            cancel.setdefault(killed[0].backend.id, []).extend(killed)
+            continue
+        try:
+            _ask_runner_to_kill(runner_dir(top, name), [task_key(j) for j in killed])
+        except (OSError, BackendError) as exc:
+            errors.update({j.fqid: f"the pilot could not be asked: {exc}" for j in killed})
+    if cancel:
+        try:
+            submission.retry(
+                lambda: SCHEDULER.cancel(sorted(cancel), timeout=settings.command_timeout),
+                settings,
+            )
+        except SlurmCommandError as exc:
+            for killed in cancel.values():
+                errors.update({j.fqid: f"scancel: {exc.message}" for j in killed})
+    return errors
+
+
+def _whole(jobs: Sequence[Job], name: str) -> bool:
+    """Whether ``jobs`` are all the unfinished (sub)jobs the pilot ``name`` runs."""
+    master = jobs[0].master
+    if master is None:
+        return True
+    targeted = {id(job) for job in jobs}
+    for sj in master.iter_subjobs():
+        if id(sj) in targeted or not Status.parse(sj.status).active:
+            continue
+        if sj.backend.pilot_run == name:
+            return False
+    return True
+
+
+def _ask_runner_to_kill(directory: str, keys: list[str]) -> None:
+    """A kill request in the runner's queue. It may run on another machine: it reads its
+    queue every ``SCAN_SECONDS``; on this one it is woken at once."""
+    protocol = _protocol()
+    queue = os.path.join(directory, protocol.QUEUE_DIR)
+    name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}{protocol.KILL_SUFFIX}"
+    protocol.write_atomic(
+        Path(queue), name, protocol.dumps({"format": protocol.FORMAT_VERSION, "keys": keys})
+    )
+    _wake(directory, protocol.PID_NAME)
+
+
+def _wake(directory: str, pid_name: str) -> None:
+    """SIGUSR1 to the pilot's runner if it runs on this machine (its pid file names a
+    process whose command line is the runner's on ``directory``); else nothing."""
+    try:
+        with open(os.path.join(directory, pid_name), encoding="ascii") as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = [os.fsdecode(a) for a in f.read().split(b"\0")]
+    except (OSError, ValueError):
+        return
+    if RUNNER_MODULE in args and os.path.realpath(directory) in {
+        os.path.realpath(a) for a in args
+    }:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGUSR1)
+
+
+# -- poll ------------------------------------------------------------------------------
+
+
+def is_pilot_ref(ref: ActiveRef) -> bool:
+    return bool(ref.backend_data.get("pilot"))
+
+
+def poll(
+    ctx: PollContext, refs: Sequence[ActiveRef], settings: SlurmSettings
+) -> tuple[list[StatusReport], int]:
+    """Reports for the followed pilot (sub)jobs, and how many of ``refs`` are those."""
+    runs, members, masters, ids = _followed(ctx, refs)
+    if not runs:
+        return [], 0
+    protocol = _protocol()
+    memory = ctx.memory
+    # The pilots' state first, the journals after: an event written before a pilot ended
+    # is read in the same cycle that concludes what it left.
+    ended = _ended_pilots(ctx, members, ids, settings)
+    offsets: dict[int, int] = memory.get("pilot_offsets", {})
+    pending: dict[int, list[tuple[float, Any]]] = memory.get("pilot_pending", {})
+    new_offsets = dict(offsets)
+    new_pending: dict[int, list[tuple[float, Any]]] = {}
+    now = time.monotonic()
+    reports: list[StatusReport] = []
+    for job_id in sorted(masters):
+        path = ctx.workspace / str(job_id) / JOURNAL
+        try:
+            events, offset = protocol.read_events(path, offsets.get(job_id, 0))
+        except OSError as exc:
+            raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
+        new_offsets[job_id] = offset
+        keep = []
+        for seen, event in [*pending.get(job_id, []), *((now, e) for e in events)]:
+            report = _report(event, runs)
+            if report is not None:
+                reports.append(report)
+            elif now - seen < PENDING_EVENT_SECONDS and _may_become_active(event, runs):
+                keep.append((seen, event))
+        if keep:
+            new_pending[job_id] = keep
+    ctx.staged["pilot_offsets"] = new_offsets
+    ctx.staged["pilot_pending"] = new_pending
+    if ended:
+        final = {r.fqid for r in reports if r.status.final}
+        for (job_id, _name), (slurm_id, why) in ended.items():
+            for fqid in sorted(members.get((job_id, _name), ())):
+                if fqid not in final:
+                    reports.append(_leftover(ctx, fqid, slurm_id, why))
+    return reports, len(runs)
+
+
+def _ended_pilots(
+    ctx: PollContext,
+    members: Mapping[tuple[int, str], set[str]],
+    ids: Mapping[tuple[int, str], str],
+    settings: SlurmSettings,
+) -> dict[tuple[int, str], tuple[str, str]]:
+    """The followed pilots whose Slurm job has ended: key -> (Slurm id, what ended it).
+    Slurm is asked at most once per ``poll_interval``: squeue, then sacct for the pilots
+    squeue no longer lists or shows ended; a pilot neither lists is taken as ended only
+    after ``vanish_seconds``."""
+    memory = ctx.memory
+    now = time.monotonic()
+    last = memory.get("pilot_polled_at")
+    if last is not None and now - last < settings.poll_interval:
+        return {}
+    ctx.staged["pilot_polled_at"] = now
+    wanted = {ids[key] for key in members if key in ids}
+    if not wanted:
+        return {}
+    try:
+        queue = SCHEDULER.query(sorted(wanted), timeout=settings.command_timeout)
+    except SlurmCommandError as exc:
+        raise BackendError(f"squeue: {exc.message}", transient=exc.transient) from None
+    done: dict[str, str] = {}
+    ask: list[str] = []
+    for slurm_id in wanted:
+        row = queue.get(slurm_id)
+        seen = row.observation if row is not None else None
+        if seen is not None and seen.status in ("submitted", "running", "completing"):
+            continue
+        if seen is not None:
+            done[slurm_id] = seen.reason
+        else:
+            ask.append(slurm_id)
+    missing: dict[str, float] = dict(memory.get("pilot_missing", {}))
+    if ask:
+        try:
+            history = SCHEDULER.history(sorted(ask), timeout=settings.command_timeout)
+        except SlurmCommandError:
+            history = {}  # asked again next time
+        for slurm_id in ask:
+            row = history.get(slurm_id)
+            seen = row.observation if row is not None else None
+            if seen is not None and seen.status in ("completed", "failed", "killed"):
+                done[slurm_id] = seen.reason
+            elif seen is None:
+                since = missing.setdefault(slurm_id, now)
+                if now - since >= settings.vanish_seconds:
+                    done[slurm_id] = "Slurm no longer lists it"
+    ctx.staged["pilot_missing"] = {k: v for k, v in missing.items() if k not in done}
+    return {key: (ids[key], done[ids[key]]) for key in members if ids.get(key) in done}
+
+
+def _leftover(ctx: PollContext, fqid: str, slurm_id: str, why: str) -> StatusReport:
+    """What became of a subjob its pilot left unfinished, from its ``__run__`` record."""
+    job_id, _, sub = fqid.partition(".")
+    parts = [str(ctx.workspace), job_id, *([sub] if sub else []), "output", "__run__"]
+    try:
+        with open(os.path.join(*parts), "rb") as f:
+            record = json.loads(f.read() or b"{}")
+    except (OSError, ValueError):
+        record = {}
+    now = time.time()
+    state = record.get("state") if isinstance(record, dict) else None
+    if isinstance(state, str) and state in _STATES:  # ended; its journal line was lost
+        return StatusReport(
+            fqid,
+            _STATES[state],
+            float(record.get("end") or now),
+            reason=str(record.get("reason") or ""),
+            exit_code=record.get("exit_code"),
+            started_at=record.get("start"),
+        )
+    ended = f"the pilot (Slurm job {slurm_id}) ended" + (f" ({why})" if why else "")
+    if isinstance(record, dict) and record.get("pid") is not None:
+        return StatusReport(fqid, Status.FAILED, now, reason=f"{ended} while it ran")
+    return StatusReport(
+        fqid,
+        Status.KILLED,
+        now,
+        reason=f"not run: {ended} before its turn; resubmit() runs it in a new pilot",
+        started=False,
+    )
+
+
+Key = tuple[int, str]  # (job id, the pilot's name)
+
+
+def _followed(
+    ctx: PollContext, refs: Sequence[ActiveRef]
+) -> tuple[dict[str, int], dict[Key, set[str]], dict[int, int], dict[Key, str]]:
+    """fqid -> run of the followed pilot (sub)jobs, (job id, pilot) -> their fqids, job
+    id -> how many each master has (the journals to read), and (job id, pilot) -> the
+    pilot's Slurm id; kept in ``ctx.memory`` and
+    changed from the refs' change log, so that a cycle costs what changed."""
+    memory = ctx.memory
+    changes = None
+    if isinstance(refs, ActiveRefs) and memory.get("pilot_refs") is refs:
+        changes = refs.changes_since(memory["pilot_version"])
+    if changes is None:
+        runs: dict[str, int] = {}
+        members: dict[tuple[int, str], set[str]] = {}
+        masters: dict[int, int] = {}
+        ids: dict[tuple[int, str], str] = {}
+        changes = [(True, ref) for ref in refs]
+    else:
+        runs, members, masters = (
+            memory["pilot_runs"],
+            memory["pilot_members"],
+            memory["pilot_masters"],
+        )
+        ids = memory["pilot_ids"]
+    for added, ref in changes:
+        data = ref.backend_data
+        name = data.get("pilot")
+        if not name:
+            continue
+        key = (ref.job_id, str(name))
+        if added:
+            runs[ref.fqid] = ref.run
+            members.setdefault(key, set()).add(ref.fqid)
+            masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
+            ids[key] = str(data.get("id") or "")
+            continue
+        if runs.get(ref.fqid) == ref.run:
+            del runs[ref.fqid]
+        group = members.get(key)
+        if group is not None:
+            group.discard(ref.fqid)
+            if not group:
+                del members[key]
+                ids.pop(key, None)
+        left = masters.get(ref.job_id, 1) - 1
+        if left:
+            masters[ref.job_id] = left
+        else:
+            masters.pop(ref.job_id, None)
+    if isinstance(refs, ActiveRefs):
+        memory.update(
+            pilot_refs=refs,
+            pilot_version=refs.version,
+            pilot_runs=runs,
+            pilot_members=members,
+            pilot_masters=masters,
+            pilot_ids=ids,
+        )
+    return runs, members, masters, ids
+
+
+def _split_key(key: str) -> tuple[str, int]:
+    fqid, _, run = key.partition("@")
+    return fqid, int(run or 0)
+
+
+def _report(event: Any, runs: Mapping[str, int]) -> StatusReport | None:
+    fqid, run = _split_key(event.key)
+    if runs.get(fqid) != run:
+        return None
+    status = _STATES.get(event.event)
+    if status is None:
+        return None
+    return StatusReport(
+        fqid=fqid,
+        status=status,
+        time=event.time,
+        reason=event.reason or "",
+        exit_code=event.exit_code,
+        started=event.exit_code is not None or status is Status.RUNNING,
+        started_at=event.start,
+    )
+
+
+def _may_become_active(event: Any, runs: Mapping[str, int]) -> bool:
+    fqid, run = _split_key(event.key)
+    current = runs.get(fqid)
+    return current is None or run > current
