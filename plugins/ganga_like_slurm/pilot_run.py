@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ganga_like.batch.records import log_submission
 from ganga_like.errors import BackendError
@@ -56,8 +56,22 @@ from .script import ScriptError, _directive_value
 from .settings import SlurmSettings
 
 if TYPE_CHECKING:
-    from .backend import Slurm
     from .pilot import Pilot
+
+
+class Slurm(Protocol):
+    """What of the Slurm backend a pilot uses (the backend imports this module)."""
+
+    pilot: Pilot | None
+    partition: str
+    account: str
+    reservation: str
+    qos: str
+    extra_options: tuple[str, ...]
+    setup: tuple[str, ...]
+
+    def _assign(self, name: str, value: Any) -> None: ...
+
 
 __all__ = [
     "JOURNAL",
@@ -220,7 +234,7 @@ def render(backend: Slurm, name: str, top: str, partition: str) -> str:
         lines += [
             "cores=0",
             "for part in ${SLURM_JOB_CPUS_PER_NODE//,/ }; do",
-            '    count=${part%%(*}; times=1; [[ $part == *x* ]] && times=${part##*x} '
+            "    count=${part%%(*}; times=1; [[ $part == *x* ]] && times=${part##*x} "
             "&& times=${times%)}",
             "    cores=$((cores + count * times))",
             "done",
@@ -235,6 +249,7 @@ def render(backend: Slurm, name: str, top: str, partition: str) -> str:
         "--inherit-env",
         f"--scan-interval={SCAN_SECONDS:g}",
         "--idle-exit=0",
+        "--kill-tasks-on-exit",
     ]
     lines.append(
         " ".join(["exec", *(shlex.quote(w) for w in words)])
@@ -401,9 +416,7 @@ def _wake(directory: str, pid_name: str) -> None:
             args = [os.fsdecode(a) for a in f.read().split(b"\0")]
     except (OSError, ValueError):
         return
-    if RUNNER_MODULE in args and os.path.realpath(directory) in {
-        os.path.realpath(a) for a in args
-    }:
+    if RUNNER_MODULE in args and os.path.realpath(directory) in {os.path.realpath(a) for a in args}:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGUSR1)
 

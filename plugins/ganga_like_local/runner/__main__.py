@@ -4,9 +4,12 @@ Started by ``client`` with ``--lock-fd N``, an inherited descriptor on which it 
 holds the runner lock.  A pilot (the Slurm backend's, inside a batch allocation) starts it
 with ``--cores``/``--memory`` (the allocation's size: tasks are packed into it),
 ``--inherit-env`` (tasks get the allocation's environment), ``--scan-interval`` (its
-clients cannot signal it) and ``--idle-exit 0`` (the allocation is let go once the work
-is done).  Imports nothing from ``ganga_like``: the runner must start (and
-keep running) whatever state the core is in.
+clients cannot signal it), ``--idle-exit 0`` (the allocation is let go once the work is
+done) and ``--kill-tasks-on-exit`` (stopped at the walltime, it takes its tasks along: in
+their own sessions, they could escape the scheduler's clean-up).
+
+Imports nothing from ``ganga_like``: the runner must start (and keep running) whatever
+state the core is in.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
 
 from ganga_like_local.runner.loop import Runner
 from ganga_like_local.runner.protocol import LOCK_NAME, PRIVATE_DIR, PRIVATE_FILE
+from ganga_like_local.runner.spawn import signal_group
 
 
 def take_lock(runner_dir: Path, inherited: int | None) -> int | None:
@@ -47,6 +52,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--inherit-env", action="store_true")
     parser.add_argument("--scan-interval", type=float, default=None)
     parser.add_argument("--idle-exit", type=float, default=None)
+    parser.add_argument(
+        "--kill-tasks-on-exit",
+        action="store_true",
+        help="a pilot: the allocation is ending, its tasks must not outlive the runner",
+    )
     return parser.parse_args(argv)
 
 
@@ -92,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         runner.log("runner failed:\n" + traceback.format_exc())
         raise
     finally:
+        if args.kill_tasks_on_exit:
+            for pgid in list(runner.running):
+                signal_group(pgid, signal.SIGKILL)
         runner.shutdown()
         runner.log(f"runner exiting ({reason}), {len(runner.running)} task(s) left running")
     return 0

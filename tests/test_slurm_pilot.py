@@ -1,0 +1,274 @@
+"""Slurm pilots: a submission's subjobs inside ONE allocation, run by the Local runner.
+
+The attribute checks need no Slurm; the others run against a real one (marked ``slurm``,
+skipped, saying why, without it) in one module-scoped session so that the slow waits
+overlap: the walltime test's pilot is submitted by the first test and checked by the last.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ganga_like import ArgSplitter, Executable, Job, JobError, LocalFile, Pilot, SchemaError, Slurm
+from ganga_like.gpi.proxy import unwrap
+from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.shell.display import job_html, job_text
+from ganga_like_local.runner import protocol
+from ganga_like_slurm import commands
+
+from .test_slurm_backend import FastSettings
+from .waiting import wait_for
+
+
+def script(directory: Path, name: str, body: str) -> str:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return str(path)
+
+
+def sbatch_calls() -> int:
+    return commands.COMMAND_COUNTS["sbatch"]
+
+
+# --- the attribute (no Slurm needed) ---------------------------------------------------
+
+
+def test_a_pilot_validates_each_attribute_and_names_it() -> None:
+    pilot = Pilot(nodes=1, cores=None, walltime="1:00:00")
+    assert pilot.walltime == timedelta(hours=1) and pilot.cores is None
+    backend = Slurm(pilot={"cores": 8, "walltime": "30"})
+    assert backend.pilot.cores == 8 and backend.pilot.walltime == timedelta(minutes=30)
+    with pytest.raises(SchemaError, match=r"Pilot\.nodes: .*not be less than 1"):
+        Pilot(nodes=0)
+    with pytest.raises(SchemaError, match=r"Pilot\.walltime: expected a datetime.timedelta"):
+        Pilot(walltime="soon")
+    with pytest.raises(SchemaError, match=r"Pilot\.cores"):
+        backend.pilot.cores = 0
+    assert backend.pilot.cores == 8  # nothing changed
+    with pytest.raises(SchemaError, match=r"Slurm\.pilot: expected a Pilot object"):
+        backend.pilot = "big"
+    with pytest.raises(SchemaError, match="did you mean 'cores'"):
+        Pilot(core=4)
+    assert Slurm().pilot is None
+
+
+def test_a_pilot_shows_in_the_job_display_and_its_preview(tmp_path: Path) -> None:
+    session = open_session(FastSettings(gangadir=tmp_path / "gangadir"))
+    try:
+        j = Job(
+            application=Executable(exe="/bin/true"),
+            splitter=ArgSplitter(args=[["a"], ["b"], ["c"]]),
+            backend=Slurm(partition="debug", pilot=Pilot(cores=2, walltime="10")),
+        )
+        assert "pilot" in job_text(j) and "cores" in job_text(j)
+        assert "Pilot" in job_html(j) or "pilot" in job_html(j)
+        preview = j.backend.preview()
+        assert "1 sbatch call, a pilot (1 node(s), 2 cores per node" in preview
+        assert "running 3 (sub)job(s)" in preview
+        assert "#SBATCH --ntasks-per-node=2" in preview
+        assert "-m ganga_like_local.runner" in preview
+        assert j.status == "new" and not session.registry().active
+    finally:
+        close_session()
+
+
+# --- a real Slurm -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
+        pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
+    if not commands.ping():
+        pytest.skip(
+            "the Slurm controller does not answer `scontrol ping` "
+            f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
+        )
+
+
+@pytest.fixture(scope="module")
+def pilot_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    gangadir = tmp_path_factory.mktemp("pilot") / "gangadir"
+    session = open_session(FastSettings(gangadir=gangadir, monitor_max_interval=0.5))
+    try:
+        yield session
+    finally:
+        active = {str(data.get("id")) for (_b, _r, data) in session.registry().active.values()}
+        close_session()
+        if active - {""}:
+            commands.scancel({a.split("_")[0] for a in active if a})
+
+
+@pytest.fixture(scope="module")
+def walltime_job(pilot_session: Session, tmp_path_factory: pytest.TempPathFactory) -> Job:
+    """A one-core pilot of 1 minute whose first subjob outlasts it: Slurm checks limits
+    about every 30 s, so it ends after 60-90 s; submitted first, checked last."""
+    tmp = tmp_path_factory.mktemp("walltime")
+    flag = tmp / "fixed"
+    exe = script(tmp, "slow.sh", f'[ -e {flag} ] || [ "$1" != slow ] || sleep 300; echo "$1"\n')
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["slow"], ["quick"], ["quick"]]),
+        backend=Slurm(pilot=Pilot(cores=1, walltime="1")),
+    )
+    j.submit()
+    j.subjobs[0].wait(timeout=60, until="running")
+    return j
+
+
+@pytest.mark.slurm
+def test_a_split_job_of_60_subjobs_runs_in_one_pilot_from_one_sbatch(
+    pilot_session: Session, walltime_job: Job, tmp_path: Path
+) -> None:
+    del walltime_job  # only started early
+    exe = script(tmp_path, "show.sh", 'echo "$1 $GANGA_FQID $(pwd)"; echo x > r$1.dat\n')
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[i] for i in range(60)]),
+        backend=Slurm(pilot=Pilot(cores=4, walltime="10")),
+        outputfiles=[LocalFile("*.dat")],
+    )
+    before = sbatch_calls()
+    j.submit()
+    assert sbatch_calls() - before == 1
+    pilot_id = j.backend.id
+    assert pilot_id.isdigit()
+    assert {s.backend.id for s in j.subjobs} == {pilot_id}
+    assert j.wait(timeout=120) == "completed"
+    for s in j.subjobs:
+        work = pilot_session.repo.workspace / str(j.id) / str(s.id) / "work"
+        assert (s.outputdir / "stdout").read_text() == f"{s.id} {j.id}.{s.id} {work}\n"
+        assert (s.outputdir / f"r{s.id}.dat").exists()  # collected from work/
+        assert s.exit_code == 0
+    # Slurm saw one job: the pilot (its batch step, no step per subjob).
+    log = pilot_session.repo.workspace / str(j.id) / "slurm" / "submissions.log"
+    assert log.read_text().count(" submitted ") == 1
+    assert f"submitted {pilot_id} " in log.read_text()
+    wait_for(lambda: _state(pilot_id) == "COMPLETED", 60, "the pilot to end by itself")
+
+
+@pytest.mark.slurm
+def test_subjobs_are_packed_on_the_pilots_cores_by_what_each_needs(
+    pilot_session: Session, tmp_path: Path
+) -> None:
+    exe = script(tmp_path, "span.sh", "date +%s.%N; sleep 1; date +%s.%N\n")
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[]] * 6),
+        backend=Slurm(pilot=Pilot(cores=4, walltime="10"), resources={"cpu_cores_per_process": 2}),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "completed"
+    spans = [tuple(map(float, (s.outputdir / "stdout").read_text().split())) for s in j.subjobs]
+    most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
+    assert most == 2  # 4 cores, 2 per subjob: two at a time, never three
+    assert min(a for a, _ in spans[2:]) >= min(b for _, b in spans[:2]) - 0.05  # FIFO
+
+
+@pytest.mark.slurm
+def test_a_job_without_subjobs_runs_in_a_pilot_too(pilot_session: Session) -> None:
+    j = Job(
+        application=Executable(exe="/bin/echo", args=["alone"]),
+        backend=Slurm(pilot=Pilot(cores=1, walltime="5")),
+    )
+    before = sbatch_calls()
+    j.submit()
+    assert sbatch_calls() - before == 1
+    assert j.wait(timeout=90) == "completed"
+    assert (j.outputdir / "stdout").read_text() == "alone\n"
+
+
+@pytest.mark.slurm
+def test_killing_one_subjob_kills_it_inside_the_pilot_and_the_master_cancels_it(
+    pilot_session: Session,
+) -> None:
+    j = Job(
+        application=Executable(exe="/bin/sleep", args=["120"]),
+        splitter=ArgSplitter(args=[["120"]] * 3),
+        backend=Slurm(pilot=Pilot(cores=4, walltime="10")),
+    )
+    j.submit()
+    for s in j.subjobs:
+        s.wait(timeout=60, until="running")
+    pilot_id = j.backend.id
+    j.subjobs[1].kill()
+    record = j.subjobs[1].outputdir / protocol.RUN_FILE
+    wait_for(lambda: '"killed"' in record.read_text(), 30, "the runner to kill subjob 1")
+    assert [s.status for s in j.subjobs] == ["running", "killed", "running"]
+    assert _state(pilot_id) == "RUNNING"  # the other two still run in it
+    j.kill()
+    assert [s.status for s in j.subjobs] == ["killed"] * 3
+    wait_for(lambda: _state(pilot_id) == "CANCELLED", 60, "the pilot to be cancelled")
+
+
+@pytest.mark.slurm
+def test_bad_pilots_are_refused_in_one_line_and_leave_the_job_new(
+    pilot_session: Session,
+) -> None:
+    too_big = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["a"], ["b"]]),
+        backend=Slurm(pilot=Pilot(cores=4096)),
+    )
+    with pytest.raises(JobError, match=r"Slurm\.pilot: no partition fits") as caught:
+        too_big.submit()
+    assert "\n" not in str(caught.value)
+    assert too_big.status == "new" and len(too_big.subjobs) == 0
+    named = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["a"]]),
+        backend=Slurm(partition="debug", pilot=Pilot(nodes=64)),
+    )
+    with pytest.raises(JobError, match=r"Slurm\.pilot: partition debug cannot hold 64 node"):
+        named.submit()
+    assert named.status == "new"
+    greedy = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["a"]]),
+        backend=Slurm(pilot=Pilot(cores=2), resources={"cpu_cores_per_process": 3}),
+    )
+    before = sbatch_calls()
+    with pytest.raises(JobError, match="needs 3 cores, the pilot has 2 per node"):
+        greedy.submit()
+    assert sbatch_calls() == before and greedy.status == "new"
+
+
+@pytest.mark.slurm
+def test_a_pilot_past_its_walltime_leaves_its_unfinished_subjobs_to_a_new_pilot(
+    pilot_session: Session, walltime_job: Job
+) -> None:
+    j = walltime_job
+    first = j.backend.id
+    assert j.wait(timeout=180) == "failed"
+    slow, *quick = j.subjobs
+    assert slow.status == "failed"
+    assert "ended (walltime exceeded) while it ran" in slow.history[-1].cause
+    assert [s.status for s in quick] == ["killed", "killed"]
+    assert "before its turn; resubmit() runs it in a new pilot" in quick[0].history[-1].cause
+    assert unwrap(quick[0]).current_status().label == "killed"
+    flag = Path(unwrap(j).application.exe).parent / "fixed"
+    flag.touch()
+    before = sbatch_calls()
+    j.resubmit()
+    assert sbatch_calls() - before == 1
+    assert j.backend.id != first and {s.backend.id for s in j.subjobs} == {j.backend.id}
+    assert j.wait(timeout=120) == "completed"
+    assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == [
+        "slow\n",
+        "quick\n",
+        "quick\n",
+    ]
+
+
+def _state(slurm_id: str) -> str:
+    rows = commands.squeue([slurm_id])
+    row = rows.get(slurm_id)
+    return row.state.split()[0] if row is not None else "?"
