@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -78,6 +80,62 @@ def test_a_pilot_shows_in_the_job_display_and_its_preview(tmp_path: Path) -> Non
         assert j.status == "new" and not session.registry().active
     finally:
         close_session()
+
+
+def test_the_runner_as_a_pilot_packs_tasks_by_cores_and_memory_first_in_first_out(
+    tmp_path: Path,
+) -> None:
+    """The runner started as a pilot's batch script starts it, without Slurm: tasks take
+    cores and memory from ``--cores``/``--memory``; one that can never fit fails at once;
+    the tasks see the runner's environment; it leaves when the work is done."""
+    runner = tmp_path / "runner"
+    queue = runner / protocol.QUEUE_DIR
+    queue.mkdir(parents=True)
+    journal = tmp_path / "events.jsonl"
+    span = "date +%s.%N; sleep 0.5; date +%s.%N; echo $PILOT_MARK"
+
+    def task(key: str, cores: int, memory: int = 0) -> list[object]:
+        spec = protocol.TaskSpec(
+            key=key,
+            argv=["/bin/sh", "-c", span],
+            env={},
+            workdir=str(tmp_path / key / "work"),
+            output_dir=str(tmp_path / key / "output"),
+            inputs=[],
+            output_patterns=[],
+            events=str(journal),
+            cores=cores,
+            memory=memory,
+        )
+        return protocol.task_row(spec)
+
+    rows = [task(f"c{i}", 2) for i in range(4)]
+    rows.append(task("huge", 8))
+    rows += [task(f"m{i}", 1, 600) for i in range(2)]
+    payload = {"format": protocol.FORMAT_VERSION, "id": f"{time.time_ns():020d}-1-0", "tasks": rows}
+    protocol.write_atomic(queue, "a" + protocol.BATCH_SUFFIX, protocol.dumps(payload))
+    env = {**os.environ, "PILOT_MARK": "inherited"}
+    argv = [sys.executable, "-m", "ganga_like_local.runner", str(runner), "--cores=4"]
+    argv += ["--memory=1000", "--inherit-env", "--scan-interval=0.2", "--idle-exit=0"]
+    subprocess.run(argv, env=env, timeout=60, check=True)  # exits once all have ended
+    events, _ = protocol.read_events(journal, 0)
+    final = {e.key: e for e in events if e.event in protocol.TERMINAL_EVENTS}
+    assert final["huge"].event == "failed"
+    assert final["huge"].reason == "needs 8 cores, the runner has 4"
+    assert all(final[k].event == "completed" for k in final if k != "huge")
+
+    def spans(keys: list[str]) -> list[tuple[float, float]]:
+        found = []
+        for key in keys:
+            start, end, mark = (tmp_path / key / "output" / "stdout").read_text().split()
+            assert mark == "inherited"
+            found.append((float(start), float(end)))
+        return found
+
+    cores = spans([f"c{i}" for i in range(4)])
+    assert max(sum(1 for a, b in cores if a <= t < b) for t, _ in cores) == 2
+    memory = spans(["m0", "m1"])
+    assert memory[1][0] >= memory[0][1] - 0.05  # 600 + 600 > 1000: one after the other
 
 
 # --- a real Slurm -------------------------------------------------------------------------
