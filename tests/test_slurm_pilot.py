@@ -314,9 +314,12 @@ def test_a_pilot_past_its_walltime_leaves_its_unfinished_subjobs_to_a_new_pilot(
     assert unwrap(quick[0]).current_status().label == "killed"
     flag = Path(unwrap(j).application.exe).parent / "fixed"
     flag.touch()
+    j.backend.pilot.walltime = "5"  # the next pilot's; the ended job may change it
     before = sbatch_calls()
     j.resubmit()
     assert sbatch_calls() - before == 1
+    scripts = (pilot_session.repo.workspace / str(j.id) / "slurm").glob("*.sh")
+    assert sum("--time=0-00:05:00" in s.read_text() for s in scripts) == 1
     assert j.backend.id != first and {s.backend.id for s in j.subjobs} == {j.backend.id}
     assert j.wait(timeout=120) == "completed"
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == [

@@ -135,8 +135,8 @@ class Slurm(BatchBackend):
         "pilot": PilotTrait(
             help="Pilot(nodes=1, cores=None, walltime='1:00:00'): the subjobs run inside ONE "
             "allocation, packed on its cores, instead of one array element each; None: "
-            "no pilot."
-        ),
+            "no pilot. May change once the job has ended (for its resubmission)."
+        ).tag(changeable_at_resubmit=True),
         "id": traitlets.Unicode(
             "",
             help="Slurm job id: '123_4' for array element 4, '123' "
@@ -250,16 +250,16 @@ class Slurm(BatchBackend):
         return pilot_run.submit(self, ctx, jobs, keep_going, self.batch_settings(ctx))
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
-        piloted = [j for j in jobs if j.backend.pilot_run and j.backend.id]
+        piloted = [j for j in jobs if _in_pilot(j)]
         if not piloted:
             return super().kill_bulk(ctx, jobs)
-        others = [j for j in jobs if not (j.backend.pilot_run and j.backend.id)]
+        others = [j for j in jobs if not _in_pilot(j)]
         errors = super().kill_bulk(ctx, others) if others else {}
         errors.update(pilot_run.kill(ctx, piloted, self.batch_settings(ctx)))
         return errors
 
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
-        if job.backend.pilot_run:
+        if _in_pilot(job):
             return {"id": job.backend.id, "pilot": job.backend.pilot_run}
         return {"id": job.backend.id}
 
@@ -326,3 +326,9 @@ class Slurm(BatchBackend):
     def describe(batch: Batch) -> str:
         chosen = " (chosen: the first that fits)" if batch.queue_chosen else ""
         return f"{BatchBackend.describe(batch)}, partition {batch.queue}{chosen}"
+
+
+def _in_pilot(job: Job) -> bool:
+    """Whether a pilot runs ``job`` (recovery passes skeletons with no backend)."""
+    backend = job.backend
+    return isinstance(backend, Slurm) and bool(backend.pilot_run and backend.id)

@@ -35,23 +35,27 @@ class Pilot(GangaObject):
 
     _category = "pilots"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "nodes": traitlets.Int(1, min=1, help="Nodes of the allocation."),
+        # Each may change once the job has ended: it describes the next pilot, the one a
+        # resubmit() makes, not what the subjobs ran with.
+        "nodes": traitlets.Int(1, min=1, help="Nodes of the allocation.").tag(
+            changeable_at_resubmit=True
+        ),
         "cores": traitlets.Int(
             None,
             allow_none=True,
             min=1,
             help="Cores per node; None: all of each node (sbatch --exclusive), as many as "
             "Slurm gives (SLURM_CPUS_ON_NODE).",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "walltime": Walltime(
             default_value=timedelta(hours=1),
             help="The allocation's time limit: a timedelta or a Slurm time such as "
             "'1:00:00'; None: the partition's default.",
-        ),
+        ).tag(changeable_at_resubmit=True),
         "memory": Memory(
             help="Memory per node: bytes or '64G'; None: the whole node's when cores is "
             "None, else the partition's default."
-        ),
+        ).tag(changeable_at_resubmit=True),
     }
 
     nodes: int
