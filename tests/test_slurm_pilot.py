@@ -333,3 +333,31 @@ def _state(slurm_id: str) -> str:
     rows = commands.squeue([slurm_id])
     row = rows.get(slurm_id)
     return row.state.split()[0] if row is not None else "?"
+
+
+@pytest.mark.slurm
+def test_a_pilot_without_cores_packs_on_every_core_slurm_gives(pilot_session: Session) -> None:
+    """Last: an exclusive allocation waits for the node to be free of the others."""
+    cpus = next(p.total_cpus for p in commands.scontrol_show_partitions() if p.name == "debug")
+    j = Job(
+        application=Executable(exe="/bin/sh", args=["-c", "echo $SLURM_CPUS_ON_NODE"]),
+        splitter=ArgSplitter(args=[["-c", "echo $SLURM_CPUS_ON_NODE"]] * 2),
+        backend=Slurm(partition="debug", pilot=Pilot(walltime="5")),
+    )
+    j.submit()
+    assert j.wait(timeout=150) == "completed"
+    assert {(s.outputdir / "stdout").read_text() for s in j.subjobs} == {f"{cpus}\n"}
+    script = next((pilot_session.repo.workspace / str(j.id) / "slurm").glob("*.sh")).read_text()
+    assert "#SBATCH --exclusive" in script and "cores=${SLURM_CPUS_ON_NODE:-1}" in script
+    # The runner's capacity is what Slurm gave: a subjob needing one core more never fits.
+    greedy = Job(
+        application=Executable(exe="/bin/true"),
+        backend=Slurm(
+            partition="debug",
+            pilot=Pilot(walltime="5"),
+            resources={"cpu_cores_per_process": cpus + 1},
+        ),
+    )
+    greedy.submit()
+    assert greedy.wait(timeout=150) == "failed"
+    assert greedy.history[-1].cause.endswith(f"needs {cpus + 1} cores, the runner has {cpus}")
