@@ -281,11 +281,19 @@ class Slurm(BatchBackend):
         first = jobs[0][0]
         top = ctx.paths(first.master or first).location
         name = f"ganga-{(first.master or first).fqid}-000000"
-        partition = self.partition or "(the first that fits)"
+        note = ""
+        try:
+            # One attempt: a preview should not wait out a controller that is down.
+            settings = replace(self.batch_settings(ctx), submit_attempts=1)
+            partition, chosen = pilot_run.choose(self, self.pilot, settings)
+            if chosen:
+                note = f"# partition {partition}: the first that fits\n"
+        except BackendError as exc:
+            partition, note = "", f"# no partition: {exc}\n"
         text = pilot_run.render(self, name, top, partition)
         return ScriptPreview(
             f"# Slurm preview: 1 sbatch call, a pilot ({self.pilot.describe()}) running "
-            f"{len(jobs)} (sub)job(s); nothing was submitted.\n{text}"
+            f"{len(jobs)} (sub)job(s); nothing was submitted.\n{note}{text}"
         )
 
     @staticmethod

@@ -140,13 +140,15 @@ def launcher(pilot: Pilot, resources: ResourceSpec) -> tuple[str, ...]:
 # -- submission ------------------------------------------------------------------------
 
 
-def _partition(backend: Slurm, pilot: Pilot, settings: SlurmSettings) -> tuple[str, bool]:
+def choose(backend: Slurm, pilot: Pilot, settings: SlurmSettings) -> tuple[str, bool]:
     """The partition the pilot goes to (and whether it was chosen); BackendError (one
     line) when none can hold it."""
     wanted = pilot.allocation()
     try:
         partitions = submission.PARTITIONS.get(settings)
     except SlurmCommandError as exc:
+        if backend.partition:
+            return backend.partition, False  # not checked: sbatch says what is wrong
         raise BackendError(
             f"cannot read the cluster's partitions: {exc.message}", transient=exc.transient
         ) from None
@@ -270,7 +272,7 @@ def submit(
     pilot = backend.pilot
     assert pilot is not None
     outcome = SubmitOutcome(real_bulk=True)
-    partition, chosen = _partition(backend, pilot, settings)
+    partition, chosen = choose(backend, pilot, settings)
     first = jobs[0][0]
     top_job = first.master or first
     top = ctx.paths(top_job).location
