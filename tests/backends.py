@@ -62,6 +62,12 @@ def _slurm() -> Any:
     return Slurm(partition="debug")
 
 
+def _slurm_pilot() -> Any:
+    from ganga_like import Pilot, Slurm
+
+    return Slurm(partition="debug", pilot=Pilot(cores=4, walltime="10"))
+
+
 def _dask() -> Any:
     from ganga_like import Dask
 
@@ -137,6 +143,22 @@ BACKENDS: list[BackendCase] = [
             "slurm_submit_attempts": 2,
             "slurm_submit_backoff": 0.5,
             "slurm_submit_patience": 5.0,
+            "slurm_command_timeout": 30.0,
+        },
+        marks=(pytest.mark.slurm,),
+        available=_slurm_available,
+        leftovers=_slurm_leftovers,
+    ),
+    BackendCase(
+        "SlurmPilot",
+        _slurm_pilot,
+        settings={"monitor_max_interval": 0.5},
+        backend_settings={
+            "slurm_poll_interval": 0.3,
+            "slurm_vanish_seconds": 3.0,
+            "slurm_vanish_cycles": 3,
+            "slurm_submit_attempts": 2,
+            "slurm_submit_backoff": 0.5,
             "slurm_command_timeout": 30.0,
         },
         marks=(pytest.mark.slurm,),

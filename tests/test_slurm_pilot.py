@@ -62,8 +62,8 @@ def test_a_pilot_validates_each_attribute_and_names_it() -> None:
     assert Slurm().pilot is None
 
 
-def test_a_pilot_shows_in_the_job_display_and_its_preview(tmp_path: Path) -> None:
-    session = open_session(FastSettings(gangadir=tmp_path / "gangadir"))
+def test_a_pilot_shows_in_the_job_display(tmp_path: Path) -> None:
+    open_session(FastSettings(gangadir=tmp_path / "gangadir"))
     try:
         j = Job(
             application=Executable(exe="/bin/true"),
@@ -71,13 +71,7 @@ def test_a_pilot_shows_in_the_job_display_and_its_preview(tmp_path: Path) -> Non
             backend=Slurm(partition="debug", pilot=Pilot(cores=2, walltime="10")),
         )
         assert "pilot" in job_text(j) and "cores" in job_text(j)
-        assert "Pilot" in job_html(j) or "pilot" in job_html(j)
-        preview = j.backend.preview()
-        assert "1 sbatch call, a pilot (1 node(s), 2 cores per node" in preview
-        assert "running 3 (sub)job(s)" in preview
-        assert "#SBATCH --ntasks-per-node=2" in preview
-        assert "-m ganga_like_local.runner" in preview
-        assert j.status == "new" and not session.registry().active
+        assert "pilot" in job_html(j) and "cores" in job_html(j)
     finally:
         close_session()
 
@@ -229,6 +223,24 @@ def test_subjobs_are_packed_on_the_pilots_cores_by_what_each_needs(
     most = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
     assert most == 2  # 4 cores, 2 per subjob: two at a time, never three
     assert min(a for a, _ in spans[2:]) >= min(b for _, b in spans[:2]) - 0.05  # FIFO
+
+
+@pytest.mark.slurm
+def test_a_pilots_preview_shows_its_script_and_submits_nothing(pilot_session: Session) -> None:
+    j = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["a"], ["b"], ["c"]]),
+        backend=Slurm(pilot=Pilot(cores=2, walltime="10")),
+    )
+    before = sbatch_calls()
+    preview = j.backend.preview()
+    assert "1 sbatch call, a pilot (1 node(s), 2 cores per node" in preview
+    assert "running 3 (sub)job(s)" in preview
+    assert "# partition debug: the first that fits" in preview
+    assert "#SBATCH --partition=debug" in preview
+    assert "#SBATCH --ntasks-per-node=2" in preview
+    assert "-m ganga_like_local.runner" in preview
+    assert j.status == "new" and sbatch_calls() == before
 
 
 @pytest.mark.slurm
