@@ -257,6 +257,28 @@ def test_a_job_without_subjobs_runs_in_a_pilot_too(pilot_session: Session) -> No
 
 
 @pytest.mark.slurm
+@pytest.mark.parametrize("launcher", ["", "multiple"])
+def test_a_subjob_of_2_processes_in_a_pilot_prints_two_ranks(
+    pilot_session: Session, tmp_path: Path, launcher: str
+) -> None:
+    exe = script(tmp_path, "rank.sh", 'echo "rank $GANGA_RANK of $GANGA_SIZE"\n')
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["a"], ["b"]]),
+        backend=Slurm(
+            launcher=launcher,
+            resources={"process_count": 2},
+            pilot=Pilot(cores=2, walltime="5"),
+        ),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "completed", (j.subjobs[0].outputdir / "stderr").read_text()
+    for sj in j.subjobs:
+        lines = sorted((sj.outputdir / "stdout").read_text().splitlines())
+        assert lines == ["rank 0 of 2", "rank 1 of 2"]
+
+
+@pytest.mark.slurm
 def test_killing_one_subjob_kills_it_inside_the_pilot_and_the_master_cancels_it(
     pilot_session: Session,
 ) -> None:

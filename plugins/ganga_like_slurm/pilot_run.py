@@ -43,6 +43,7 @@ from ganga_like.model.interfaces import (
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
+from ganga_like.model.launchers import launcher_words, resolve_launcher
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment
 from ganga_like.private import copy_private, make_private_dirs
@@ -121,20 +122,18 @@ def task_key(job: Job) -> str:
     return f"{job.fqid}@{job.submit_count}"
 
 
-def launcher(pilot: Pilot, resources: ResourceSpec) -> tuple[str, ...]:
-    """The words starting a subjob's program inside the pilot: none for one process on a
-    one-node pilot (the runner starts it), else an ``srun`` step of exactly its share
-    (``--exact``), on one node. The place where other launchers plug in."""
-    if resources.process_count == 1 and pilot.nodes == 1:
-        return ()
-    return (
-        "srun",
-        "--nodes=1",
-        f"--ntasks={resources.process_count}",
-        f"--cpus-per-task={resources.cpu_cores_per_process}",
-        "--exact",
-        "--",
-    )
+def launcher(pilot: Pilot, resources: ResourceSpec, name: str = "") -> tuple[str, ...]:
+    """The words starting a subjob's program inside the pilot, through the job's launcher
+    (``name``; empty: srun above one process). One process on a one-node pilot needs none
+    (the runner starts it); srun runs a step of exactly the subjob's share (``--exact``) on
+    one node, which also places a single process on a node of a larger pilot."""
+    chosen = resolve_launcher(name, resources.process_count, "srun")
+    if chosen == "single" and pilot.nodes > 1:
+        chosen = "srun"
+    words = launcher_words(chosen, resources.process_count, resources.cpu_cores_per_process)
+    if chosen == "srun":
+        return (words[0], "--nodes=1", "--exact", *words[1:])
+    return words
 
 
 # -- submission ------------------------------------------------------------------------
@@ -192,7 +191,7 @@ def _task_row(
     row: list[Any] = protocol.task_row(
         protocol.TaskSpec(
             key=task_key(job),
-            argv=[*launcher(pilot, needs), *spec.argv],
+            argv=[*launcher(pilot, needs, job.backend.launcher), *spec.argv],
             env=run_environment(job, spec),
             workdir=os.path.join(root, "work"),
             output_dir=output,
