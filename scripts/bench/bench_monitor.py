@@ -16,7 +16,8 @@ while a job runs.
 100,000, each in a fresh process): one job of N subjobs on Local with max_concurrent 2,
 whose first 200 run `sleep 0.3` and the rest `sleep 900`, so that N stay active throughout.
 It reports the monitor thread's CPU per status change while the 200 short ones end (cycles
-every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes.
+every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes, and of the cycle after another session (here the
+session's own connection) killed one of them (median of 10).
 ``--before CHECKOUT`` also runs it on the code of another checkout (e.g. a `git worktree`
 of main) and prints both.
 """
@@ -24,6 +25,7 @@ of main) and prints both.
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,10 +73,20 @@ def active(n: int) -> None:
         monitor.run_once()
         time.sleep(0.05)
     quiet = (monitor.cpu_seconds - cpu0) / cycles
+    # Another connection (the session's) kills one subjob: the next cycle must notice it.
+    after_other = []
+    for i in range(10):
+        j.subjobs[n - 1 - i].kill()
+        cpu0 = monitor.cpu_seconds
+        monitor.run_once()
+        after_other.append(monitor.cpu_seconds - cpu0)
+    assert monitor.view.backends["Local"].get(j.id, n - 1) is None
+    other_cpu = statistics.median(after_other)
     print(
         f"N={n:>7,}: quiet cycle {1000 * quiet:8.2f} ms CPU; "
         f"{1000 * per_change:6.2f} ms CPU per status change ({changes} changes); "
-        f"first cycle {1000 * first_cpu:.0f} ms CPU; submit {submit_s:.0f} s",
+        f"first cycle {1000 * first_cpu:.0f} ms CPU; "
+        f"after another session killed 1: {1000 * other_cpu:.2f} ms CPU; submit {submit_s:.0f} s",
         flush=True,
     )
     runner_client.stop(runner_dir(gangadir))  # its running tasks are left running:
