@@ -43,6 +43,7 @@ from ganga_like.repository.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
+from ganga_like.repository.writer import install as install_record_writer
 
 __all__ = [
     "MODES",
@@ -57,6 +58,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("ganga_like")
+
+install_record_writer()
 
 # Large enough that a 10,000-subjob job (3 records per subjob) stays in memory between
 # transactions; the default of 400 reloads it after every commit.
