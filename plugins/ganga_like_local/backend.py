@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -92,33 +92,39 @@ class Local(IBackend):
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
     ) -> SubmitOutcome:
         outcome = SubmitOutcome()
-        tasks: list[TaskSpec] = []
         # Subjobs mostly share one backend: each (launcher, count) is checked once.
         launches: dict[tuple[str, int], tuple[str, ...] | str] = {}
-        for index, (job, spec) in enumerate(jobs):
-            launch = start_words(job.backend, "multiple", LAUNCHERS, launches)
-            if isinstance(launch, str):
-                outcome.failed[job.fqid] = launch
-            else:
-                try:
-                    tasks.append(self._task(ctx, job, spec, launch))
-                except OSError as exc:
-                    outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
-            if job.fqid in outcome.failed and not keep_going:
-                outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
-                break
-        if tasks:
-            section = ctx.config_for(LocalSection)
-            try:
-                runner_client.submit(
-                    runner_dir(ctx.gangadir),
-                    tasks,
-                    dict(os.environ),
-                    max_concurrent=section.max_concurrent,
-                    idle_exit_seconds=section.idle_exit,
-                )
-            except OSError as exc:
-                raise BackendError(f"the Local runner could not be started: {exc}") from exc
+
+        def tasks() -> Iterator[TaskSpec]:
+            # Made one at a time as the batch file is written: a million subjobs' tasks
+            # are never all in memory at once.
+            for index, (job, spec) in enumerate(jobs):
+                launch = start_words(job.backend, "multiple", LAUNCHERS, launches)
+                if isinstance(launch, str):
+                    outcome.failed[job.fqid] = launch
+                else:
+                    try:
+                        task = self._task(ctx, job, spec, launch)
+                    except OSError as exc:
+                        outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
+                    else:
+                        yield task
+                        continue
+                if not keep_going:
+                    outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+                    return
+
+        section = ctx.config_for(LocalSection)
+        try:
+            runner_client.submit(
+                runner_dir(ctx.gangadir),
+                tasks(),
+                dict(os.environ),
+                max_concurrent=section.max_concurrent,
+                idle_exit_seconds=section.idle_exit,
+            )
+        except OSError as exc:
+            raise BackendError(f"the Local runner could not be started: {exc}") from exc
         return outcome
 
     def _task(

@@ -16,7 +16,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ _sequence = itertools.count()
 
 def submit(
     runner_dir: Path,
-    tasks: Sequence[TaskSpec],
+    tasks: Iterable[TaskSpec],
     base_env: Mapping[str, str],
     max_concurrent: int,
     idle_exit_seconds: float = 30.0,
@@ -72,25 +72,38 @@ def submit(
 
     ``max_concurrent`` and ``idle_exit_seconds`` become the runner's settings once it
     reads this batch.  The environment of each task is ``base_env`` updated by its ``env``.
+    ``tasks`` may be a generator: each is written to the batch file as it comes, so that
+    a batch of a million holds no more than one in memory (nothing is queued if there are
+    none).
     """
     if max_concurrent < 1:
         raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
     if idle_exit_seconds < 0:
         raise ValueError(f"idle_exit_seconds must not be negative, not {idle_exit_seconds}")
-    if not tasks:
+    rows = (task_row(task) for task in tasks)
+    first = next(rows, None)
+    if first is None:
         return
-    rows = [task_row(task) for task in tasks]
     queue = _queue_dir(runner_dir)
     name = _request_name(BATCH_SUFFIX)
-    payload = {
-        "format": FORMAT_VERSION,
-        "id": name[: -len(BATCH_SUFFIX)],
-        "max_concurrent": max_concurrent,
-        "idle_exit_seconds": float(idle_exit_seconds),
-        "base_env": dict(base_env),
-        "tasks": rows,
-    }
-    write_atomic(queue, name, dumps(payload))
+    head = dumps(
+        {
+            "format": FORMAT_VERSION,
+            "id": name[: -len(BATCH_SUFFIX)],
+            "max_concurrent": max_concurrent,
+            "idle_exit_seconds": float(idle_exit_seconds),
+            "base_env": dict(base_env),
+        }
+    )
+
+    def chunks() -> Iterator[bytes]:
+        yield head[:-1] + b',"tasks":['
+        yield dumps(first)
+        for row in rows:
+            yield b"," + dumps(row)
+        yield b"]}"
+
+    write_atomic(queue, name, chunks())
     ensure_runner(runner_dir, always=True)
 
 

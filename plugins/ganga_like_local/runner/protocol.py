@@ -36,6 +36,7 @@ import itertools
 import json
 import os
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -246,15 +247,19 @@ def _parse_lines(lines: list[bytes]) -> list[Any]:
     return rows
 
 
-def write_atomic(directory: Path, name: str, data: bytes) -> None:
-    """Write a file so that readers see either nothing or all of it."""
+def write_atomic(directory: Path, name: str, data: bytes | Iterable[bytes]) -> None:
+    """Write a file (its bytes, or their pieces in turn) so that readers see either
+    nothing or all of it."""
     # A leading dot keeps the runner from picking up the file before it is complete; pid
     # and counter keep writers of the same name (the pid file) out of each other's way.
     tmp = directory / f".{name}.{os.getpid()}.{next(_temporary_names)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     try:
         with open(os.open(tmp, flags, PRIVATE_FILE), "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)
         os.replace(tmp, directory / name)
     except BaseException:
         # A full disk must not keep what it could not finish: the space goes back.
