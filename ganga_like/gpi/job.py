@@ -16,6 +16,7 @@ from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import (
     GPIObject,
+    _proxies,
     _session,
     job_removed,
     register_proxy_class,
@@ -46,7 +47,27 @@ class Job(GPIObject):
     """
 
     _impl_class = JobImpl
-    __slots__ = ()
+    # (master, id) of a subjob reached through its master's ``subjobs``: its status is
+    # read from the master's status chunks, and the subjob itself is looked up (and
+    # loaded) only when something else about it is asked.
+    __slots__ = ("_at",)
+
+    @property
+    def _impl(self) -> JobImpl:
+        try:
+            impl: JobImpl = _IMPL_SLOT.__get__(self, Job)
+            return impl
+        except AttributeError:
+            master, index = object.__getattribute__(self, "_at")  # else: no job at all
+        impl = master.subjob(index)
+        _IMPL_SLOT.__set__(self, impl)
+        if _proxies.get(id(impl)) is None:
+            _proxies[id(impl)] = self  # from now on, the subjob's GPI object
+        return impl
+
+    @_impl.setter
+    def _impl(self, impl: JobImpl) -> None:
+        _IMPL_SLOT.__set__(self, impl)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         source = unwrap(args[0]) if len(args) == 1 else None
@@ -72,9 +93,18 @@ class Job(GPIObject):
     def status(self) -> str:
         """Current status; a master's is derived from its subjobs."""
         _session().refresh()
-        if job_removed(self._job):
+        try:
+            loaded = _IMPL_SLOT.__get__(self, Job)
+        except AttributeError:
+            loaded = None
+        if loaded is None or loaded._p_changed is None:  # not changed in this transaction
+            label = _status_from_master(self)
+            if label is not None:
+                return label
+        job = self._job
+        if job_removed(job):
             return "removed"
-        return self._job.current_status().label
+        return job.current_status().label
 
     def _live(self, action: str) -> JobImpl:
         """The job, unless it was removed: then one line saying so."""
@@ -517,7 +547,22 @@ class SubjobSlice(JobSlice):
         return self._master.subjob_count()
 
     def __iter__(self) -> Iterator[Job]:
-        return (wrap(j) for j in self._master.iter_subjobs())
+        master = self._master
+        known = master.subjob_statuses()  # from the chunks: the subjob tree is not read
+        if known is None:  # no status chunks: the subjobs themselves
+            for index, subjob in master.subjob_items():
+                proxy = wrap(subjob)
+                object.__setattr__(proxy, "_at", (master, index))
+                yield proxy
+            return
+        # Ids are positions 0..N-1 (the chunks exist only then): a proxy per id, each
+        # subjob looked up only if more than its status is asked (see Job._impl).
+        new, owner_slot, at_slot = object.__new__, _OWNER_SLOT, _AT_SLOT
+        for index in range(len(known)):
+            proxy = new(Job)
+            owner_slot.__set__(proxy, None)
+            at_slot.__set__(proxy, (master, index))
+            yield proxy
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, int):
@@ -538,6 +583,40 @@ class SubjobSlice(JobSlice):
 
     def remove(self, keep_going: bool = True) -> list[str]:
         raise JobError("subjobs cannot be removed on their own; remove the master")
+
+
+_IMPL_SLOT: Any = GPIObject.__dict__["_impl"]
+_OWNER_SLOT: Any = GPIObject.__dict__["_owner"]
+_AT_SLOT: Any = Job.__dict__["_at"]
+
+
+def _status_from_master(proxy: Job) -> str | None:
+    """A subjob's status from its master's status chunks, if it was reached through them."""
+    try:
+        master, index = object.__getattribute__(proxy, "_at")
+    except AttributeError:
+        return None
+    if _master_removed(master):
+        return "removed"
+    label: str | None = master.subjob_status(index)
+    return label
+
+
+# The last master checked for removal, in which transaction, and the answer: reading the
+# statuses of 100,000 subjobs asks the registry once per transaction, not 100,000 times.
+_removal_checked: tuple[Any, Any, bool] = (None, None, False)
+
+
+def _master_removed(master: JobImpl) -> bool:
+    global _removal_checked
+    jar = master._p_jar
+    current = jar.transaction_manager.get() if jar is not None else None
+    seen_master, seen_transaction, removed = _removal_checked
+    if seen_master is master and current is not None and seen_transaction is current:
+        return removed
+    removed = job_removed(master)
+    _removal_checked = (master, current, removed)
+    return removed
 
 
 class JobRegistry(JobSlice):

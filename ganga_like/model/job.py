@@ -21,6 +21,13 @@ from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.history import make_entry
 from ganga_like.model.status import Status, check_transition, freezing
+from ganga_like.model.status_column import (
+    StatusChunk,
+    all_statuses,
+    build_chunks,
+    set_status,
+    status_of,
+)
 from ganga_like.model.times import ENDED, JobTimes, end_of_run
 
 __all__ = ["Job"]
@@ -138,6 +145,9 @@ class Job(GangaObject):
     _master: Job | None = None
     _subjobs: IOBTree | None = None
     _counter: StatusCounter | None = None
+    # Every subjob's status label by id, in chunks (model.status_column); None for a
+    # master stored before they were kept.
+    _status_chunks: tuple[StatusChunk, ...] | None = None
     # The editable description at the last submission, to log what a resubmit changed.
     _described: dict[str, str] | None = None
     # Postprocessing of the current run (see ganga_like.runtime.postprocessing): None, or
@@ -232,6 +242,9 @@ class Job(GangaObject):
         master = self._master
         if master is not None and master._counter is not None:
             master._counter.move(old, new)
+            chunks = master._status_chunks
+            if chunks is not None:
+                set_status(chunks, self.id, new.label)
             # A run ends once: leaving one final state for another (freezing, forcing)
             # adds no running time.
             if new.final and not old.final and old is not Status.SUBMITTING:
@@ -417,6 +430,12 @@ class Job(GangaObject):
         if subjobs:
             yield from subjobs.values()
 
+    def subjob_items(self) -> Iterator[tuple[int, Job]]:
+        """(id, subjob) pairs; the subjobs are not loaded until used."""
+        subjobs = self._subjobs
+        if subjobs:
+            yield from subjobs.items()
+
     def attach_subjobs(self, subjobs: list[Job]) -> None:
         """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
         tree = IOBTree()
@@ -428,6 +447,19 @@ class Job(GangaObject):
         counter.counts = counts
         self._subjobs = tree
         self._counter = counter
+        labels = [sj.status for sj in subjobs]
+        ids_are_positions = all(sj.id == index for index, sj in enumerate(subjobs))
+        self._status_chunks = build_chunks(labels) if ids_are_positions else None
+
+    def subjob_status(self, index: int) -> str | None:
+        """Subjob ``index``'s status label without loading it; None if not known so."""
+        chunks = self._status_chunks
+        return status_of(chunks, index) if chunks is not None else None
+
+    def subjob_statuses(self) -> list[str] | None:
+        """Every subjob's status label by id, without loading any; None if not known so."""
+        chunks = self._status_chunks
+        return all_statuses(chunks) if chunks is not None else None
 
     def run_seconds(self) -> float:
         """Seconds spent running: of the job itself, or summed over a master's subjobs."""
