@@ -7,6 +7,7 @@ after the index was saved (or a session that died with it open) falls back to th
 from __future__ import annotations
 
 import shutil
+import struct
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -103,3 +104,35 @@ def test_a_cache_changed_after_its_index_was_saved_is_scanned(tmp_path: Path) ->
         assert reopened.load(p64(1)) is not None
     finally:
         reopened.close()
+
+
+def test_a_commit_larger_than_half_the_cache_fills_half_of_it_and_reads_back(
+    gangadir: Path,
+) -> None:
+    from ganga_like.model.job import Job as JobImpl
+    from ganga_like.repository.connection import Repository
+    from ganga_like.repository.options import StorageOptions
+
+    repo = Repository(gangadir, "shared", options=StorageOptions(cache_mb=1, idle_exit=2.0))
+    try:
+
+        def add() -> None:
+            registry = repo.registry()
+            for i in range(300):  # 3 MB of records through a 1 MB cache
+                job = JobImpl()
+                job.comment = f"{i:04d}" + "x" * 10_000
+                registry.add(job)
+
+        repo.in_transaction(add)
+        cache = repo.db.storage._cache
+        held = 0
+        for offset in cache.current.values():  # each record's size, from its header
+            cache.f.seek(offset + 1)
+            held += struct.unpack(">I", cache.f.read(4))[0]
+        assert held <= cache.maxsize // 2 + 50_000  # stored until half full, not churned
+        repo.connection().cacheMinimize()
+        repo.abort()
+        comments = [j.comment[:4] for j in repo.registry().jobs.values()]
+        assert comments == [f"{i:04d}" for i in range(300)]
+    finally:
+        repo.close()

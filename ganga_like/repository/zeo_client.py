@@ -132,12 +132,18 @@ def _refresh_after_commit(
     """What ZEO's tpc_finish does on this side once the server committed ``tid``: the
     committed records go into the cache, then ``lastTransaction`` moves and the other
     connections of this process hear of the change, together (ZODB >= 5.6 wants the
-    second only after the first)."""
+    second only after the first).
+
+    Records are stored until they fill half the cache: a commit larger than that (a
+    submission of a million subjobs writes 900 MB) would only evict its own records again,
+    at the cost of writing them all (minutes). The rest are only invalidated."""
     cache = client.cache
+    room = cache.maxsize // 2
     for oid, data, resolved in tbuf:
         cache.invalidate(oid, tid)
-        if data and not resolved:
+        if data and not resolved and room > 0:
             cache.store(oid, tid, None, data)
+            room -= len(data)
     with cache._lock:
         cache.setLastTid(tid)
         announce(tid)
