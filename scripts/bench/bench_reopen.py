@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,7 +59,14 @@ def build(gangadir: Path, n: int) -> None:
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
     )
+    started, cpu = time.perf_counter(), time.process_time()
     big.submit()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"submit() of {n:,} subjobs: {time.perf_counter() - started:.1f} s wall, "
+        f"{time.process_time() - cpu:.1f} s CPU; peak RSS {rss:.0f} MB",
+        flush=True,
+    )
     if n > 10_000:
         big.kill()
     for i in range(999):
@@ -69,8 +77,13 @@ def build(gangadir: Path, n: int) -> None:
 
 def run(gangadir: Path, env: dict[str, str]) -> dict[str, float]:
     env = dict(env, GANGA_DIR=str(gangadir))
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE], env=env, capture_output=True, text=True, check=True
+    out = subprocess.run(  # not run from a checkout: `-c` puts the cwd first on sys.path
+        [sys.executable, "-c", MEASURE],
+        env=env,
+        cwd=gangadir.parent,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     print(out, end="", flush=True)
     figures = {}
