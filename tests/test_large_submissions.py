@@ -5,6 +5,8 @@
   pickled before (a splitter with a million arguments made each later record cost 10 ms).
 * The Local runner's batch is written one task at a time, from a generator: nothing holds
   every task's description at once.
+* The shared server, starting, reads the oids of recent transactions only up to a bound:
+  not the 2,000,000 records of a submission that came last.
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import transaction
+import ZODB
 import ZODB.Connection
+from BTrees.IOBTree import IOBTree
+from persistent.mapping import PersistentMapping
+from ZODB.FileStorage import FileStorage
 
-from ganga_like.repository import storage
+from ganga_like.repository import file_storage, storage
 from ganga_like.repository.writer import RecordWriter
 from ganga_like_local.runner.client import TaskSpec, stop, submit
 from ganga_like_local.runner.protocol import QUEUE_DIR
@@ -94,3 +101,28 @@ def test_a_task_refused_midway_leaves_no_batch_behind(tmp_path: Path, runner_dir
     queue = runner_dir / QUEUE_DIR
     assert not queue.exists() or not [p for p in queue.iterdir() if json.loads(p.read_bytes())]
     assert not os.path.exists(tmp_path / "events.jsonl")
+
+
+def test_the_server_start_reads_recent_transactions_only_up_to_a_large_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(file_storage, "INVALIDATIONS_READ_MAX", 50_000)
+    fs = file_storage.RepositoryFileStorage(str(tmp_path / "Data.fs"))
+    db = ZODB.DB(fs)
+    try:
+        connection = db.open()
+        connection.root()["records"] = records = IOBTree()
+        transaction.commit()
+        sizes = [1, 2, 2000, 3, 4]  # the third: 2,000 records of 100 bytes, 200 kB
+        for size in sizes:
+            for i in range(size):
+                records[size * 10_000 + i] = PersistentMapping(data="x" * 100)
+            transaction.commit()
+        stock = FileStorage.lastInvalidations(fs, 100)
+        ours = fs.lastInvalidations(100)
+        assert [len(oids) for _tid, oids in stock][-3:][1:] == [3 + 1, 4 + 1]
+        assert len(stock[-3][1]) > 2000
+        assert ours == stock[-2:]  # what came after the large one, as ZODB reads it
+        connection.close()
+    finally:
+        db.close()

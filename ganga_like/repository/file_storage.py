@@ -22,14 +22,44 @@ import contextlib
 from typing import Any
 
 from ZODB.FileStorage import FileStorage
+from ZODB.FileStorage.FileStorage import FileIterator
+from ZODB.utils import u64
 
 from ganga_like.private import touch_private
 
-__all__ = ["RepositoryFileStorage"]
+__all__ = ["INVALIDATIONS_READ_MAX", "RepositoryFileStorage"]
+
+# Bytes of recent transactions the shared server reads at its start (see lastInvalidations).
+INVALIDATIONS_READ_MAX = 16 << 20
 
 
 class RepositoryFileStorage(FileStorage):  # type: ignore[misc]
     _write_failed = False
+
+    def lastInvalidations(self, count: int) -> list[tuple[bytes, list[bytes]]]:
+        """The oids of the last ``count`` transactions, which ZEO's server reads when it
+        starts (to tell a returning session what changed while it was away), stopping at
+        ``INVALIDATIONS_READ_MAX`` bytes: after a submission of 1,000,000 subjobs reading
+        its 2,000,000 records took 2.3 s of every server start. A session whose cache is
+        older than the transactions read starts with an empty cache, as after any change
+        too large to list."""
+        file = self._file
+        with self._lock:
+            pos = self._pos
+            room = INVALIDATIONS_READ_MAX
+            while count > 0 and pos > 4:
+                file.seek(pos - 8)
+                length = u64(file.read(8))
+                if length > room:
+                    break
+                room -= length
+                count -= 1
+                pos = pos - 8 - length
+            file.seek(0)
+            return [
+                (trans.tid, [record.oid for record in trans])
+                for trans in FileIterator(self._file_name, pos=pos)
+            ]
 
     def store(
         self, oid: bytes, oldserial: bytes, data: bytes, version: str, transaction: Any
