@@ -140,6 +140,9 @@ def test_subjob_statuses_read_through_the_gpi_match_the_loaded_subjobs(gangadir:
         session.repo.connection().cacheMinimize()
         assert {s.status for s in j.subjobs} == {"killed"}
         assert held.status == "killed"
+        kept = list(j.subjobs)
+        j.remove()
+        assert {s.status for s in kept} == {"removed"}  # asked again in a new transaction
     finally:
         close_session()
         runner_client.stop(runner_dir(gangadir))

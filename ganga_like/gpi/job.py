@@ -32,6 +32,7 @@ from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.model.template import copy_description, describes
 from ganga_like.model.times import JobTimes
+from ganga_like.model.status_column import status_of
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions, lifecycle
 
@@ -592,31 +593,27 @@ _AT_SLOT: Any = Job.__dict__["_at"]
 
 def _status_from_master(proxy: Job) -> str | None:
     """A subjob's status from its master's status chunks, if it was reached through them."""
+    global _chunks_seen
     try:
         master, index = object.__getattribute__(proxy, "_at")
     except AttributeError:
         return None
-    if _master_removed(master):
-        return "removed"
-    label: str | None = master.subjob_status(index)
-    return label
-
-
-# The last master checked for removal, in which transaction, and the answer: reading the
-# statuses of 100,000 subjobs asks the registry once per transaction, not 100,000 times.
-_removal_checked: tuple[Any, Any, bool] = (None, None, False)
-
-
-def _master_removed(master: JobImpl) -> bool:
-    global _removal_checked
     jar = master._p_jar
     current = jar.transaction_manager.get() if jar is not None else None
-    seen_master, seen_transaction, removed = _removal_checked
-    if seen_master is master and current is not None and seen_transaction is current:
-        return removed
-    removed = job_removed(master)
-    _removal_checked = (master, current, removed)
-    return removed
+    seen_master, seen_transaction, chunks = _chunks_seen
+    if seen_master is not master or seen_transaction is not current or current is None:
+        chunks = _REMOVED if job_removed(master) else master.status_chunks()
+        _chunks_seen = (master, current, chunks)
+    if chunks is _REMOVED:
+        return "removed"
+    return status_of(chunks, index) if chunks is not None else None
+
+
+# The last master whose chunks were looked up, in which transaction, and its chunks: the
+# statuses of 100,000 subjobs ask the registry whether their master was removed once per
+# transaction, not 100,000 times (a new transaction, e.g. after any action, asks again).
+_REMOVED: Any = object()
+_chunks_seen: tuple[Any, Any, Any] = (None, None, None)
 
 
 class JobRegistry(JobSlice):

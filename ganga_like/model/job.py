@@ -456,6 +456,10 @@ class Job(GangaObject):
         chunks = self._status_chunks
         return status_of(chunks, index) if chunks is not None else None
 
+    def status_chunks(self) -> tuple[StatusChunk, ...] | None:
+        """The chunks themselves (model.status_column), or None."""
+        return self._status_chunks
+
     def subjob_statuses(self) -> list[str] | None:
         """Every subjob's status label by id, without loading any; None if not known so."""
         chunks = self._status_chunks
