@@ -3,9 +3,9 @@
     python scripts/bench/bench_submit.py [N] [--kill]
 
 Prints the wall time and CPU of submit(), the repository growth per subjob, and (after the
-job completed) the process's peak RSS. With ``--kill`` the job is killed as soon as
-submit() returned and the peak RSS is that of the submission (for 1,000,000 subjobs, whose
-running would take most of an hour); the gangadir is removed at the end.
+job completed) the process's peak RSS. With ``--kill`` the peak RSS is that of the submission
+alone: as soon as submit() returned the runner is killed (1,000,000 subjobs would run for
+most of an hour) and the gangadir removed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -46,9 +47,15 @@ def main() -> None:
     if kill:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of the submitting process: {rss:.0f} MB", flush=True)
-        j.kill()
+        # Everything goes with the gangadir: the runner is ended, not each subjob killed
+        # (killing a million records takes longer than submitting them).
+        pid = runner_client.runner_pid(runner_dir(gangadir))
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
         session.close()
-        runner_client.stop(runner_dir(gangadir))
+        from ganga_like.repository import shared
+
+        shared.stop_server(gangadir / "repository")
         shutil.rmtree(gangadir.parent, ignore_errors=True)
         return
     j.wait(timeout=3600)
