@@ -49,10 +49,10 @@ def main() -> None:
         print(f"peak RSS of the submitting process: {rss:.0f} MB", flush=True)
         # Everything goes with the gangadir: the runner is ended, not each subjob killed
         # (killing a million records takes longer than submitting them).
+        session.close()  # first: its monitor would start the runner again
         pid = runner_client.runner_pid(runner_dir(gangadir))
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-        session.close()
         from ganga_like.repository import shared
 
         shared.stop_server(gangadir / "repository")
