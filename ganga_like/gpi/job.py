@@ -30,9 +30,9 @@ from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.status_column import status_of
 from ganga_like.model.template import copy_description, describes
 from ganga_like.model.times import JobTimes
-from ganga_like.model.status_column import status_of
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions, lifecycle
 
