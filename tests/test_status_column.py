@@ -34,7 +34,7 @@ SUBJOBS = 2 * CHUNK + 5  # three chunks, the last partly filled
 
 changes = st.lists(
     st.tuples(
-        st.sampled_from(["mine", "theirs", "both", "abort"]),
+        st.sampled_from(["mine", "theirs", "both", "abort", "add"]),
         st.integers(0, SUBJOBS - 1),
         st.integers(0, SUBJOBS - 1),
         st.integers(0, 100),
@@ -101,6 +101,14 @@ def test_the_status_chunks_always_equal_the_subjob_records(ops: list[Any]) -> No
             elif kind == "theirs":
                 _move(b, i, choice)
                 b.transaction_manager.commit()
+            elif kind == "add":
+                # Subjobs appended after the last (as a resplit adds its pieces), filling
+                # the last chunk and starting new ones.
+                master = a.root()["master"]
+                start = master.subjob_count()
+                extra = [JobImpl.new_subjob(master, start + k) for k in range(choice % 4 + 1)]
+                master.add_subjobs(extra)
+                a.transaction_manager.commit()
             elif kind == "abort":
                 _move(a, i, choice)
                 a.transaction_manager.abort()

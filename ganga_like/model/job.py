@@ -25,6 +25,7 @@ from ganga_like.model.status_column import (
     StatusChunk,
     all_statuses,
     build_chunks,
+    extend_chunks,
     set_status,
     status_of,
 )
@@ -450,6 +451,19 @@ class Job(GangaObject):
         labels = [sj.status for sj in subjobs]
         ids_are_positions = all(sj.id == index for index, sj in enumerate(subjobs))
         self._status_chunks = build_chunks(labels) if ids_are_positions else None
+
+    def add_subjobs(self, subjobs: list[Job]) -> None:
+        """Append ``subjobs`` (new, ids following this master's last) to its subjobs."""
+        tree, counter = self._subjobs, self._counter
+        if tree is None or counter is None:
+            raise JobError(f"job {self.fqid} has no subjobs to add to")
+        for sj in subjobs:
+            tree[sj.id] = sj
+            counter.add(Status.parse(sj.status), 1)
+        chunks = self._status_chunks
+        if chunks is not None and subjobs:
+            labels = [sj.status for sj in subjobs]
+            self._status_chunks = extend_chunks(chunks, subjobs[0].id, labels)
 
     def subjob_status(self, index: int) -> str | None:
         """Subjob ``index``'s status label without loading it; None if not known so."""

@@ -19,7 +19,15 @@ from typing import Any
 from persistent import Persistent
 from ZODB.POSException import ConflictError
 
-__all__ = ["CHUNK", "StatusChunk", "all_statuses", "build_chunks", "set_status", "status_of"]
+__all__ = [
+    "CHUNK",
+    "StatusChunk",
+    "all_statuses",
+    "build_chunks",
+    "extend_chunks",
+    "set_status",
+    "status_of",
+]
 
 # Small enough that a commit changing a few subjobs rewrites little (about 2.5 kB per
 # chunk), large enough that 1,000,000 subjobs take fewer than 1,000 records.
@@ -58,6 +66,24 @@ def build_chunks(labels: Sequence[str]) -> tuple[StatusChunk, ...]:
     return tuple(
         StatusChunk(list(labels[start : start + CHUNK])) for start in range(0, len(labels), CHUNK)
     )
+
+
+def extend_chunks(
+    chunks: tuple[StatusChunk, ...], first: int, labels: Sequence[str]
+) -> tuple[StatusChunk, ...] | None:
+    """The chunks with subjobs ``first``, ``first + 1``, ... appended (a resplit adds
+    subjobs after the last); None when ``first`` does not follow the last position (the
+    chunks can no longer stand for every subjob, and the subjobs are read instead)."""
+    total = sum(len(chunk.labels) for chunk in chunks)
+    if first != total:
+        return None
+    remaining = list(labels)
+    if chunks and len(chunks[-1].labels) < CHUNK:
+        last = chunks[-1]
+        room = CHUNK - len(last.labels)
+        last.labels = [*last.labels, *remaining[:room]]  # a new list: the record is rewritten
+        remaining = remaining[room:]
+    return (*chunks, *build_chunks(remaining))
 
 
 def status_of(chunks: tuple[StatusChunk, ...], index: int) -> str | None:

@@ -77,12 +77,7 @@ def resplit(session: Session, job: Job, splitter: Any) -> bool:
     first, last = pieces[0].id, pieces[-1].id
 
     def record() -> None:
-        counter = master._counter
-        tree = master._subjobs
-        assert counter is not None and tree is not None
-        for piece in pieces:
-            tree[piece.id] = piece
-        counter.add(Status.NEW, len(pieces))
+        master.add_subjobs(pieces)
         job.freeze(f"user: resplit into subjobs {first}-{last}")
         master.log_event(f"user: resplit of subjob {job.fqid} into {len(pieces)} subjob(s)")
 
