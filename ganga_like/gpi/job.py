@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ganga_like.errors import GangaError, JobError
+from ganga_like.errors import GangaError, JobError, SchemaError
 from ganga_like.gpi import results
 from ganga_like.gpi.display import table
 from ganga_like.gpi.progress import Progress
@@ -37,6 +37,17 @@ from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions, lifecycle
 
 __all__ = ["Job", "JobRegistry", "JobSlice", "SubjobSlice", "jobs"]
+
+
+def refuse_positional(name: str, args: tuple[Any, ...]) -> None:
+    """``Job(3)`` or ``Job("scan")``: the one positional argument a job or template takes
+    is what to copy, so say that rather than counting arguments."""
+    if args:
+        shown = ", ".join(f"the {type(a).__name__} {a!r}" for a in args)
+        raise SchemaError(
+            f"{name}() takes a job or a JobTemplate to copy, not {shown}; give the rest as "
+            f"keywords: {name}(name=..., application=..., backend=...)"
+        )
 
 
 class Job(GPIObject):
@@ -78,6 +89,7 @@ class Job(GPIObject):
             for name, value in kwargs.items():
                 setattr(self, name, value)  # validated as any assignment is
         else:
+            refuse_positional(type(self).__name__, args)
             super().__init__(*args, **kwargs)
         impl = self._job
         session = _session()

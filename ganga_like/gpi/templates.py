@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.job import JobSlice, _is_plugin
+from ganga_like.gpi.job import JobSlice, _is_plugin, refuse_positional
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
@@ -56,6 +56,7 @@ class JobTemplate(GPIObject):
             for name, value in kwargs.items():
                 setattr(self, name, value)
         else:
+            refuse_positional(type(self).__name__, args)
             super().__init__(*args, **kwargs)
         impl = self._template
         session = _session()
