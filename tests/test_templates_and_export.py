@@ -263,6 +263,40 @@ def test_load_of_a_missing_file_and_export_of_a_non_gpi_value_are_one_line(
     assert load(tmp_path / "empty.txt") == []
 
 
+def test_exporting_a_function_pickled_by_value_names_the_job_and_the_way_out(
+    session: Session, tmp_path: Path
+) -> None:
+    pytest.importorskip("cloudpickle")
+    from ganga_like import PythonFunction
+
+    def square(x: int) -> int:  # a local function: stored pickled by value
+        return x * x
+
+    j = Job(name="pf", application=PythonFunction(function=square, args=[3]))
+    with pytest.raises(SchemaError) as raised:
+        export([Job(name="fine"), j], tmp_path / "pf.txt")
+    message = str(raised.value)
+    assert message.startswith(f"export: job {j.id}: PythonFunction.function is <function ")
+    assert "square, pickled>" in message and "'module.function'" in message
+    assert "missing plugin" not in message and "\n" not in message
+    assert not (tmp_path / "pf.txt").exists()  # nothing written, not even the good job
+
+
+def test_a_job_made_of_something_not_a_job_or_template_says_what_it_takes(
+    session: Session,
+) -> None:
+    before = len(jobs)
+    for wrong in (3, "scan"):
+        with pytest.raises(SchemaError) as raised:
+            Job(wrong)
+        message = str(raised.value)
+        assert message.startswith("Job() takes a job or a JobTemplate to copy, not the ")
+        assert "keywords" in message
+    with pytest.raises(SchemaError, match=r"^JobTemplate\(\) takes a job or a JobTemplate"):
+        JobTemplate(3)
+    assert len(jobs) == before
+
+
 def test_a_large_split_job_exports_and_loads_back(session: Session, tmp_path: Path) -> None:
     args = [[str(i), f"p{i}"] for i in range(2000)]
     j = Job(application=Executable(exe="echo"), splitter=ArgSplitter(args=args))

@@ -56,7 +56,7 @@ def export(objects: Any, path: str | os.PathLike[str]) -> bool:
     ``templates``, ``jobs.select(...)``) to ``path`` as GPI text; ``load(path)`` reads it
     back. Only descriptions are written: no ids, statuses, subjobs or results."""
     items = [objects] if isinstance(objects, GPIObject) else _listed(objects)
-    blocks = [_block(_impl_of(item)) for item in items]
+    blocks = [_exported(_impl_of(item)) for item in items]
     target = Path(os.fspath(path))
     text = "\n\n".join([HEADER, *blocks]) + "\n"
     try:
@@ -89,6 +89,26 @@ def _impl_of(item: Any) -> GangaObject:
     if not isinstance(impl, GangaObject):
         raise SchemaError(f"export: not a GPI object: {item!r}")
     return impl
+
+
+class _Unwritable(Exception):
+    """A value GPI text cannot hold; the message says where in the object and why."""
+
+
+def _exported(impl: GangaObject) -> str:
+    try:
+        return _block(impl)
+    except _Unwritable as exc:
+        # Named by the object it is in: in a list of a thousand jobs, which one.
+        raise SchemaError(f"export: {_owner(impl)}{exc}") from None
+
+
+def _owner(impl: GangaObject) -> str:
+    if isinstance(impl, JobImpl):
+        return f"job {impl.fqid}: "
+    if isinstance(impl, TemplateImpl):
+        return f"template {impl.id}: "
+    return ""
 
 
 def _fields(impl: GangaObject) -> list[tuple[str, str]]:
@@ -133,11 +153,14 @@ def _value_text(value: Any, where: str) -> str:
         pairs = (f"{_value_text(k, where)}: {_value_text(v, where)}" for k, v in value.items())
         return "{" + ", ".join(pairs) + "}"
     if isinstance(value, float) and not math.isfinite(value):
-        raise SchemaError(f"export: {where} is {value!r}, which GPI text cannot hold")
+        raise _Unwritable(f"{where} is {value!r}, which GPI text cannot hold")
     if value is None or isinstance(value, str | int | float | bool):
         return repr(value)
-    raise SchemaError(
-        f"export: {where} holds a {type(value).__name__} "
+    hint = getattr(value, "gpi_text_hint", None)
+    if isinstance(hint, str):
+        raise _Unwritable(f"{where} is {value!r}, which GPI text cannot hold; {hint}")
+    raise _Unwritable(
+        f"{where} holds a {type(value).__name__} "
         "(from a missing plugin, or not a plain value), which GPI text cannot hold"
     )
 

@@ -17,7 +17,7 @@ import sys
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import traitlets
 
@@ -44,6 +44,11 @@ class PickledFunction:
 
     name: str
     data: bytes
+    # What ``export`` says when asked to write one: bytes of pickle are no GPI text.
+    gpi_text_hint: ClassVar[str] = (
+        "name the function instead, PythonFunction(function='module.function'), "
+        "with it defined in an importable module"
+    )
 
     def __repr__(self) -> str:
         return f"<function {self.name}, pickled>"
