@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ganga_like import ArgSplitter, Executable, Job, JobError, Local, config, jobs
-from ganga_like.errors import ConfigError
+from ganga_like.errors import ConfigError, PluginError, SchemaError
 from ganga_like.runtime.session import Session
 
 
@@ -70,6 +70,32 @@ def test_select_matches_plugins_by_their_class_or_its_name(session: Session) -> 
     assert list(jobs.select(backend="Local")) == [echo]
     assert list(jobs.select(backend=Local, application=ArgSplitter)) == []
     assert list(jobs.select(application="Local")) == []
+
+
+def test_select_of_an_unknown_plugin_name_is_one_line_not_an_empty_slice(
+    session: Session,
+) -> None:
+    Job(application=Executable(exe="echo"))
+    with pytest.raises(PluginError, match=r"^no plugin named 'Executabel'; did you mean 'Exec"):
+        jobs.select(application="Executabel")
+    with pytest.raises(PluginError, match=r"^no plugin named 'Locl'"):
+        jobs.select(backend="Locl")
+
+
+def test_select_takes_a_first_and_last_id_as_ganga_does(session: Session) -> None:
+    made = [Job(name=f"j{i}") for i in range(6)]
+    ids = [j.id for j in made]
+    assert jobs.select(ids[1], ids[3]).ids() == ids[1:4]  # both ends included, as in Ganga
+    assert jobs.select(ids[4]).ids() == ids[4:]  # from that id up
+    assert jobs.select(ids[1], ids[3], name="j2").ids() == [ids[2]]
+    assert jobs.select([ids[0], ids[5]]).ids() == [ids[0], ids[5]]  # a list: exactly those
+    for wrong, expected in [
+        (lambda: jobs.select("3"), "ids: expected"),
+        (lambda: jobs.select([ids[0]], ids[3]), "a last id needs a first id"),
+    ]:
+        with pytest.raises(SchemaError, match=expected) as raised:
+            wrong()
+        assert "\n" not in str(raised.value)
 
 
 def test_a_removed_job_says_removed_and_refuses_changes_in_one_line(session: Session) -> None:

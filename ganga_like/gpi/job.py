@@ -25,6 +25,7 @@ from ganga_like.gpi.proxy import (
     unwrap,
     wrap,
 )
+from ganga_like.model import plugin_registry
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
@@ -428,20 +429,25 @@ class JobSlice:
 
     def select(
         self,
-        ids: Iterable[int] | range | None = None,
+        ids: Iterable[int] | range | int | None = None,
+        maxid: int | None = None,
         *,
         status: str | None = None,
         name: str | None = None,
         backend: str | type | None = None,
         application: str | type | None = None,
     ) -> JobSlice:
-        """Jobs matching every given condition: ids (a list or range), status, name (glob),
-        backend or application (its class, e.g. ``Local``, or class name)."""
-        wanted_ids = set(ids) if ids is not None else None
+        """Jobs matching every given condition: ids (a list or range; or, as in Ganga, a
+        first id and optionally a last one, both included: ``select(10, 20)``), status,
+        name (glob), backend or application (its class, e.g. ``Local``, or class name)."""
+        wanted_ids = _wanted_ids(ids, maxid)
+        for plugin in (backend, application):
+            if isinstance(plugin, str) and plugin not in plugin_registry.known_names():
+                plugin_registry.find(plugin)  # raises the one line, with a suggestion
         wanted_status = Status.parse(status) if status else None
         out = []
         for job in self._impls():
-            if wanted_ids is not None and job.id not in wanted_ids:
+            if wanted_ids is not None and not wanted_ids(job.id):
                 continue
             if wanted_status is not None and job.current_status() is not wanted_status:
                 continue
@@ -517,6 +523,31 @@ class JobSlice:
                 if not keep_going:
                     raise
         return JobSlice(copies, self._title)
+
+
+def _wanted_ids(ids: object, maxid: object) -> Callable[[int], bool] | None:
+    """Which ids ``select`` keeps: a list or range of them, or Ganga's ``select(minid,
+    maxid)`` (an int first id, and a last id or none)."""
+    if isinstance(ids, int) and not isinstance(ids, bool):
+        first = ids
+        if maxid is None:
+            return lambda i: i >= first
+        if isinstance(maxid, int) and not isinstance(maxid, bool):
+            last = maxid
+            return lambda i: first <= i <= last
+        raise SchemaError(f"select: expected a last id (an int), not {maxid!r}")
+    if maxid is not None:
+        raise SchemaError(
+            f"select: a last id needs a first id (an int), not {ids!r}: select(10, 20)"
+        )
+    if ids is None:
+        return None
+    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise SchemaError(
+            f"select: ids: expected a list or range of ids, or a first id, not {ids!r}"
+        )
+    chosen = set(ids)
+    return lambda i: i in chosen
 
 
 def _is_plugin(component: Any, wanted: str | type) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.job import JobSlice, _is_plugin, refuse_positional
+from ganga_like.gpi.job import JobSlice, _is_plugin, _wanted_ids, refuse_positional
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
@@ -134,19 +134,21 @@ class TemplateSlice(JobSlice):
 
     def select(
         self,
-        ids: Iterable[int] | range | None = None,
+        ids: Iterable[int] | range | int | None = None,
+        maxid: int | None = None,
         *,
         status: str | None = None,
         name: str | None = None,
         backend: str | type | None = None,
         application: str | type | None = None,
     ) -> TemplateSlice:
-        """Templates matching every given condition: ids (a list or range), name (glob),
-        backend or application (its class, or class name); status matches 'template'."""
-        wanted_ids = set(ids) if ids is not None else None
+        """Templates matching every given condition: ids (a list or range, or a first and
+        last id as for jobs), name (glob), backend or application (its class, or class
+        name); status matches 'template'."""
+        wanted_ids = _wanted_ids(ids, maxid)
         out = []
         for item in self._impls():
-            if wanted_ids is not None and item.id not in wanted_ids:
+            if wanted_ids is not None and not wanted_ids(item.id):
                 continue
             if status is not None and str(status).lower() != TEMPLATE_STATUS:
                 continue
