@@ -21,6 +21,7 @@ from ganga_like import (
     Job,
     LocalFile,
     MetaDataChecker,
+    Retry,
     SchemaError,
     TextMerger,
     jobs,
@@ -366,6 +367,26 @@ def test_a_postprocessor_list_is_copied_with_the_job_and_changeable_at_resubmit(
     j.wait(timeout=60)
     j.postprocessors = [TextMerger(files=["stdout"], overwrite=True)]
     assert j.postprocessors[0].overwrite is True
+
+
+def test_a_finished_jobs_postprocessors_change_in_place_as_by_assignment(
+    session: Session, tmp_path: Path
+) -> None:
+    j = split_job(tmp_path, [FileChecker(files=["absent.log"], searchStrings=["x"])], 2)
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    j.postprocessors[0].filesMustExist = False  # the Ganga habit: fix the option, run again
+    j.postprocessors.append(TextMerger(files=["stdout"]))
+    assert j.postprocessors[0].filesMustExist is False
+    assert j.runPostProcessors() is False  # the checker's failures stay until resubmitted
+    assert (j.outputdir / "stdout").exists()
+    j.retry = Retry(attempts=1)
+    j.retry.attempts = 2  # a part that may change at any time, changed in place
+    assert j.retry.attempts == 2
+    with pytest.raises(JobError, match="application.args can no longer be changed"):
+        j.application.args.append("x")
+    with pytest.raises(JobError, match="can no longer be changed"):
+        j.subjobs[0].application.args.append("x")
 
 
 # -- crash safety -----------------------------------------------------------------------

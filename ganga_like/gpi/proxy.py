@@ -212,7 +212,11 @@ class GPIObject:
             raise JobError(removed_message(job, f"changing {self._path_to(name)}"))
         trait = type(impl)._schema[name]
         status = job.current_status()
-        if impl is job and name in job_parts().always_changeable:
+        # Inside a part that may change (``j.retry.attempts``, ``j.postprocessors[0].files``)
+        # as the part itself may: changing it in place is replacing it.
+        part = name if impl is job else self._job_part()
+        part_trait = JobImpl._schema.get(part) if part else None
+        if part in job_parts().always_changeable and (impl is job or job.master is None):
             return
         if job.master is None:
             if status is Status.NEW and not job.is_master:
@@ -223,7 +227,10 @@ class GPIObject:
                     f"job {job.fqid} has subjobs: {self._path_to(name)} can no "
                     "longer be changed; copy() the job to change it"
                 )
-            if status.final and trait.metadata.get("changeable_at_resubmit"):
+            if status.final and (
+                trait.metadata.get("changeable_at_resubmit")
+                or (part_trait is not None and part_trait.metadata.get("changeable_at_resubmit"))
+            ):
                 return
             raise JobError(
                 f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "
@@ -233,6 +240,20 @@ class GPIObject:
             f"subjob {job.fqid} is {status}: {self._path_to(name)} can no longer "
             "be changed; copy() it to a new job"
         )
+
+    def _job_part(self) -> str | None:
+        """The job's attribute this object is in (``postprocessors`` for a merger in its
+        list), or None when it is in no job."""
+        node: GPIObject = self
+        while True:
+            owner: GPIObject | None = object.__getattribute__(node, "_owner")
+            if owner is None:
+                return None
+            owner_impl = object.__getattribute__(owner, "_impl")
+            if isinstance(owner_impl, JobImpl):
+                held = _attribute_holding(owner_impl, object.__getattribute__(node, "_impl"))
+                return held.split("[")[0] if held else None
+            node = owner
 
     def _path_to(self, name: str) -> str:
         """``application.args`` for ``args`` of a job's application (for messages)."""
