@@ -112,6 +112,19 @@ def test_a_file_missing_in_a_subjob_fails_the_merge_unless_ignorefailed(
     assert j.runPostProcessors() is True and j.status == "completed"
 
 
+def test_a_named_file_no_subjob_wrote_fails_the_merge_instead_of_being_passed_over(
+    session: Session, tmp_path: Path
+) -> None:
+    j = split_job(tmp_path, [TextMerger(files=["stdout", "histos.txt"])], 2)
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert "histos.txt is missing in subjob(s)" in causes(j)[-1]
+    j.postprocessors = [TextMerger(files=["stdout", "histos.txt", "*.nothing"], ignorefailed=True)]
+    ok = j.runPostProcessors()
+    assert ok is True, causes(j)[-1]  # a wildcard may match nothing; the rest merged
+    assert (j.outputdir / "stdout").exists() and not (j.outputdir / "histos.txt").exists()
+
+
 def test_custom_merger_calls_the_users_mergefiles(session: Session, tmp_path: Path) -> None:
     merge = tmp_path / "merge.py"
     merge.write_text(

@@ -98,9 +98,14 @@ class _Merger(IPostProcessor):
             names.update(dict.fromkeys(_names(out, self.files)))
         if not names:
             raise PostProcessError(f"no subjob output matches {', '.join(self.files)}")
+        # A file named (no wildcard) is wanted from every subjob: one that none of them
+        # wrote is missing everywhere, which fails the merge, never passed over in silence.
+        names.update(dict.fromkeys(p for p in self.files if not any(c in p for c in "*?[")))
         target_dir = ctx.paths(master).output
         target_dir.mkdir(parents=True, exist_ok=True)
-        written: list[str] = []
+        # Every file is checked before any is written: a merge refused for its second file
+        # leaves no first one behind to block the next run as "exists already".
+        plan: list[tuple[Path, list[tuple[Job, Path]]]] = []
         for name in names:
             parts = [(sj, out / name) for sj, out in outputs]
             missing = [sj.fqid for sj, path in parts if not path.is_file()]
@@ -113,6 +118,10 @@ class _Merger(IPostProcessor):
             if target.exists() and not self.overwrite and not ctx.may_replace(str(target)):
                 raise PostProcessError(f"{target} exists already (overwrite=True replaces it)")
             present = [(sj, path) for sj, path in parts if path.is_file()]
+            if present:  # else ignorefailed, and no subjob has it: nothing to merge
+                plan.append((target, present))
+        written: list[str] = []
+        for target, present in plan:
             target.parent.mkdir(parents=True, exist_ok=True)
             # Written beside the target and renamed: a crash never leaves half a merge.
             fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
