@@ -39,6 +39,15 @@ def test_wrong_type_is_refused_with_class_attribute_and_types_and_nothing_change
     assert app.args == []
 
 
+def test_a_wrong_element_of_a_list_says_it_is_an_element_and_what_the_list_holds() -> None:
+    with pytest.raises(SchemaError) as raised:
+        ArgSplitter(args=["a", "b"])  # a flat list, where each subjob needs a list of its own
+    assert str(raised.value) == (
+        "ArgSplitter.args: an element expected a list, not the str 'a' "
+        "(One argument list per subjob)"
+    )
+
+
 def test_numbers_are_accepted_as_arguments() -> None:
     assert Executable(args=[1, 2.5, "x"]).args == ["1", "2.5", "x"]
 

@@ -160,7 +160,7 @@ class GangaObject(Persistent):  # type: ignore[misc]
         try:
             checked = trait._validate(cls._checker(), value)
         except traitlets.TraitError as exc:
-            raise SchemaError(f"{cls.__name__}.{name}: {_short(exc)}") from None
+            raise SchemaError(f"{cls.__name__}.{name}: {_element_message(trait, exc)}") from None
         return _storable(checked)
 
     def _assign(self, name: str, value: Any) -> None:
@@ -301,6 +301,19 @@ def _copy_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy_value(v) for k, v in value.items()}
     return _copy.copy(value)
+
+
+def _element_message(trait: traitlets.TraitType[Any, Any], exc: traitlets.TraitError) -> str:
+    """The reason, saying so when an element of a list of lists is not a list ("contains a
+    List of a List which expected a list"), with what the list holds: else
+    ``ArgSplitter(args=["a"])`` reads as if ``args`` itself were not a list."""
+    reason = _short(exc)
+    head = str(exc).split(" expected ", 1)[0]
+    nested = isinstance(getattr(trait, "_trait", None), traitlets.Container | traitlets.Dict)
+    if not nested or " contains " not in head or head.split(" contains ", 1)[1].count(" of ") != 1:
+        return reason
+    helptext = str(trait.help or "").strip().rstrip(".")
+    return f"an element {reason}" + (f" ({helptext})" if helptext else "")
 
 
 def _short(exc: traitlets.TraitError) -> str:
