@@ -283,6 +283,19 @@ def test_a_job_records_when_it_was_created_and_each_state_it_reached(session: Se
         _ = t.submited  # type: ignore[attr-defined]
 
 
+def test_a_time_not_reached_or_not_a_state_is_one_line_and_still_a_key_error(
+    session: Session,
+) -> None:
+    j = Job()
+    with pytest.raises(JobError, match=rf"^job {j.id} has not been failed$") as never:
+        j.time["failed"]
+    assert isinstance(never.value, KeyError)
+    with pytest.raises(JobError, match=r"^job times have no 'finished'; they are: new, ") as bad:
+        j.time["finished"]
+    assert isinstance(bad.value, KeyError)
+    assert j.time.get("failed") is None and "failed" not in j.time  # a mapping still
+
+
 def test_a_masters_times_span_its_subjobs(session: Session) -> None:
     j = finished(exits(0, 0), "completed")
     t, subs = j.time, [s.time for s in j.subjobs]

@@ -14,7 +14,9 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["ENDED", "JobTimes", "TimeTable", "end_of_run"]
+from ganga_like.errors import JobError
+
+__all__ = ["ENDED", "JobTimes", "NoSuchTimeError", "TimeTable", "end_of_run"]
 
 # The states a run ends in (frozen states are a user's decision about a run that ended).
 ENDED = ("completed", "failed", "killed")
@@ -32,6 +34,14 @@ _ORDER = (
     "completed_frozen",
     "failed_frozen",
 )
+
+
+class NoSuchTimeError(JobError, KeyError):
+    """``j.time["failed"]`` of a job never failed: one line, and a KeyError as for any
+    mapping (so ``get`` and ``in`` work as usual)."""
+
+    # KeyError quotes its message; the one line shown should read as written.
+    __str__ = Exception.__str__
 
 
 def end_of_run(stamps: Mapping[str, float]) -> float | None:
@@ -87,6 +97,10 @@ class JobTimes(Mapping[str, _dt.datetime]):
     # -- the mapping: status label -> datetime ------------------------------------------
 
     def __getitem__(self, label: str) -> _dt.datetime:
+        if label not in self._stamps:
+            if label in _ORDER:
+                raise NoSuchTimeError(f"job {self._fqid} has not been {label}")
+            raise NoSuchTimeError(f"job times have no {label!r}; they are: {', '.join(_ORDER)}")
         return _dt.datetime.fromtimestamp(self._stamps[label])
 
     def __iter__(self) -> Iterator[str]:
