@@ -295,6 +295,26 @@ def test_result_is_refused_in_one_line_before_completion_and_for_other_applicati
         e.result()
 
 
+def test_a_masters_result_leaves_out_frozen_subjobs_as_its_status_does(
+    session: Session,
+) -> None:
+    j = Job(
+        application=PythonFunction(function="math.sqrt"),
+        splitter=ArgSplitter(args=[[4], [-1], [9]]),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    j.subjobs[1].resplit(ArgSplitter(args=[[16], [25]]))  # the failed piece, split again
+    assert j.wait(timeout=120) == "completed"
+    assert j.result() == [2.0, 3.0, 4.0, 5.0]  # subjobs 0, 2, 3, 4: 1 is frozen
+    j.subjobs[2].freeze()  # a completed subjob frozen is left out too, as mergers do
+    assert j.result() == [2.0, 4.0, 5.0]
+    assert j.subjobs[2].result() == 3.0  # its own result is still there
+    j.subjobs.select(status="completed").freeze()
+    with pytest.raises(JobError, match=rf"^job {j.id}: every subjob is frozen"):
+        j.result()
+
+
 def test_argsplitter_keeps_values_and_executable_still_takes_strings(session: Session) -> None:
     splitter = ArgSplitter(args=[[1, "a"], [2.5, None]])
     assert splitter.args == [[1, "a"], [2.5, None]]

@@ -1,7 +1,8 @@
 """``j.result()``: what a job's function returned, read back from its output directory.
 
-A (sub)job has a result once it completed; a master's result is the list of its subjobs'
-results in subjob order, once every subjob completed. Anything else is one line saying
+A (sub)job has a result once it completed (frozen there or not); a master's result is the
+list of its subjobs' results in subjob order, frozen subjobs left out, once every other
+subjob completed. Anything else is one line saying
 which (sub)jobs have none yet and why.
 """
 
@@ -18,6 +19,8 @@ from ganga_like.model.status import Status
 
 __all__ = ["ResultError", "result_of"]
 
+# A job that ran to completion, frozen there or not, has its result.
+_DONE = (Status.COMPLETED, Status.COMPLETED_FROZEN)
 # Subjobs named in the message when several have no result.
 _NAMED = 3
 
@@ -34,10 +37,14 @@ def result_of(job: Job, paths: Callable[[Job], JobPaths]) -> Any:
     if not application.has_result:
         _read(job, paths)  # the application's own line: it has no result to give
     if not job.is_master:
-        if job.current_status() is not Status.COMPLETED:
+        if job.current_status() not in _DONE:
             raise ResultError(f"job {_why(job, paths)}: it has no result{_yet(job)}")
         return _read(job, paths)
-    subjobs = list(job.iter_subjobs())
+    # Frozen subjobs are left out, as the master's status and its mergers leave them out:
+    # a piece that failed and was resplit gives its place to the pieces.
+    subjobs = [sj for sj in job.iter_subjobs() if not sj.current_status().frozen]
+    if not subjobs:
+        raise ResultError(f"job {job.fqid}: every subjob is frozen, so it has no result")
     missing = [sj for sj in subjobs if sj.current_status() is not Status.COMPLETED]
     if missing:
         named = ", ".join(_why(sj, paths) for sj in missing[:_NAMED])
