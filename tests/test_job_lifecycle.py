@@ -242,6 +242,9 @@ def test_freezing_a_new_or_running_job_or_a_master_is_refused_in_one_line(
     j.subjobs[0].freeze()
     with pytest.raises(JobError, match="is failed_frozen already"):
         j.subjobs[0].freeze()
+    # A master is never frozen itself: unfreezing it says so, not a stale status of its own.
+    with pytest.raises(JobError, match=rf"^job {j.id} is a master: unfreeze its subjobs"):
+        j.unfreeze()
 
 
 def test_resubmitting_a_frozen_subjob_says_to_unfreeze_it(session: Session) -> None:

@@ -280,6 +280,9 @@ class Job(GangaObject):
     def unfreeze(self, cause: str = "user: unfreeze") -> None:
         """A frozen job goes back to the state it was frozen in."""
         status = Status.parse(self.status)
+        if self._subjobs:
+            # Its own stored status is not what it shows (that is derived): name the rule.
+            raise JobError(f"job {self.fqid} is a master: unfreeze its subjobs, not the master")
         if not status.frozen:
             raise JobError(f"job {self.fqid} is {status}: only a frozen job can be unfrozen")
         self.change_status(self.frozen_from(), cause)
