@@ -141,6 +141,29 @@ def test_custom_merger_calls_the_users_mergefiles(session: Session, tmp_path: Pa
     assert (j.outputdir / "result.txt").read_text() == "3 6\n"
 
 
+def test_a_merger_failing_on_its_second_file_leaves_no_first_one_behind(
+    session: Session, tmp_path: Path
+) -> None:
+    merge = tmp_path / "merge.py"
+    merge.write_text(
+        textwrap.dedent("""\
+            def mergefiles(file_list, output_file):
+                if file_list[0].endswith("stdout"):
+                    raise ValueError("cannot merge stdout")
+                open(output_file, "w").write("merged\\n")
+        """)
+    )
+    j = split_job(tmp_path, [CustomMerger(module=str(merge), files=["result.txt", "stdout"])], 2)
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert "cannot merge stdout" in causes(j)[-1]
+    assert sorted(p.name for p in j.outputdir.iterdir() if not p.name.startswith("__")) == []
+    # Nothing blocks the next run: merged by hand with a merger that works, it completes.
+    j.postprocessors = [TextMerger(files=["result.txt", "stdout"])]
+    assert j.runPostProcessors() is True
+    assert (j.outputdir / "result.txt").exists() and (j.outputdir / "stdout").exists()
+
+
 def test_a_custom_merger_that_raises_fails_the_job_saying_why(
     session: Session, tmp_path: Path
 ) -> None:
@@ -396,7 +419,7 @@ def test_a_finished_jobs_postprocessors_change_in_place_as_by_assignment(
     j.retry = Retry(attempts=1)
     j.retry.attempts = 2  # a part that may change at any time, changed in place
     assert j.retry.attempts == 2
-    with pytest.raises(JobError, match="application.args can no longer be changed"):
+    with pytest.raises(JobError, match=r"application\.args can no longer be changed"):
         j.application.args.append("x")
     with pytest.raises(JobError, match="can no longer be changed"):
         j.subjobs[0].application.args.append("x")

@@ -120,20 +120,24 @@ class _Merger(IPostProcessor):
             present = [(sj, path) for sj, path in parts if path.is_file()]
             if present:  # else ignorefailed, and no subjob has it: nothing to merge
                 plan.append((target, present))
-        written: list[str] = []
-        for target, present in plan:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # Written beside the target and renamed: a crash never leaves half a merge.
-            fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-            os.close(fd)
-            try:
+        # Every file is merged beside its target first and renamed only once all are: a
+        # merge failing on its second file (a CustomMerger raising) leaves no first one
+        # behind either, and a crash never leaves half a merge.
+        partials: list[tuple[str, Path]] = []
+        try:
+            for target, present in plan:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+                os.close(fd)
+                partials.append((partial, target))
                 self._merge_one(present, partial)
+            for partial, target in partials:
                 os.replace(partial, target)
-            finally:
+        finally:
+            for partial, _target in partials:
                 if os.path.exists(partial):
                     os.unlink(partial)
-            written.append(str(target))
-        return written
+        return [str(target) for _partial, target in partials]
 
     def target_name(self, name: str) -> str:
         """The name of the merged file in the master's output directory."""
