@@ -134,6 +134,10 @@ def test_templates_are_listed_selected_and_shown_like_jobs(session: Session) -> 
     assert templates.select(name="sc*").ids() == [first.id]
     assert templates.select(application=Executable).ids() == [first.id, second.id]
     assert templates.select(status="template").ids() == [first.id, second.id]
+    assert templates.select(status="new").ids() == []
+    # A misspelt plugin name is one line, as for jobs, not a selection matching nothing.
+    with pytest.raises(GangaError, match="Executabel"):
+        templates.select(application="Executabel")
     text = repr(templates)
     assert text.startswith("templates: 2") and "| template |" in text.splitlines()[3]
     assert "scan" in display.slice_text(templates)

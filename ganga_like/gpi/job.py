@@ -440,24 +440,13 @@ class JobSlice:
         """Jobs matching every given condition: ids (a list or range; or, as in Ganga, a
         first id and optionally a last one, both included: ``select(10, 20)``), status,
         name (glob), backend or application (its class, e.g. ``Local``, or class name)."""
-        wanted_ids = _wanted_ids(ids, maxid)
-        for plugin in (backend, application):
-            if isinstance(plugin, str) and plugin not in plugin_registry.known_names():
-                plugin_registry.find(plugin)  # raises the one line, with a suggestion
+        matches = description_filter(ids, maxid, name, backend, application)
         wanted_status = Status.parse(status) if status else None
-        out = []
-        for job in self._impls():
-            if wanted_ids is not None and not wanted_ids(job.id):
-                continue
-            if wanted_status is not None and job.current_status() is not wanted_status:
-                continue
-            if name is not None and not fnmatch.fnmatchcase(job.name, name):
-                continue
-            if backend is not None and not _is_plugin(job.backend, backend):
-                continue
-            if application is not None and not _is_plugin(job.application, application):
-                continue
-            out.append(job)
+        out = [
+            job
+            for job in self._impls()
+            if matches(job) and (wanted_status is None or job.current_status() is wanted_status)
+        ]
         return JobSlice(out, self._title)
 
     def query(self, text: str) -> JobSlice:
@@ -548,6 +537,32 @@ def _wanted_ids(ids: object, maxid: object) -> Callable[[int], bool] | None:
         )
     chosen = set(ids)
     return lambda i: i in chosen
+
+
+def description_filter(
+    ids: object,
+    maxid: object,
+    name: str | None,
+    backend: str | type | None,
+    application: str | type | None,
+) -> Callable[[Any], bool]:
+    """What ``select`` of jobs and of templates share: ids (a list or range, or a first and
+    last id), a name glob, a backend or application by class or class name. An unknown
+    plugin name is one line here, rather than a selection that matches nothing."""
+    wanted_ids = _wanted_ids(ids, maxid)
+    for plugin in (backend, application):
+        if isinstance(plugin, str) and plugin not in plugin_registry.known_names():
+            plugin_registry.find(plugin)  # raises the one line, with a suggestion
+
+    def matches(item: Any) -> bool:
+        return (
+            (wanted_ids is None or wanted_ids(item.id))
+            and (name is None or fnmatch.fnmatchcase(item.name, name))
+            and (backend is None or _is_plugin(item.backend, backend))
+            and (application is None or _is_plugin(item.application, application))
+        )
+
+    return matches
 
 
 def _is_plugin(component: Any, wanted: str | type) -> bool:

@@ -8,13 +8,12 @@ does jobs. A template is never submitted.
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.job import JobSlice, _is_plugin, _wanted_ids, refuse_positional
+from ganga_like.gpi.job import JobSlice, description_filter, refuse_positional
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
@@ -145,21 +144,10 @@ class TemplateSlice(JobSlice):
         """Templates matching every given condition: ids (a list or range, or a first and
         last id as for jobs), name (glob), backend or application (its class, or class
         name); status matches 'template'."""
-        wanted_ids = _wanted_ids(ids, maxid)
-        out = []
-        for item in self._impls():
-            if wanted_ids is not None and not wanted_ids(item.id):
-                continue
-            if status is not None and str(status).lower() != TEMPLATE_STATUS:
-                continue
-            if name is not None and not fnmatch.fnmatchcase(item.name, name):
-                continue
-            if backend is not None and not _is_plugin(item.backend, backend):
-                continue
-            if application is not None and not _is_plugin(item.application, application):
-                continue
-            out.append(item)
-        return TemplateSlice(out, self._title)
+        matches = description_filter(ids, maxid, name, backend, application)
+        if status is not None and str(status).lower() != TEMPLATE_STATUS:
+            return TemplateSlice([], self._title)
+        return TemplateSlice([item for item in self._impls() if matches(item)], self._title)
 
     def query(self, text: str) -> JobSlice:
         raise TemplateError("templates have no query(); use templates.select(...)")
