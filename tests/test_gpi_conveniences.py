@@ -123,3 +123,13 @@ def test_a_removed_job_says_removed_and_refuses_changes_in_one_line(session: Ses
     assert list(jobs) == [keep]
     assert keep.status == "new"
     assert j.copy().status == "new"  # what it described can still start a new job
+
+
+def test_a_position_that_is_not_a_whole_number_is_one_line(session: Session) -> None:
+    j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"]]))
+    j.submit()
+    for container, index in ((jobs, 4.5), (jobs[:], 0.5), (j.subjobs, "0")):
+        with pytest.raises(JobError, match="a position is a whole number or a slice") as raised:
+            container[index]
+        assert "\n" not in str(raised.value)
+    assert j.subjobs[1].id == 1 and j.wait(timeout=60) == "completed"

@@ -403,6 +403,7 @@ class JobSlice:
         return (wrap(j) for j in self._impls())
 
     def __getitem__(self, index: int | slice) -> Any:
+        check_index(index, self._title)
         impls = self._impls()
         if isinstance(index, slice):
             return JobSlice(impls[index], self._title)
@@ -537,6 +538,16 @@ def _wanted_ids(ids: object, maxid: object) -> Callable[[int], bool] | None:
         )
     chosen = set(ids)
     return lambda i: i in chosen
+
+
+def check_index(index: object, title: str) -> None:
+    """A position in a list of jobs is a whole number or a slice: anything else is one
+    line (Python's own TypeError would end a script with a traceback)."""
+    if not isinstance(index, int | slice):
+        raise JobError(
+            f"{title}: a position is a whole number or a slice (e.g. [0], [-1], [2:5]), "
+            f"not {index!r}; (id) looks a job up by its id"
+        )
 
 
 def description_filter(
@@ -704,6 +715,7 @@ class JobRegistry(JobSlice):
     def __getitem__(self, index: int | slice | str) -> Any:
         if isinstance(index, str):
             return self._named(index)
+        check_index(index, self._title)
         ids = list(_session().registry().jobs.keys())
         if isinstance(index, slice):
             reg = _session().registry()
