@@ -259,6 +259,19 @@ def test_resubmitting_a_frozen_subjob_says_to_unfreeze_it(session: Session) -> N
     assert j.subjobs[0].info["submit_count"] == 1
 
 
+def test_a_completed_master_resubmitted_runs_its_subjobs_again_but_not_the_frozen(
+    session: Session,
+) -> None:
+    j = finished(exits(0, 3, 0), "failed")
+    j.subjobs[1].freeze()
+    assert j.status == "completed"
+    j.resubmit()
+    assert finished(j, "completed") is j
+    counts = [sj.info["submit_count"] for sj in j.subjobs]
+    assert counts == [2, 1, 2]
+    assert j.subjobs[1].status == "failed_frozen"
+
+
 # -- times -------------------------------------------------------------------------------
 
 

@@ -461,6 +461,11 @@ def resubmit(
             for sj in job.iter_subjobs()
             if Status.parse(sj.status) in (*_RESUBMITTABLE, Status.NEW)
         ]
+        if not targets and job.current_status() is Status.COMPLETED:
+            # As in Ganga: a completed master runs again whole (its frozen subjobs aside).
+            targets = [
+                sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.COMPLETED
+            ]
         if not targets:
             why = ""
             if job.postprocessing_failed():
