@@ -299,12 +299,27 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
         assert result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith("ERROR: job 0 could not be submitted: the repository")
         assert "No space left on device" in result.stderr
+        line = result.stderr.rstrip()
         # Both modes alike: the file storage (the session's, or the server's) gives back
-        # what its failed commit took, and the rollback fits.
-        assert result.stderr.rstrip().endswith("the job is new again"), result.stderr
-        # The session saw what the repository holds, and waiting said at once why not.
-        assert "STATUS new" in result.stdout, result.stdout
-        assert "WAITED 0 job 0 is new" in result.stdout, result.stdout
+        # what its failed commit took, and the rollback fits...
+        if not line.endswith("the job is new again"):
+            # ...unless, with the server, another writer of the same small disk (the
+            # runner's files, the client cache) took that room first: then the job is left
+            # submitting, the line says so, and the next start recovers it.
+            assert mode == "shared" and line.endswith("which recovers it"), line
+            again = subprocess.run(
+                [sys.executable, "-m", "ganga_like.cli", "jobs"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            _free_and_stop(small, gangadir)
+            assert again.returncode == 0, again.stderr
+        else:
+            # The session saw what the repository holds, and waiting said at once why not.
+            assert "STATUS new" in result.stdout, result.stdout
+            assert "WAITED 0 job 0 is new" in result.stdout, result.stdout
         repo = Repo(gangadir, "readonly")
         try:
             job = repo.registry().get(0)
