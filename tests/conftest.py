@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
@@ -85,10 +86,82 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         commands.scancel([job])
 
 
+# A ganga script whose split job has one subjob over its 1-minute walltime and a Retry
+# that grows it: what the retry did is written as JSON for tests/test_retry_slurm.py.
+TIMEOUT_RETRY_SCRIPT = """
+import json, subprocess, sys
+exe, result = sys.argv[1], sys.argv[2]
+j = Job(application=Executable(exe=exe), splitter=ArgSplitter(args=[["95"], ["1"]]),
+        backend=Slurm(resources=Resources(walltime="1")),
+        retry=Retry(attempts=1, on=["timeout"], grow={"walltime": 2.0}))
+j.submit()
+status = j.wait(timeout=400)
+slow, quick = j.subjobs
+shown = subprocess.run(["scontrol", "show", "job", slow.backend.id],
+                       capture_output=True, text=True).stdout.split()
+with open(result, "w") as out:
+    json.dump({
+        "status": status,
+        "slow": [e.cause for e in slow.history],
+        "quick": [e.cause for e in quick.history],
+        "walltimes": [str(sj.backend.resources.walltime) for sj in (slow, quick)],
+        "time_limit": [w.partition("=")[2] for w in shown if w.startswith("TimeLimit=")],
+        "master": [e.new for e in j.history],
+    }, out)
+"""
+
+
+@pytest.fixture(scope="session")
+def slurm_timeout_retry(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.Popen[str], Path] | None]:
+    """A ``ganga`` process running a job whose subjob times out on Slurm and is retried
+    with twice the walltime, and the file it writes its findings to (None without a
+    cluster). It takes 60-90 s and more: the first Slurm test of the run starts it in a
+    gangadir of its own and tests/test_retry_slurm.py reads what it found."""
+    from ganga_like_slurm import commands
+
+    if shutil.which("sbatch") is None or not commands.ping():
+        yield None
+        return
+    work = tmp_path_factory.mktemp("timeout-retry")
+    exe = work / "prog.sh"
+    # Only the first run of each argument is slow: the retry runs to the end at once.
+    exe.write_text(
+        "#!/bin/sh\n"
+        f'marker="{work}/ran-$1"\n'
+        'if [ ! -e "$marker" ]; then touch "$marker"; sleep "$1"; fi\n'
+    )
+    exe.chmod(0o755)
+    script = work / "retry.py"
+    script.write_text(TIMEOUT_RETRY_SCRIPT)
+    env = {
+        **os.environ,
+        "GANGA_DIR": str(work / "gangadir"),
+        "XDG_CONFIG_HOME": str(work / "xdg"),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    result = work / "result.json"
+    # Its output goes to a file: a pipe nobody reads for minutes could fill and stop it.
+    with open(work / "output.txt", "w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ganga_like.cli", str(script), str(exe), str(result)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    yield process, result
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
 @pytest.fixture(autouse=True)
 def _slurm_walltime_job_started_early(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("slurm") is not None:
         request.getfixturevalue("slurm_walltime_job")
+        request.getfixturevalue("slurm_timeout_retry")
 
 
 @pytest.fixture
