@@ -1,14 +1,17 @@
 """What every backend does the same way with a (sub)job's run: what it runs, its ``GANGA_*``
-environment, and the earlier run's output kept aside when it runs again."""
+environment, its input files copied in, and the earlier run's output kept aside when it
+runs again."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ganga_like.model.interfaces import JobPaths, RunSpec
 from ganga_like.model.job import Job
+from ganga_like.private import copy_private, make_private_dirs
 
-__all__ = ["keep_earlier_output", "run_environment", "run_spec"]
+__all__ = ["keep_earlier_output", "run_environment", "run_spec", "stage_inputs"]
 
 
 def run_spec(job: Job, paths: JobPaths, stage: bool = True) -> RunSpec:
@@ -48,3 +51,18 @@ def keep_earlier_output(root: str, submit_count: int) -> str:
     if submit_count > 1 and os.path.exists(output):
         os.rename(output, os.path.join(root, f"output.{submit_count - 1}"))
     return output
+
+
+def stage_inputs(root: str, inputs: Sequence[str]) -> list[str]:
+    """The input files copied into ``root/input``; their paths there. Copies, never
+    links: a program writing to its input must not change the user's file."""
+    if not inputs:
+        return []
+    input_dir = os.path.join(root, "input")
+    make_private_dirs(input_dir)
+    staged = []
+    for source in inputs:
+        target = os.path.join(input_dir, os.path.basename(source))
+        copy_private(source, target)
+        staged.append(target)
+    return staged

@@ -38,8 +38,8 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
 from ganga_like.model.status import Status
-from ganga_like.model.workspace import keep_earlier_output, run_environment
-from ganga_like.private import copy_private, make_private_dirs, write_private
+from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
+from ganga_like.private import make_private_dirs, write_private
 from ganga_like_dask import scheduler_side, task
 from ganga_like_dask.connection import (
     DaskUnreachable,
@@ -277,17 +277,12 @@ def _payload(
     root = _root(str(ctx.workspace), job)
     output = keep_earlier_output(root, job.submit_count)
     make_private_dirs(output)
+    # Kept in the input directory as with Local, and sent from there in the payload: the
+    # workers need not see this file system.
     inputs = []
-    if spec.inputs:
-        # Kept in the input directory as with Local, and sent from there in the payload:
-        # the workers need not see this file system.
-        input_dir = os.path.join(root, "input")
-        make_private_dirs(input_dir)
-        for source in spec.inputs:
-            target = os.path.join(input_dir, os.path.basename(source))
-            copy_private(source, target)
-            with open(target, "rb") as handle:
-                inputs.append((os.path.basename(source), handle.read()))
+    for staged in stage_inputs(root, spec.inputs):
+        with open(staged, "rb") as handle:
+            inputs.append((os.path.basename(staged), handle.read()))
     env = run_environment(job, spec)
     return {
         "key": _key(job, token),

@@ -35,8 +35,7 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
 from ganga_like.model.status import Status
-from ganga_like.model.workspace import keep_earlier_output, run_environment
-from ganga_like.private import copy_private, make_private_dirs
+from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like_local.runner import client as runner_client
 from ganga_like_local.runner.client import TaskSpec
 from ganga_like_local.settings import Local as LocalSection
@@ -136,16 +135,7 @@ class Local(IBackend):
         base = os.path.join(str(ctx.workspace), top)
         root = base if master is None else os.path.join(base, str(job.id))
         output = keep_earlier_output(root, job.submit_count)
-        inputs = []
-        if spec.inputs:
-            input_dir = os.path.join(root, "input")
-            make_private_dirs(input_dir)
-            for source in spec.inputs:
-                target = os.path.join(input_dir, os.path.basename(source))
-                # A copy, never a link: a program writing to its input must not change
-                # the user's file.
-                copy_private(source, target)
-                inputs.append(target)
+        inputs = stage_inputs(root, spec.inputs)
         env = run_environment(job, spec)
         return TaskSpec(
             key=task_key(job),

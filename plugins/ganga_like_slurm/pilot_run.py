@@ -45,8 +45,8 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import launcher_words, resolve_launcher
 from ganga_like.model.status import Status
-from ganga_like.model.workspace import keep_earlier_output, run_environment
-from ganga_like.private import copy_private, make_private_dirs
+from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
+from ganga_like.private import make_private_dirs
 
 from . import submission
 from .commands import SlurmCommandError
@@ -179,14 +179,7 @@ def _task_row(
     (the runner makes the directories)."""
     root = ctx.paths(job).location
     output = keep_earlier_output(root, job.submit_count)
-    inputs = []
-    if spec.inputs:
-        input_dir = os.path.join(root, "input")
-        make_private_dirs(input_dir)
-        for source in spec.inputs:
-            target = os.path.join(input_dir, os.path.basename(source))
-            copy_private(source, target)  # a copy: the program may write to it
-            inputs.append(target)
+    inputs = stage_inputs(root, spec.inputs)
     needs = _needs(job)
     row: list[Any] = protocol.task_row(
         protocol.TaskSpec(
