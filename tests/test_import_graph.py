@@ -61,10 +61,10 @@ PLUGIN_MAY_IMPORT = (
 )
 # The Local runner runs as its own process and must start whatever state the core is in:
 # only its client side (which runs in the session process) may use ganga_like.
-# The Local runner's file protocol (it imports nothing of ours) is spoken by the Slurm
-# pilot too, which runs that runner inside an allocation: the one module of another plugin
-# a plugin may import.
-SHARED_PLUGIN_MODULES = ("ganga_like_local.runner.protocol",)
+# The Local runner's file protocol (it imports nothing of ours), and how its journals read
+# as status reports, are used by the Slurm pilot too, which runs that runner inside an
+# allocation: the modules of another plugin a plugin may import.
+SHARED_PLUGIN_MODULES = ("ganga_like_local.runner.protocol", "ganga_like_local.journal_reports")
 RUNNER_PACKAGE = "ganga_like_local.runner"
 RUNNER_CLIENT_SIDE = {"ganga_like_local.runner.client", "ganga_like_local.runner.launch"}
 EXTENSION_HOOKS = {"load_ipython_extension", "unload_ipython_extension"}

@@ -34,8 +34,8 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
-from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
+from ganga_like_local.journal_reports import read_journals
 from ganga_like_local.runner import client as runner_client
 from ganga_like_local.runner.client import TaskSpec
 from ganga_like_local.settings import Local as LocalSection
@@ -45,18 +45,8 @@ __all__ = ["Local"]
 log = logging.getLogger("ganga_like")
 
 JOURNAL = "runner-events.jsonl"
-# Events for a task the monitor does not follow yet (its submission is being recorded) are
-# kept this long before being dropped as belonging to a finished run.
-PENDING_EVENT_SECONDS = 60.0
 # A runner found dead is restarted at most this often.
 REVIVE_INTERVAL = 5.0
-
-_STATES = {
-    "started": Status.RUNNING,
-    "completed": Status.COMPLETED,
-    "failed": Status.FAILED,
-    "killed": Status.KILLED,
-}
 
 
 def runner_dir(gangadir: Path) -> Path:
@@ -160,33 +150,14 @@ class Local(IBackend):
         if refs:
             _revive_runner(ctx)
         runs, masters = _followed(ctx, refs)
-        offsets: dict[int, int] = ctx.memory.setdefault("offsets", {})
-        pending: dict[int, list[tuple[float, runner_client.Event]]] = ctx.memory.setdefault(
-            "pending", {}
+        reports, ctx.staged["offsets"], ctx.staged["pending"] = read_journals(
+            ctx.workspace,
+            JOURNAL,
+            masters,
+            runs,
+            ctx.memory.setdefault("offsets", {}),
+            ctx.memory.setdefault("pending", {}),
         )
-        new_offsets = dict(offsets)
-        new_pending: dict[int, list[tuple[float, runner_client.Event]]] = {}
-        now = time.monotonic()
-        reports: list[StatusReport] = []
-        for job_id in sorted(masters):
-            path = ctx.workspace / str(job_id) / JOURNAL
-            try:
-                events, offset = runner_client.read_events(path, offsets.get(job_id, 0))
-            except OSError as exc:
-                raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
-            new_offsets[job_id] = offset
-            waiting = [*pending.get(job_id, []), *((now, e) for e in events)]
-            keep = []
-            for seen, event in waiting:
-                report = _report(event, runs)
-                if report is not None:
-                    reports.append(report)
-                elif now - seen < PENDING_EVENT_SECONDS and _may_become_active(event, runs):
-                    keep.append((seen, event))
-            if keep:
-                new_pending[job_id] = keep
-        ctx.staged["offsets"] = new_offsets
-        ctx.staged["pending"] = new_pending
         return reports
 
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
@@ -269,33 +240,3 @@ def _followed(ctx: PollContext, refs: Sequence[ActiveRef]) -> tuple[dict[str, in
     if isinstance(refs, ActiveRefs):
         memory.update(refs=refs, refs_version=refs.version, runs=runs, masters=masters)
     return runs, masters
-
-
-def _split_key(key: str) -> tuple[str, int]:
-    fqid, _, run = key.partition("@")
-    return fqid, int(run or 0)
-
-
-def _report(event: runner_client.Event, runs: Mapping[str, int]) -> StatusReport | None:
-    fqid, run = _split_key(event.key)
-    if runs.get(fqid) != run:
-        return None
-    status = _STATES.get(event.event)
-    if status is None:
-        return None
-    reason = event.reason or ""
-    return StatusReport(
-        fqid=fqid,
-        status=status,
-        time=event.time,
-        reason=reason,
-        exit_code=event.exit_code,
-        started=event.exit_code is not None or status is Status.RUNNING,
-        started_at=event.start,
-    )
-
-
-def _may_become_active(event: runner_client.Event, runs: Mapping[str, int]) -> bool:
-    fqid, run = _split_key(event.key)
-    current = runs.get(fqid)
-    return current is None or run > current

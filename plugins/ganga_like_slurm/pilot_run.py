@@ -91,15 +91,6 @@ RUNNER_MODULE = "ganga_like_local.runner"
 # The runner looks at its queue this often (kill requests: its clients cannot signal it
 # from another machine).
 SCAN_SECONDS = 1.0
-# Events of a task the monitor does not follow yet (its submission is being recorded) are
-# kept this long, as the Local backend does.
-PENDING_EVENT_SECONDS = 60.0
-_STATES = {
-    "started": Status.RUNNING,
-    "completed": Status.COMPLETED,
-    "failed": Status.FAILED,
-    "killed": Status.KILLED,
-}
 _sequence = itertools.count()
 
 
@@ -112,6 +103,18 @@ def _protocol() -> ModuleType:
             f"cannot be imported: {exc}"
         ) from None
     return protocol
+
+
+def _journals() -> ModuleType:
+    """How the runner's journals read as reports: the Local plugin's, like the runner."""
+    try:
+        from ganga_like_local import journal_reports
+    except ImportError as exc:
+        raise BackendError(
+            f"Slurm.pilot needs the Local backend's runner (ganga_like_local), which "
+            f"cannot be imported: {exc}"
+        ) from None
+    return journal_reports
 
 
 def runner_dir(top: str, name: str) -> str:
@@ -429,35 +432,19 @@ def poll(
     runs, members, masters, ids = _followed(ctx, refs)
     if not runs:
         return [], 0
-    protocol = _protocol()
+    journals = _journals()
     memory = ctx.memory
     # The pilots' state first, the journals after: an event written before a pilot ended
     # is read in the same cycle that concludes what it left.
     ended = _ended_pilots(ctx, members, ids, settings)
-    offsets: dict[int, int] = memory.get("pilot_offsets", {})
-    pending: dict[int, list[tuple[float, Any]]] = memory.get("pilot_pending", {})
-    new_offsets = dict(offsets)
-    new_pending: dict[int, list[tuple[float, Any]]] = {}
-    now = time.monotonic()
-    reports: list[StatusReport] = []
-    for job_id in sorted(masters):
-        path = ctx.workspace / str(job_id) / JOURNAL
-        try:
-            events, offset = protocol.read_events(path, offsets.get(job_id, 0))
-        except OSError as exc:
-            raise BackendError(f"cannot read {path}: {exc}", transient=True) from exc
-        new_offsets[job_id] = offset
-        keep = []
-        for seen, event in [*pending.get(job_id, []), *((now, e) for e in events)]:
-            report = _report(event, runs)
-            if report is not None:
-                reports.append(report)
-            elif now - seen < PENDING_EVENT_SECONDS and _may_become_active(event, runs):
-                keep.append((seen, event))
-        if keep:
-            new_pending[job_id] = keep
-    ctx.staged["pilot_offsets"] = new_offsets
-    ctx.staged["pilot_pending"] = new_pending
+    reports, ctx.staged["pilot_offsets"], ctx.staged["pilot_pending"] = journals.read_journals(
+        ctx.workspace,
+        JOURNAL,
+        masters,
+        runs,
+        memory.get("pilot_offsets", {}),
+        memory.get("pilot_pending", {}),
+    )
     if ended:
         final = {r.fqid for r in reports if r.status.final}
         for (job_id, _name), (slurm_id, why) in ended.items():
@@ -531,10 +518,11 @@ def _leftover(ctx: PollContext, fqid: str, slurm_id: str, why: str) -> StatusRep
         record = {}
     now = time.time()
     state = record.get("state") if isinstance(record, dict) else None
-    if isinstance(state, str) and state in _STATES:  # ended; its journal line was lost
+    states = _journals().STATES
+    if isinstance(state, str) and state in states:  # ended; its journal line was lost
         return StatusReport(
             fqid,
-            _STATES[state],
+            states[state],
             float(record.get("end") or now),
             reason=str(record.get("reason") or ""),
             exit_code=record.get("exit_code"),
@@ -614,32 +602,3 @@ def _followed(
             pilot_ids=ids,
         )
     return runs, members, masters, ids
-
-
-def _split_key(key: str) -> tuple[str, int]:
-    fqid, _, run = key.partition("@")
-    return fqid, int(run or 0)
-
-
-def _report(event: Any, runs: Mapping[str, int]) -> StatusReport | None:
-    fqid, run = _split_key(event.key)
-    if runs.get(fqid) != run:
-        return None
-    status = _STATES.get(event.event)
-    if status is None:
-        return None
-    return StatusReport(
-        fqid=fqid,
-        status=status,
-        time=event.time,
-        reason=event.reason or "",
-        exit_code=event.exit_code,
-        started=event.exit_code is not None or status is Status.RUNNING,
-        started_at=event.start,
-    )
-
-
-def _may_become_active(event: Any, runs: Mapping[str, int]) -> bool:
-    fqid, run = _split_key(event.key)
-    current = runs.get(fqid)
-    return current is None or run > current
