@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import transaction
@@ -326,39 +327,42 @@ class Monitor:
     def _postprocess(self, result: CycleResult) -> None:
         """After the cycle: run the postprocessors of the jobs recorded pending (by this
         cycle, or by an earlier holder of the lease that did not finish them)."""
-        if self._conn is None:
-            return
-        try:
-            done = postprocessing.run_pending(
-                self._conn, self._tm, self.repo.workspace, self.settings.backend_settings()
-            )
-        except (TransientError, RepositoryWriteError):
-            self._tm.abort()  # still pending: done next cycle
-            result.changed += 1
-            return
-        if done:
-            result.changed += done
-            self.commits += 1
+        self._pending_pass(
+            result,
+            lambda conn: postprocessing.run_pending(
+                conn, self._tm, self.repo.workspace, self.settings.backend_settings()
+            ),
+        )
 
     # -- retries (ganga_like.runtime.retrying) ----------------------------------------
 
     def _retry(self, result: CycleResult) -> None:
         """After the cycle: hand the retries recorded pending (by this cycle, or by an
         earlier holder of the lease that did not finish them) to their backends."""
+        done = self._pending_pass(
+            result,
+            lambda conn: retrying.run_pending(
+                conn, self._tm, self._submit_context, self.repo.workspace
+            ),
+        )
+        if done:
+            self._followed_here = True
+
+    def _pending_pass(self, result: CycleResult, run: Callable[[Any], int]) -> int:
+        """One pass over work recorded pending, in its own transactions; how much it did.
+        A conflict or a full disk leaves it pending for the next cycle."""
         if self._conn is None:
-            return
+            return 0
         try:
-            done = retrying.run_pending(
-                self._conn, self._tm, self._submit_context, self.repo.workspace
-            )
+            done = run(self._conn)
         except (TransientError, RepositoryWriteError):
             self._tm.abort()  # still pending: done next cycle
             result.changed += 1
-            return
+            return 0
         if done:
             result.changed += done
             self.commits += 1
-            self._followed_here = True
+        return done
 
     def _submit_context(self) -> SubmitContext:
         return SubmitContext(
