@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import transaction
 import ZODB
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ from ZODB.FileStorage import FileStorage
 
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.model.interfaces import ActiveRef, ActiveRefs, PollContext
+from ganga_like.repository.storage import GuardedDB
 from ganga_like.repository.trees import KeyMap
 from ganga_like.runtime.monitoring.active_view import ActiveView, index_records
 from ganga_like.runtime.session import close_session, open_session
@@ -51,10 +53,13 @@ operations = st.lists(
 
 
 @contextmanager
-def two_connections() -> Iterator[tuple[Any, Any, Any, Any]]:
-    """A real FileStorage opened by the monitor's connection and another session's."""
+def two_connections(told: bool = False) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """A real FileStorage opened by the monitor's connection and another session's;
+    ``told``: connections that tell the view which records were invalidated, as the
+    repository's do."""
     with tempfile.TemporaryDirectory() as tmp:
-        db = ZODB.DB(FileStorage(str(Path(tmp) / "Data.fs")))
+        storage = FileStorage(str(Path(tmp) / "Data.fs"))
+        db = GuardedDB(storage) if told else ZODB.DB(storage)
         other_tm, monitor_tm = transaction.TransactionManager(), transaction.TransactionManager()
         other, monitor = db.open(other_tm), db.open(monitor_tm)
         with other_tm:
@@ -81,7 +86,8 @@ def _cycle(db: Any, monitor: Any, tm: Any, view: ActiveView, derived: dict[str, 
     last = db.lastTransaction()
     tm.begin()
     tree = monitor.root()["active"]
-    view.refresh(tree, last)
+    collect = getattr(monitor, "collect_invalidations", None)
+    view.refresh(tree, last, collect() if collect is not None else None)
     assert view.matches(tree)
     for backend, refs in view.backends.items():
         ctx = derived.setdefault(backend, PollContext(Path("."), Path("."), {}))
@@ -90,10 +96,13 @@ def _cycle(db: Any, monitor: Any, tm: Any, view: ActiveView, derived: dict[str, 
         assert (runs, masters) == _followed(rebuilt, list(refs))
 
 
+@pytest.mark.parametrize("told", [False, True], ids=["records-looked-at", "oids-told"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(operations)
-def test_the_incremental_view_always_equals_a_full_read_of_the_index(ops: list[Any]) -> None:
-    with two_connections() as (db, other, monitor, tm):
+@given(ops=operations)
+def test_the_incremental_view_always_equals_a_full_read_of_the_index(
+    told: bool, ops: list[Any]
+) -> None:
+    with two_connections(told) as (db, other, monitor, tm):
         view = ActiveView()
         derived: dict[str, Any] = {}
         _cycle(db, monitor, tm, view, derived)
@@ -140,8 +149,9 @@ def test_the_incremental_view_always_equals_a_full_read_of_the_index(ops: list[A
         tm.abort()
 
 
-def test_another_sessions_change_rereads_only_the_records_it_changed() -> None:
-    with two_connections() as (db, other, monitor, tm):
+@pytest.mark.parametrize("told", [False, True], ids=["records-looked-at", "oids-told"])
+def test_another_sessions_change_rereads_only_the_records_it_changed(told: bool) -> None:
+    with two_connections(told) as (db, other, monitor, tm):
         with other.transaction_manager:
             tree = other.root()["active"]
             for i in range(20_000):
@@ -165,6 +175,38 @@ def test_another_sessions_change_rereads_only_the_records_it_changed() -> None:
         assert view.records_reread < 10
         assert len(view.backends["Local"]) == 20_099
         tm.abort()
+
+
+def test_the_monitors_own_commits_cost_nothing_to_a_view_told_what_was_invalidated() -> None:
+    """The monitor commits every cycle that found a change, which moves the database's
+    last transaction: a view that must look for ghosts then looks at every record of the
+    index, one told the invalidated oids at none."""
+    for told, expected in ((True, 0), (False, None)):
+        with two_connections(told) as (db, other, monitor, tm):
+            with other.transaction_manager:
+                tree = other.root()["active"]
+                for i in range(20_000):
+                    tree[(1, i)] = ("Local", 1, {})
+            view = ActiveView()
+            _cycle(db, monitor, tm, view, {})
+            records = len(index_records(monitor.root()["active"]))
+            for _ in range(5):  # status changes recorded by the monitor itself
+                _cycle(db, monitor, tm, view, {})
+                monitor.root()["other"][time.monotonic()] = 1
+                tm.commit()
+            _cycle(db, monitor, tm, view, {})
+            if expected is None:
+                assert view.records_checked >= 5 * records
+            else:
+                assert view.records_checked == expected
+            with other.transaction_manager:
+                del other.root()["active"][(1, 7)]
+            before = view.records_checked
+            _cycle(db, monitor, tm, view, {})
+            assert view.backends["Local"].get(1, 7) is None
+            if told:  # the bucket that lost the key (and nothing else another commit made)
+                assert view.records_checked - before == 1
+            tm.abort()
 
 
 def test_refs_tell_a_backend_what_changed_or_that_it_must_rebuild() -> None:

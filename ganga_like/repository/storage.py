@@ -260,6 +260,37 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def _storage_path(self) -> Path:
         return Path(self.db().storage.getName())
 
+    # The oids other connections' commits invalidated here, kept for a reader that asks
+    # (the monitor's view of the active index), so that it looks at those records only
+    # instead of at every record it holds. None while nobody asked, and when not known.
+    _collecting = False
+    _collected: set[bytes] | None = None
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        # A pooled connection starts again: nobody collects until asked.
+        self._collecting, self._collected = False, None
+        super().open(*args, **kwargs)
+
+    def collect_invalidations(self) -> set[bytes] | None:
+        """The oids that other connections' commits invalidated in this connection since
+        the last call; None on the first call, and when ZODB flushed the whole cache."""
+        taken = self._collected if self._collecting else None
+        self._collecting, self._collected = True, set()
+        return taken
+
+    def newTransaction(self, transaction: Any, sync: bool = True) -> None:
+        # ZODB's own (ZODB.Connection.newTransaction), keeping the invalidated oids.
+        self._readCurrent.clear()
+        self._storage.sync(sync)
+        invalidated = self._storage.poll_invalidations()
+        if invalidated is None:
+            # The transaction is so old that the whole cache is flushed: not known.
+            invalidated = self._cache.cache_data.copy()
+            self._collected = None
+        elif self._collecting and self._collected is not None:
+            self._collected.update(invalidated)
+        self._cache.invalidate(invalidated)
+
     def tpc_vote(self, transaction: Any) -> None:
         # Alone in the transaction, nothing can fail between this vote and the finish:
         # the shared-mode client may then commit at the vote, in one round trip.

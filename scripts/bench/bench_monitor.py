@@ -16,8 +16,9 @@ while a job runs.
 100,000, each in a fresh process): one job of N subjobs on Local with max_concurrent 2,
 whose first 200 run `sleep 0.3` and the rest `sleep 900`, so that N stay active throughout.
 It reports the monitor thread's CPU per status change while the 200 short ones end (cycles
-every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes, and of the cycle after another session (here the
-session's own connection) killed one of them (median of 10).
+every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes, and of
+the cycle after another session (here the session's own connection) killed one of them
+(median of 10).
 ``--before CHECKOUT`` also runs it on the code of another checkout (e.g. a `git worktree`
 of main) and prints both.
 """

@@ -18,11 +18,15 @@ changes it only where the index changed:
   node, also the new buckets) and the refs changed by the difference of those alone, since
   a bucket whose serial did not move holds what it held.
 
-Which records were invalidated is only looked for when the database's last transaction
-moved (this cycle or the one before, as a commit's invalidations may arrive just after its
-transaction id), so a cycle in a quiet repository costs a constant, whatever the number of
-followed jobs. A full read (:meth:`ActiveView.resync`) happens at the start, after the view
-was dropped (a new lease, a new connection) and when a record of the index is gone.
+Which records were invalidated is told by the connection when it can
+(:meth:`GuardedConnection.collect_invalidations`: the oids other commits invalidated since
+the last cycle), so that a cycle looks at those records only. Otherwise every record is
+looked at, and only when the database's last transaction moved (this cycle or the one
+before, as a commit's invalidations may arrive just after its transaction id): with the
+monitor committing every cycle, that cost grows with the followed jobs (0.9 ms a cycle at
+100,000 subjobs). Either way a cycle in a quiet repository costs a constant. A full read
+(:meth:`ActiveView.resync`) happens at the start, after the view was dropped (a new lease,
+a new connection) and when a record of the index is gone.
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ class ActiveView:
         self._inner: list[Any] = []  # the tree and its inner nodes
         self._leaves: list[Any] = []  # the records holding items: buckets (or the tree)
         self._serials: dict[int, bytes] = {}  # id(record) -> its serial when read
+        self._by_oid: dict[bytes, Any] = {}  # oid -> record, of the tree and its leaves
         self._keys: dict[int, set[Key]] = {}  # id(leaf) -> the keys it held when read
         self._where: dict[Key, int] = {}  # key -> id(leaf) holding it
         self._last_tid: bytes | None = None
@@ -91,20 +96,27 @@ class ActiveView:
         self.resyncs = 0  # full reads of the index, for tests and benchmarks
         self.partial_reads = 0  # reads of only the records another connection changed
         self.records_reread = 0  # leaves read by those
+        self.records_checked = 0  # records looked at for a change, for tests
 
-    def refresh(self, tree: Any, last_tid: bytes | None) -> bool:
+    def refresh(
+        self, tree: Any, last_tid: bytes | None, invalidated: set[bytes] | None = None
+    ) -> bool:
         """Bring the view up to date with ``tree`` (the index as this transaction sees
         it); ``last_tid`` is the database's last transaction, read before the transaction
-        began. True when some of the index had to be read again."""
+        began; ``invalidated``, when known, the oids other commits invalidated since the
+        last refresh. True when some of the index had to be read again."""
         moved = last_tid != self._last_tid
         check = moved or self._tid_moved
         self._last_tid, self._tid_moved = last_tid, moved
         if tree is not self._tree:
             self.resync(tree)
             return True
-        if not check:
+        if invalidated is not None:
+            changed = self._changed_among(invalidated)
+        elif not check:
             return False
-        changed = self._changed_elsewhere()
+        else:
+            changed = self._changed_elsewhere()
         if changed is None:
             self.resync(tree)
             return True
@@ -116,7 +128,7 @@ class ActiveView:
     def resync(self, tree: Any) -> None:
         """Read the whole index and change the refs by difference."""
         self._tree = tree
-        self._inner, self._leaves = _structure(tree)
+        self._set_structure(_structure(tree))
         entries: dict[Key, Entry] = {}
         self._keys, self._where = {}, {}
         for leaf in self._leaves:
@@ -184,6 +196,7 @@ class ActiveView:
         none); None when one of them is gone (packed away: read everything again)."""
         serials = self._serials
         changed = []
+        self.records_checked += len(self._inner) + len(self._leaves)
         for record in (*self._inner, *self._leaves):
             if record._p_changed is None:  # a ghost: invalidated, or evicted from the cache
                 try:
@@ -194,6 +207,27 @@ class ActiveView:
                     changed.append(record)
         return changed
 
+    def _changed_among(self, invalidated: set[bytes]) -> list[Any] | None:
+        """Like :meth:`_changed_elsewhere`, for the records among ``invalidated`` only."""
+        records = self._by_oid
+        changed = []
+        for oid in invalidated:
+            record = records.get(oid)
+            if record is None:
+                continue
+            self.records_checked += 1
+            try:
+                record._p_activate()
+            except Exception:  # gone (packed away): the tree changed shape
+                return None
+            if record._p_serial != self._serials.get(id(record)):
+                changed.append(record)
+        return changed
+
+    def _set_structure(self, structure: tuple[list[Any], list[Any]]) -> None:
+        self._inner, self._leaves = structure
+        self._by_oid = {r._p_oid: r for r in (*self._inner, *self._leaves)}
+
     def _reread(self, changed: list[Any]) -> None:
         """Read again only the leaves that changed (and, if the tree's shape changed, the
         leaves that are new), and change the refs by the difference of those alone: a key
@@ -201,7 +235,7 @@ class ActiveView:
         ids = {id(record) for record in changed}
         old_leaves = {id(leaf): leaf for leaf in self._leaves}
         if any(id(node) in ids for node in self._inner):
-            self._inner, self._leaves = _structure(self._tree)
+            self._set_structure(_structure(self._tree))
         new_leaves = {id(leaf): leaf for leaf in self._leaves}
         to_read = [leaf for i, leaf in new_leaves.items() if i in ids or i not in old_leaves]
         dropped = [i for i in old_leaves if i in ids or i not in new_leaves]

@@ -216,7 +216,11 @@ class Monitor:
         staged: dict[str, dict[str, Any]] = {}
         unfollowed: list[tuple[int, int]] = []
         try:
-            if not self.view.refresh(registry.active, last_tid) and self._followed_here:
+            collect = getattr(self._conn, "collect_invalidations", None)
+            invalidated = collect() if collect is not None else None
+            if not self.view.refresh(registry.active, last_tid, invalidated) and (
+                self._followed_here
+            ):
                 # Retries this monitor handed over are followed by its own commits, which
                 # bring no invalidations: read the index again.
                 self.view.resync(registry.active)
