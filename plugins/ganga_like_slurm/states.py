@@ -104,6 +104,11 @@ _BLOCKED_REASONS: dict[str, str] = {
 
 _ENDED: frozenset[Status] = frozenset({"completing", "completed", "failed", "killed"})
 
+# Slurm ends an out-of-memory job with a pseudo-signal of its own (SIG_OOM, 253), which
+# the 7-bit signal field of an exit code shows as 125: no signal was sent by that name,
+# and the job has no exit code of its own.
+_SLURM_OOM_SIGNAL = 253 & 0x7F
+
 
 class UnknownStateError(ValueError):
     """A state this table does not know; the caller decides what to do."""
@@ -142,6 +147,8 @@ def classify(state: str, reason: str | None, exit_code: str | None) -> Observati
     code: int | None = None
     if parsed is not None:
         status_code, signal = parsed
+        if name == "OUT_OF_MEMORY" and signal == _SLURM_OOM_SIGNAL:
+            signal = 0
         code = 128 + signal if signal else status_code
         if code == 0 and status != "completed":
             # A cancelled or timed-out allocation reports 0:0; zero would read as success.
