@@ -31,6 +31,7 @@ CELLS = [
     "from ganga_like.runtime.session import current_session\n"
     "s = current_session()\n"
     "print(s.autocommit, s.monitor.running, len(jobs), Executable.__name__)",
+    "j.time",
 ]
 
 
@@ -119,6 +120,11 @@ def test_the_extension_in_a_real_notebook(kernel_env: Path) -> None:
     assert "nb" in html_of(out[7][0])
 
     assert out[8][0]["text"].split() == ["False", "True", "1", "Executable"]
+
+    times = html_of(out[9][0])  # j.time: a table, as details() prints it
+    assert '<table class="ganga-times"' in times and "times of job 0" in times
+    assert "subjobs (3)" in times and ">running</td>" in times and ">runtime</td>" in times
+    assert "subjobs (3)" in out[9][0]["data"]["text/plain"]
 
 
 def test_plain_import_works_without_the_extension(kernel_env: Path) -> None:

@@ -140,20 +140,41 @@ class JobTimes(Mapping[str, _dt.datetime]):
             return None
         return _dt.timedelta(seconds=max(0.0, started - queued))
 
+    @property
+    def fqid(self) -> str:
+        return self._fqid
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(name, shown value) of each time reached and of the two durations, in the order
+        a job goes through them: what ``details()`` shows, for other renderings."""
+        rows = [(label, _shown(self._stamps[label])) for label in _ORDER if label in self._stamps]
+        for name, value in (("runtime", self.runtime()), ("waittime", self.waittime())):
+            rows.append((name, "-" if value is None else str(value)))
+        return rows
+
+    def subjob_rows(self) -> list[tuple[str, str, str]] | None:
+        """For a master, (state, first, last) over its subjobs; None for any other job."""
+        if self._subjobs is None:
+            return None
+        return [
+            (label, _shown(self._subjobs[label][0]), _shown(self._subjobs[label][1]))
+            for label in _ORDER
+            if label in self._subjobs
+        ]
+
+    @property
+    def subjob_count(self) -> int:
+        return self._count
+
     def details(self) -> TimeTable:
         """Every time as a table (for a master, also the range over its subjobs)."""
-        labels = [label for label in _ORDER if label in self._stamps]
         lines = [f"job {self._fqid}"]
-        lines.extend(f"  {label:<17} {_shown(self._stamps[label])}" for label in labels)
-        for name, value in (("runtime", self.runtime()), ("waittime", self.waittime())):
-            lines.append(f"  {name:<17} {'-' if value is None else value}")
-        if self._subjobs is not None:
+        lines.extend(f"  {name:<17} {shown}" for name, shown in self.rows())
+        subjobs = self.subjob_rows()
+        if subjobs is not None:
             head = f"subjobs ({self._count})"
             lines.append(f"{head:<20}{'first':<23}  last")
-            for label in _ORDER:
-                if label in self._subjobs:
-                    first, last = self._subjobs[label]
-                    lines.append(f"  {label:<17} {_shown(first):<23}  {_shown(last)}")
+            lines.extend(f"  {label:<17} {first:<23}  {last}" for label, first, last in subjobs)
         return TimeTable("\n".join(lines))
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
+from ganga_like.model.times import JobTimes
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -35,6 +36,7 @@ __all__ = [
     "slice_text",
     "status_css",
     "table_model",
+    "times_html",
     "unregister",
 ]
 
@@ -442,6 +444,28 @@ def job_html(job: Job) -> str:
     return (
         f'<div class="ganga-job" style="font-family:monospace;font-size:12px">{title}'
         f"{_fields_html(job_fields(impl), colours)}</div>"
+    )
+
+
+def times_html(times: JobTimes) -> str:
+    """``j.time`` in a notebook: the rows of ``details()`` as a table."""
+    cell_style = 'style="text-align:left;padding:0 8px"'
+
+    def row(*cells: str) -> str:
+        return "<tr>" + "".join(f"<td {cell_style}>{html.escape(c)}</td>" for c in cells) + "</tr>"
+
+    body = [row(name, shown) for name, shown in times.rows()]
+    subjobs = times.subjob_rows()
+    if subjobs is not None:
+        body.append(
+            f"<tr><th {cell_style}>subjobs ({times.subjob_count})</th>"
+            f"<th {cell_style}>first</th><th {cell_style}>last</th></tr>"
+        )
+        body.extend(row(*cells) for cells in subjobs)
+    caption = f'<caption style="text-align:left">times of job {html.escape(times.fqid)}</caption>'
+    return (
+        f'<table class="ganga-times" style="{_STYLE}">{caption}'
+        f"<tbody>{''.join(body)}</tbody></table>"
     )
 
 

@@ -20,6 +20,7 @@ from ganga_like.config.store import store
 from ganga_like.errors import GangaError
 from ganga_like.gpi.job import Job, JobSlice
 from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_factory
+from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import current_session, existing_session
 from ganga_like.shell import toolbar
 from ganga_like.shell.hooks import CellTransactions, show_gpi_error
@@ -159,6 +160,7 @@ def _register_displays(ip: Any, *, terminal: bool) -> None:
     formatters = ip.display_formatter.formatters
     formatters["text/html"].for_type(JobSlice, call("slice_html"))
     formatters["text/html"].for_type(Job, call("job_html"))
+    formatters["text/html"].for_type(JobTimes, call("times_html"))
     if terminal:
         plain = formatters["text/plain"]
         slice_text, job_text = call("slice_text"), call("job_text")
