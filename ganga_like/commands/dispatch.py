@@ -20,7 +20,6 @@ from ganga_like.commands.context import (
     using_settings,
 )
 from ganga_like.errors import GangaError
-from ganga_like.query.errors import QueryError, QuerySyntaxError
 
 if TYPE_CHECKING:
     from ganga_like.runtime.settings import Settings
@@ -44,7 +43,7 @@ def _builder(module: str, function: str) -> Handler:
 SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "jobs": (
         "the jobs table, optionally filtered by ids or a query",
-        _builder("listing", "jobs_parser"),
+        _builder("jobs", "jobs_parser"),
     ),
     "show": ("one job or subjob in full", _builder("listing", "show_parser")),
     "log": ("the event log of a job or subjob", _builder("listing", "log_parser")),
@@ -83,8 +82,14 @@ EPILOG = (
     "matched, 4 confirmation declined, 141 output pipe closed early"
 )
 
-# Errors that say the command line is wrong rather than that something failed.
-_USAGE_ERRORS = (UsageError, QuerySyntaxError, QueryError)
+
+def _is_usage_error(exc: GangaError) -> bool:
+    """Whether ``exc`` says the command line is wrong rather than that something failed.
+    (The query package is imported only here: ``ganga jobs`` answered from its cache
+    parses no query.)"""
+    from ganga_like.query.errors import QueryError, QuerySyntaxError
+
+    return isinstance(exc, (UsageError, QuerySyntaxError, QueryError))
 
 
 def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) -> int | None:
@@ -112,7 +117,7 @@ def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) ->
             return handler(args)
     except GangaError as exc:
         error(str(exc))
-        return USAGE if isinstance(exc, _USAGE_ERRORS) else ERROR
+        return USAGE if _is_usage_error(exc) else ERROR
     except KeyboardInterrupt:
         return ERROR
 

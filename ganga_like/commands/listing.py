@@ -1,57 +1,91 @@
-"""Read-only subcommands: jobs, show, log, status."""
+"""Read-only subcommands: jobs (read from the repository), show, log, status."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
-from ganga_like.commands.context import NOTHING, OK, error, session_for
+from ganga_like.commands import jobs_cache
+from ganga_like.commands.context import NOTHING, OK, configured_settings, error, session_for
 from ganga_like.commands.lookup import find_job, select
-from ganga_like.gpi.display import COLUMNS, job_row, shorten, table
+from ganga_like.gpi.display import COLUMNS, job_row, shorten
+from ganga_like.gpi.table_text import render_table
 from ganga_like.model.base import GangaObject, schema_items
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.repository.file_tail import FileStamp
+from ganga_like.runtime import postprocessing, retrying
+from ganga_like.runtime.session import Session
 
-__all__ = ["jobs_parser", "log_parser", "show_parser", "status_parser"]
-
-
-def jobs_parser(parser: argparse.ArgumentParser) -> Any:
-    parser.add_argument(
-        "query",
-        nargs="*",
-        metavar="ID|QUERY",
-        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; name~scan*"',
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON for machines")
-    return run_jobs
+__all__ = ["list_jobs", "log_parser", "show_parser", "status_parser"]
 
 
-def run_jobs(args: argparse.Namespace) -> int:
+def list_jobs(args: argparse.Namespace) -> int:
+    """``ganga jobs`` read from the repository (:mod:`ganga_like.commands.jobs` first asks
+    the cache); the table of the whole registry is then written to the cache when the
+    repository is settled."""
+    stamp = None if args.query else jobs_cache.stamp_before_opening(configured_settings())
     with session_for(write=False) as session:
         chosen = select(session, args.query)
         found = chosen.jobs
         for missing in chosen.missing:
             error(f"no job {missing}")
-        if args.json:
-            rows = []
-            for job in found:
-                row: dict[str, Any] = {c: job_row(job)[c] for c in COLUMNS}
-                if isinstance(job, Job):
-                    row["id"] = job.id
-                    row["counts"] = {s.label: n for s, n in job.counts().items()}
-                rows.append(row)
-            print(json.dumps(rows, indent=1))
-        else:
-            print(table(found))
+        rows = [_json_row(job) for job in found]
+        print(json.dumps(rows, indent=1) if args.json else render_table(rows, COLUMNS))
         if args.query and not found:
             if not chosen.missing:
                 error(f"no job matches {chosen.text!r}")
             return NOTHING
+        if stamp is not None:
+            _cache_if_settled(session, stamp, rows)
     return OK
+
+
+def _json_row(job: object) -> dict[str, Any]:
+    """A job's row with, for a job (not a broken object), its id and subjob counts."""
+    row: dict[str, Any] = job_row(job)
+    if isinstance(job, Job):
+        row["id"] = job.id
+        row["counts"] = {s.label: n for s, n in job.counts().items()}
+    return row
+
+
+def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, Any]]) -> None:
+    """Write the jobs-table cache if ``rows`` are the committed state ``stamp`` names and
+    that state is settled: nothing the plain path's opening or monitoring cycle would
+    change (:mod:`ganga_like.commands.jobs_cache`)."""
+    repo = session.repo
+    if repo.read_only or Path(unquote(urlparse(repo.uri).path)) != Path(stamp.path):
+        return
+    conn = repo.connection()
+    if _snapshot_tid(conn) != stamp.tid:
+        return  # a commit came between the stamp and the read
+    root = conn.root()
+    registry = session.registry()
+    if (
+        not registry.jobs
+        or registry.active
+        or registry.intents()
+        or root.get(retrying.PENDING_KEY)
+        or root.get(postprocessing.PENDING_KEY)
+    ):
+        return
+    jobs_cache.save(repo.gangadir, stamp, session.settings, root["ids"].next_id, COLUMNS, rows)
+
+
+def _snapshot_tid(conn: Any) -> str | None:
+    """The id of the last transaction the connection's current snapshot holds, in hex
+    (ZODB's MVCC adapter reads "before" the transaction after it); None if unknown."""
+    start = getattr(getattr(conn, "_storage", None), "_start", None)
+    if not isinstance(start, bytes) or len(start) != 8:
+        return None
+    return (int.from_bytes(start, "big") - 1).to_bytes(8, "big").hex()
 
 
 def show_parser(parser: argparse.ArgumentParser) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ganga_like.gpi.table_text import CELL_WIDTH, cell, header, render_table, shorten
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
@@ -14,9 +15,6 @@ __all__ = ["CELL_WIDTH", "COLUMNS", "cell", "header", "job_row", "shorten", "tab
 
 # The parts tagged ``column`` in Job's schema follow the job's own columns.
 COLUMNS = ("fqid", "status", "name", "subjobs", *job_parts().columns)
-_HEADERS = {"fqid": "id"}  # headers that differ from their column's name
-# Widest a table cell gets: a 5,000-character name must not push the other columns away.
-CELL_WIDTH = 40
 
 _SHORT = {
     Status.COMPLETED: "done",
@@ -77,29 +75,5 @@ def job_row(job: object) -> dict[str, str]:
     }
 
 
-def header(column: str) -> str:
-    """The header of a table column."""
-    return _HEADERS.get(column, column)
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` if it is at most ``limit`` characters, else cut to that with an ellipsis."""
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
-
-
-def cell(text: str, limit: int = CELL_WIDTH) -> str:
-    """``text`` as one table cell: on one line (a line break shows as ⏎, other control
-    characters as a space, so a row stays one line) and at most ``limit`` characters."""
-    if not text.isprintable():
-        text = "".join(ch if ch.isprintable() else "⏎" if ch == "\n" else " " for ch in text)
-    return shorten(text, limit)
-
-
 def table(jobs: Iterable[object], title: str = "jobs") -> str:
-    rows = [{c: cell(v) for c, v in job_row(j).items()} for j in jobs]
-    headers = {c: header(c) for c in COLUMNS}
-    widths = {c: max([len(headers[c])] + [len(r[c]) for r in rows]) for c in COLUMNS}
-    line = " | ".join(headers[c].ljust(widths[c]) for c in COLUMNS)
-    out = [f"{title}: {len(rows)}", line, "-+-".join("-" * widths[c] for c in COLUMNS)]
-    out.extend(" | ".join(r[c].ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows)
-    return "\n".join(out)
+    return render_table([job_row(j) for j in jobs], COLUMNS, title)

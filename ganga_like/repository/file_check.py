@@ -19,10 +19,11 @@ from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import TRANS_HDR, TRANS_HDR_LEN
 
 from ganga_like.errors import RepositoryCorruptError
+from ganga_like.repository.file_tail import FINISHED, tail
 
 __all__ = ["check_file", "corrupt", "data_path", "describe", "zodb_log_captured"]
 
-_COMMITTED = b" pu"  # committed, packed, undone: every status a finished transaction has
+_COMMITTED = FINISHED
 _TRAILER = 8  # each transaction ends with its length again, as 8 bytes
 
 
@@ -88,16 +89,8 @@ def _index_position(path: Path) -> int | None:
 
 
 def _last_transaction_complete(f: Any, size: int) -> bool:
-    if size < len(MAGIC) + TRANS_HDR_LEN + _TRAILER:
-        return False
-    f.seek(size - _TRAILER)
-    (length,) = struct.unpack(">Q", f.read(_TRAILER))
-    start = size - _TRAILER - length
-    if length < TRANS_HDR_LEN or start < len(MAGIC):
-        return False
-    f.seek(start)
-    _tid, recorded, status, *_ = struct.unpack(TRANS_HDR, f.read(TRANS_HDR_LEN))
-    return bool(recorded == length and status in _COMMITTED)
+    last = tail(f, size)
+    return last is not None and last[1] in _COMMITTED
 
 
 def _classify_unfinished_end(path: Path, size: int) -> str | None:

@@ -24,7 +24,7 @@ from ganga_like.config.store import (
     options,
     store,
 )
-from ganga_like.repository.storage import StorageOptions
+from ganga_like.repository.options import StorageOptions
 
 __all__ = ["SETTINGS_FIELDS", "Settings", "configured_settings", "plugin_option_keys"]
 

@@ -1,0 +1,40 @@
+"""``ganga jobs``: the jobs table, from the jobs-table cache when it can answer.
+
+Only the listing of every job can come from the cache (:mod:`ganga_like.commands.jobs_cache`);
+ids and queries, and any cache that does not match the repository, take the plain path
+(:func:`ganga_like.commands.listing.list_jobs`), which imports the model and opens the
+repository. Nothing heavier than the configuration is imported before the cache is asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ganga_like.commands.context import OK, configured_settings
+
+__all__ = ["jobs_parser", "run_jobs"]
+
+
+def jobs_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument(
+        "query",
+        nargs="*",
+        metavar="ID|QUERY",
+        help='job ids (3, 3.1, "1,4") or a query, e.g. "status=failed; name~scan*"',
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for machines")
+    return run_jobs
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    if not args.query:
+        from ganga_like.commands.jobs_cache import cached_answer
+
+        shown = cached_answer(configured_settings(), as_json=args.json)
+        if shown is not None:
+            print(shown)
+            return OK
+    from ganga_like.commands.listing import list_jobs
+
+    return list_jobs(args)
