@@ -308,6 +308,7 @@ DAMAGE = {
     "empty": lambda g, e: b"",
     "not JSON": lambda g, e: b"\xff\xfe{{{ not json",
     "a list": lambda g, e: b"[1, 2, 3]",
+    "nested too deep": lambda g, e: b"[" * 100_000,
     "another version": _foreign,
     "cut short": _truncated,
     "a row without a column": _rows_without_a_column,

@@ -156,7 +156,7 @@ def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
     gangadir = _gangadir(settings)
     try:
         cached = json.loads(cache_path(gangadir).read_bytes())
-    except (OSError, ValueError):  # missing, unreadable, cut short, not JSON
+    except (OSError, ValueError, RecursionError):  # missing, unreadable, cut, not JSON
         return None
     if not isinstance(cached, dict) or cached.get("format") != FORMAT:
         return None
@@ -197,7 +197,9 @@ def _opens_as_before(gangadir: Path, data: Path, next_id: int) -> bool:
     try:
         for directory in (gangadir, workspace, data.parent):
             ensure_private_dir(directory)
-    except GangaError:
+        if data.stat().st_uid != os.getuid():
+            return False  # refused by the opening (storage.py)
+    except (GangaError, OSError):
         return False
     # A workspace for the next job id means the repository lost jobs (orphans.py).
     return not (workspace / str(next_id)).exists()

@@ -61,8 +61,9 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
     that state is settled: nothing the plain path's opening or monitoring cycle would
     change (:mod:`ganga_like.commands.jobs_cache`)."""
     repo = session.repo
-    if repo.read_only or Path(unquote(urlparse(repo.uri).path)) != Path(stamp.path):
-        return
+    uri = urlparse(repo.uri)
+    if repo.read_only or uri.scheme != "file" or Path(unquote(uri.path)) != Path(stamp.path):
+        return  # a read-only view, or not the file the stamp is of
     conn = repo.connection()
     if _snapshot_tid(conn) != stamp.tid:
         return  # a commit came between the stamp and the read
