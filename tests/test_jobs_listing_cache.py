@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -353,3 +354,43 @@ def test_a_readonly_view_is_never_answered_from_the_cache(
     readonly = Settings(gangadir=gangadir, repository_mode="readonly")
     assert jobs_cache.cached_answer(readonly, as_json=False) is None
     assert jobs_cache.stamp_before_opening(readonly) is None
+
+
+GONE = "jobs_cache_gone_classes"
+
+
+def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(gangadir: Path) -> None:
+    """Its plugin may come back (installed, or mended in place) without a stored change."""
+    from persistent import Persistent
+
+    from ganga_like.model.job import Job as JobImpl
+    from ganga_like.repository.connection import Repository
+
+    module = types.ModuleType(GONE)
+
+    class Gone(Persistent):  # type: ignore[misc]
+        pass
+
+    Gone.__module__ = module.__name__
+    module.Gone = Gone  # type: ignore[attr-defined]
+    sys.modules[GONE] = module
+    repo = Repository(gangadir)
+    try:
+
+        def store() -> None:
+            registry = repo.registry()
+            registry.add(JobImpl())
+            registry.add(JobImpl())
+            registry.jobs[1] = Gone()
+
+        repo.in_transaction(store)
+    finally:
+        repo.close()
+        del sys.modules[GONE]
+    order = Settings().master_status_order
+    try:
+        shown = _plain(gangadir, False, order)
+        assert "broken" in shown
+        assert _fast(gangadir, False, order) is None
+    finally:
+        shared.stop_server(gangadir / "repository")

@@ -77,7 +77,18 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
         or root.get(postprocessing.PENDING_KEY)
     ):
         return
+    if any(_broken(row) for row in rows):
+        # A class that does not load now may load later without a stored change (its
+        # plugin installed or mended): such a table is read afresh every time.
+        return
     jobs_cache.save(repo.gangadir, stamp, session.settings, root["ids"].next_id, COLUMNS, rows)
+
+
+def _broken(row: dict[str, Any]) -> bool:
+    """Whether ``row`` shows an object, or a part of one, whose class did not load."""
+    return row["status"] == "broken" or any(
+        row[c].startswith("broken:") for c in job_parts().columns
+    )
 
 
 def _snapshot_tid(conn: Any) -> str | None:
