@@ -22,7 +22,13 @@ change nothing: no job followed by the monitor, no submission intent (recovery),
 or postprocessing pending. Those are part of the committed state, so a file with the same
 stamp is as settled as when the cache was written, and the plain path would print the
 same rows. A table with nothing time-dependent in it (an id, a status, a name, counts,
-class names) is then rendered by the same function from the same values.
+class names) is then rendered by the same function from the same values. A table showing
+an object whose class did not load is not cached (its plugin may come back with no stored
+change). What opening checks outside the file (the directories and the file are this
+user's, no workspace for the next job id) is checked again before the cache answers.
+Bytes of the file changed in place without changing its end, size or mtime (a disk
+fault) are not noticed until the next change; a plain read notices them only if it loads
+the damaged record.
 
 ``ganga jobs`` with no ids or query reads the cache first; anything that does not match,
 or cannot be read or parsed, means the plain path, which writes the cache again. A cache
