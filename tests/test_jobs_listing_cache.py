@@ -394,3 +394,32 @@ def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(gangadir:
         assert _fast(gangadir, False, order) is None
     finally:
         shared.stop_server(gangadir / "repository")
+
+
+def test_rows_are_stored_only_under_the_stamp_of_the_transaction_they_were_read_from(
+    gangadir: Path, child_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows read before another session's commit must never be stored under a stamp of
+    the file after it (the stamp is taken before opening; a client of the shared server
+    may still be a commit behind the file): the snapshot read must be the stamped one."""
+    order = Settings().master_status_order
+    other = OtherSession(gangadir, child_env)
+    try:
+        other.do("create", "before", "new", [])
+        offer = listing._cache_if_settled
+
+        def commit_then_offer(session: Any, stamp: Any, rows: list[dict[str, Any]]) -> None:
+            other.do("rename", 0, "after")  # the rows read still say "before"
+            newer = file_tail.file_stamp(Path(stamp.path))
+            assert newer is not None and newer.tid != stamp.tid
+            offer(session, newer, rows)
+
+        monkeypatch.setattr(listing, "_cache_if_settled", commit_then_offer)
+        assert "before" in _plain(gangadir, False, order)
+        assert _fast(gangadir, False, order) is None
+        monkeypatch.setattr(listing, "_cache_if_settled", offer)
+        shown = _plain(gangadir, False, order)
+        assert "after" in shown and _fast(gangadir, False, order) == shown
+    finally:
+        other.close()
+        shared.stop_server(gangadir / "repository")
