@@ -10,8 +10,9 @@ counts ``--json`` adds) to ``<gangadir>/repository/jobs-table.json``, stamped wi
 * the repository file's stamp taken *before* the session opened
   (:mod:`ganga_like.repository.file_tail`: inode, size, modification time and the id of
   its last finished transaction) -- kept only if the rows were read from exactly that
-  transaction, so a commit between the stamp and the read makes the cache useless instead
-  of wrong;
+  transaction: rows of an older snapshot (a client of the shared server a commit behind
+  the file) are never stored under the file's stamp, and a commit between the stamp and
+  the read only leaves no cache;
 * the settings the rows depend on (how a master's status is derived);
 * the code that computed them: every non-standard-library module file the process had
   loaded (path, size, modification time), the interpreter, and ``sys.path`` with each
