@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ganga_like import config
 from ganga_like.commands.dispatch import dispatch
@@ -221,3 +223,57 @@ def test_the_slurm_section_loads_without_the_slurm_commands() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert found.stdout.strip() == "['ganga_like_slurm.settings']"
+
+
+_GROUPS = ("ganga_like.plugins", "ganga_like.config", "console_scripts", "other.group")
+_entry = st.tuples(
+    st.sampled_from(_GROUPS),
+    st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True),
+    st.from_regex(r"[a-z][a-z_]{0,8}:[A-Z][a-z]{0,5}", fullmatch=True),
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dists=st.lists(st.lists(_entry, max_size=6), min_size=1, max_size=4),
+    shadowed=st.booleans(),
+)
+def test_one_reading_of_the_entry_points_selects_each_group_as_importlib_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    dists: list[list[tuple[str, str, str]]],
+    shadowed: bool,
+) -> None:
+    # Random distributions (one of them, if ``shadowed``, installed twice under one name:
+    # only the first on the path counts) on the path: the shared reading must give each
+    # group exactly what importlib.metadata.entry_points(group=...) gives.
+    import importlib.metadata
+    import uuid
+
+    from ganga_like.config import installed
+
+    root = tmp_path / uuid.uuid4().hex
+    for i, entries in enumerate(dists):
+        name = "shadow" if shadowed and i < 2 else f"rand{i}"
+        place = root / f"p{i}"
+        info = place / f"{name}-1.{i}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.{i}\n")
+        sections: dict[str, list[str]] = {}
+        for group, ep_name, value in entries:
+            sections.setdefault(group, []).append(f"{ep_name} = {value}")
+        (info / "entry_points.txt").write_text(
+            "".join(f"[{g}]\n" + "\n".join(lines) + "\n" for g, lines in sections.items())
+        )
+        monkeypatch.syspath_prepend(str(place))
+    installed.reset()
+    try:
+        for group in _GROUPS:
+            assert list(installed.entry_points(group)) == list(
+                importlib.metadata.entry_points(group=group)
+            )
+    finally:
+        monkeypatch.undo()
+        installed.reset()

@@ -10,8 +10,10 @@ GPI or repository module, nor even traitlets until a section is used. The module
 the GPI ``config`` object (so ``from ganga_like import config`` and ``import
 ganga_like.config`` are one thing); the code's own entry points are its submodules:
 ``choices`` (closed sets of values), ``sections`` (the core sections), ``plugins`` (the
-sections plugins declare through the ``ganga_like.config`` entry-point group), ``store``
-(the layers and the validated section objects) and ``gpi`` (the section views).
+sections plugins declare through the ``ganga_like.config`` entry-point group),
+``installed`` (the entry points of the installed distributions, read once for that group
+and the plugin classes'), ``store`` (the layers and the validated section objects) and
+``gpi`` (the section views).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from ganga_like.errors import ConfigError
 
 # The code's own entry points; never sections (section names are class names).
-_SUBMODULES = frozenset({"choices", "gpi", "plugins", "sections", "store"})
+_SUBMODULES = frozenset({"choices", "gpi", "installed", "plugins", "sections", "store"})
 
 
 class _ConfigModule(types.ModuleType):

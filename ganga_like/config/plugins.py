@@ -13,11 +13,11 @@ start-up carry on, and the config file's values for it are left unread.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import logging
 
 from traitlets.config import Configurable
 
+from ganga_like.config import installed
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS
 
 __all__ = ["ENTRY_POINT_GROUP", "failures", "plugin_sections", "reset"]
@@ -34,9 +34,7 @@ _CORE_NAMES = {cls.__name__ for cls in (*BEFORE_PLUGINS, *AFTER_PLUGINS)}
 def plugin_sections() -> tuple[type[Configurable], ...]:
     """Every plugin section that loads, ordered by name."""
     found: dict[str, type[Configurable]] = {}
-    for ep in sorted(
-        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
-    ):
+    for ep in sorted(installed.entry_points(ENTRY_POINT_GROUP), key=lambda ep: ep.name):
         if ep.name in found or ep.name in _failed:
             continue  # the first registration of a name wins, as for plugins
         if ep.name in _CORE_NAMES:
@@ -74,5 +72,6 @@ def failures() -> dict[str, str]:
 
 def reset() -> None:
     """Look for plugin sections again (e.g. after installing a plugin at runtime)."""
+    installed.reset()
     plugin_sections.cache_clear()
     _failed.clear()

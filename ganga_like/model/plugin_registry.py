@@ -11,6 +11,7 @@ import functools
 import importlib.metadata
 from typing import Any
 
+from ganga_like.config import installed
 from ganga_like.errors import PluginError
 
 __all__ = [
@@ -43,7 +44,7 @@ def register_plugin_base(cls: type) -> None:
 @functools.cache
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     found: dict[str, importlib.metadata.EntryPoint] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in installed.entry_points(ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)
     return found
 
@@ -118,6 +119,7 @@ def load_failures() -> dict[str, BaseException]:
 
 def reset() -> None:
     """Forget what was discovered, e.g. after installing a plugin at runtime."""
+    installed.reset()
     _entry_points.cache_clear()
     _loaded.clear()
     _failed.clear()
