@@ -39,7 +39,6 @@ from typing import Any
 
 import zc.lockfile
 
-from ganga_like.detached import HelperNotReady, start_detached, stop_detached
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
@@ -269,6 +268,9 @@ def _start_server(repo_dir: Path, options: StorageOptions) -> int:
     ]
     if options.address:
         argv += ["--address", options.address]
+    # Imported here: most sessions find their server running and start none.
+    from ganga_like.detached import HelperNotReady, start_detached
+
     # The same import path as ours: the server unpickles our classes to resolve conflicts.
     try:
         started = start_detached(argv, repo_dir / LOG_NAME, ready_timeout=options.connect_timeout)
@@ -392,6 +394,8 @@ def stop_server(repo_dir: Path, timeout: float = 10.0) -> bool:
     pid = server_pid(repo_dir)
     if pid is None:
         return False
+    from ganga_like.detached import stop_detached
+
     if not stop_detached(pid, lambda: server_pid(repo_dir) == pid, timeout):
         raise TimeoutError(f"repository server {pid} did not exit within {timeout} s")
     return True

@@ -64,7 +64,9 @@ class Session:
         self._seen_commits = -1
         self._refreshed_at = 0.0
         try:
-            if not self.repo.read_only:
+            # Recovery (and its module) only when a submission was in progress: most
+            # sessions find none.
+            if not self.repo.read_only and self.repo.registry().intents():
                 from ganga_like.runtime.submission.recovery import recover_interrupted_submissions
 
                 self.recovered = recover_interrupted_submissions(self.repo, self.submit_context)
