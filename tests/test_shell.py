@@ -140,6 +140,9 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         assert f"ganga_like {ganga_like.__version__}" in banner
         assert f"gangadir {Path(shell_env['GANGA_DIR']).resolve()} (shared)" in banner
         assert "jobs: 0 · monitor on" in banner
+        # The input line is coloured by IPython's lexer, its cell-magic lexers made on use.
+        lexer = shell.run("type(get_ipython().pt_app.lexer).__name__")
+        assert lexer.endswith("'LazyIPythonLexer'")
 
         shell.run(
             "j = Job(name='scan', application=Executable(exe='echo'), "

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job, config, jobs
 from ganga_like.gpi.progress import set_progress_factory
@@ -159,3 +161,29 @@ def test_an_odd_name_keeps_one_row_per_job_in_the_shell_table(session: Session) 
     assert max(len(line) for line in lines) <= 120
     html = display.slice_html(jobs)
     assert "y" * 5000 not in html and "second line" in html
+
+
+_LINE_STARTS = ["", "!", "  !", "%%bash", "%%html", "%%HTML", "%%js", "%%javascript", "%%perl"]
+_LINE_STARTS += ["%%ruby", "%%latex", "%%timeit", "%", "%%", "  %%html", "#"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.sampled_from(_LINE_STARTS),
+    body=st.text(
+        alphabet=st.sampled_from(list("ab x=(){}[]'\"#\\\n\t.,:;%!$<>/*-+0129")), max_size=60
+    ),
+)
+def test_the_shells_input_lexer_colours_every_line_as_ipythons_own(start: str, body: str) -> None:
+    # The ganga shell builds the lexers of cell magics only when one is typed; what it
+    # colours must not change.
+    from IPython.terminal.ptutils import IPythonPTLexer
+    from prompt_toolkit.document import Document
+
+    from ganga_like.shell.lexer import LazyIPythonLexer
+
+    document = Document(start + body)
+    ours = LazyIPythonLexer().lex_document(document)
+    ipythons = IPythonPTLexer().lex_document(document)  # type: ignore[no-untyped-call]
+    for line in range(len(document.lines)):
+        assert ours(line) == ipythons(line)

@@ -2,7 +2,8 @@
 
 Modules, one job each: ``app`` (the ``ganga`` Application), ``hooks`` (per-cell transactions,
 one-line errors), ``magics``, ``display`` (rich and HTML tables and trees), ``progress``
-(rich and notebook progress), ``toolbar`` (prompt and bottom toolbar), ``extension``
+(rich and notebook progress), ``toolbar`` (prompt and bottom toolbar), ``lexer`` (the
+input line's colours, IPython's, with the cell-magic lexers made on use), ``extension``
 (putting it together for a shell or a kernel).
 
 The settings these modules read (``Display``, ``Shell``) are sections of the configuration

@@ -303,6 +303,9 @@ def launch_shell(names: dict[str, Any]) -> int:
     namespace.update({k: v for k, v in names.items() if not k.startswith("__")})
     from IPython import start_ipython
 
+    from ganga_like.shell.lexer import use_lazy_lexer
+
+    use_lazy_lexer()  # the lexers of cell magics only once one is typed
     shell = store.section("Shell")
     argv = ["--ext=ganga_like"]  # on the command line so a user's IPython config keeps it
     if not shell.banner:
