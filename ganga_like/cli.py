@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         # --readonly``) goes through the application, which reads them first.
         code = dispatch(args) if not _has_ganga_options(args) else None
         if code is None:
+            from ganga_like.shell import collector
+
+            collector.pause()  # until the first prompt, or whatever ends the start-up
             from ganga_like.shell.app import main as shell_main
 
             code = shell_main(args)

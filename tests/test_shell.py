@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -143,6 +144,8 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         # The input line is coloured by IPython's lexer, its cell-magic lexers made on use.
         lexer = shell.run("type(get_ipython().pt_app.lexer).__name__")
         assert lexer.endswith("'LazyIPythonLexer'")
+        # The garbage collector, paused while the shell started, collects again.
+        assert shell.run("import gc; gc.isenabled()").endswith("True")
 
         shell.run(
             "j = Job(name='scan', application=Executable(exe='echo'), "
@@ -248,11 +251,31 @@ def test_exit_is_quick_with_jobs_running_and_they_go_on(shell_env: dict[str, str
 
 def test_script_then_interactive_and_options(shell_env: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / "make.py"
-    script.write_text("import sys\nmade = Job(name=sys.argv[1])\n")
+    script.write_text("import gc, sys\nmade = Job(name=sys.argv[1])\ncollecting = gc.isenabled()\n")
     shell = Shell(shell_env, ("--Shell.prompt=ganga", "--no-monitor", "-i", str(script), "first"))
     try:
         assert "jobs: 1 (1 new) · monitor off" in shell.banner
         assert shell.run("made.name, made.status").endswith("('first', 'new')")
+        assert shell.run("collecting, gc.isenabled()").endswith("(True, True)")
         assert "monitor: stopped" in shell.run("%monitor status")
     finally:
         shell.exit()
+
+
+def test_the_shell_fed_from_a_pipe_runs_its_cells_with_the_garbage_collector_on(
+    shell_env: dict[str, str],
+) -> None:
+    # No prompt is drawn without a terminal: the collector paused for the start-up must be
+    # back all the same.
+    ganga = Path(sys.executable).with_name("ganga")
+    argv = [str(ganga)] if ganga.exists() else [sys.executable, "-m", "ganga_like.cli"]
+    ran = subprocess.run(
+        argv,
+        input="import gc\nprint('collecting:', gc.isenabled())\n",
+        env=shell_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "collecting: True" in ran.stdout

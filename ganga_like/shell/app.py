@@ -33,6 +33,7 @@ from ganga_like.config.store import (
 from ganga_like.errors import ConfigError, GangaError
 from ganga_like.runtime.session import Session, close_session, current_session
 from ganga_like.runtime.settings import configured_settings
+from ganga_like.shell import collector
 from ganga_like.shell.script import core_namespace, run_script
 
 __all__ = ["GangaApp", "UsageFailure", "main"]
@@ -247,6 +248,8 @@ class GangaApp(Application):
         if self.subcommand:
             from ganga_like.commands.dispatch import dispatch
 
+            collector.resume()  # paused for the shell's start-up: no shell
+
             # The subcommand's settings: this command line over the file and environment.
             return dispatch(self.subcommand, settings=lambda: configured_settings(store)) or 0
         if self.show_config or self.show_config_json:
@@ -258,6 +261,7 @@ class GangaApp(Application):
         status = 0
         names: dict[str, Any] = {}
         if self.script_argv:
+            collector.resume()  # the script runs as it would anywhere
             status, names = run_script(self.script_argv[0], self.script_argv[1:])
             if not self.interactive:
                 return status
@@ -377,6 +381,13 @@ def _configure_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        collector.resume()  # if ganga paused it and nothing resumed it yet (an error)
+
+
+def _main(argv: list[str] | None) -> int:
     app = GangaApp()
     try:
         app.initialize(argv)

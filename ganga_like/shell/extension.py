@@ -22,7 +22,7 @@ from ganga_like.gpi.job import Job, JobSlice
 from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_factory
 from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import current_session, existing_session
-from ganga_like.shell import toolbar
+from ganga_like.shell import collector, toolbar
 from ganga_like.shell.hooks import CellTransactions, show_gpi_error
 from ganga_like.shell.magics import GangaMagics
 from ganga_like.shell.script import core_namespace, plugin_namespace
@@ -89,6 +89,14 @@ def load(ip: Any) -> None:
     """Set ``ip`` up for the GPI (a second call does nothing)."""
     if ip in _loaded:
         return
+    try:
+        _load(ip)
+    except BaseException:
+        collector.resume()  # no first prompt of ours to wait for
+        raise
+
+
+def _load(ip: Any) -> None:
     terminal = is_terminal(ip)
     ip.push(core_namespace())
     plugins = PluginLoader(ip)
@@ -97,8 +105,11 @@ def load(ip: Any) -> None:
         # Before the cell hooks, so that a cell's transaction starts after the import.
         ip.events.register("pre_run_cell", plugins.push)
         pt_app.app.after_render += plugins.start
+        # The ganga command paused the garbage collector for its start-up, which ends here.
+        pt_app.app.after_render += collector.resume
     else:
         plugins.push()
+        collector.resume()
     try:
         current_session().autocommit = False
     except GangaError as exc:
