@@ -403,6 +403,12 @@ class ISplitter(GangaObject):
         ``{"application.args": ["1"]}``. An empty list is an impossible split."""
         raise NotImplementedError
 
+    def iter_variations(self, job: Job) -> Iterator[dict[str, Any]]:
+        """The variations one at a time, as ``variations`` gives them: a splitter that can
+        make them as they are needed overrides it, so that a split into a million
+        subjobs never holds a million of them."""
+        return iter(self.variations(job))
+
 
 class IDataset(GangaObject):
     """Data a job processes."""

@@ -24,11 +24,11 @@ from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
     StatusChunk,
     all_statuses,
-    build_chunks,
     extend_chunks,
     set_status,
     status_of,
 )
+from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.model.times import ENDED, JobTimes, end_of_run
 
 __all__ = ["Job"]
@@ -442,18 +442,9 @@ class Job(GangaObject):
 
     def attach_subjobs(self, subjobs: list[Job]) -> None:
         """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
-        tree = IOBTree()
-        counter = StatusCounter()
-        counts: dict[str, int] = {}
-        for sj in subjobs:
-            tree[sj.id] = sj
-            counts[sj.status] = counts.get(sj.status, 0) + 1
-        counter.counts = counts
-        self._subjobs = tree
-        self._counter = counter
-        labels = [sj.status for sj in subjobs]
-        ids_are_positions = all(sj.id == index for index, sj in enumerate(subjobs))
-        self._status_chunks = build_chunks(labels) if ids_are_positions else None
+        builder = SubjobsBuilder()
+        builder.add(subjobs)
+        builder.attach(self)
 
     def add_subjobs(self, subjobs: list[Job]) -> None:
         """Append ``subjobs`` (new, ids following this master's last) to its subjobs."""

@@ -157,7 +157,12 @@ class Repository:
         )
 
     def in_transaction(
-        self, action: Callable[[], T], *, what: str = "the change", attempts: int | None = None
+        self,
+        action: Callable[[], T],
+        *,
+        what: str = "the change",
+        attempts: int | None = None,
+        first: Callable[[], T] | None = None,
     ) -> T:
         """Run ``action`` in its own transaction, retried on conflicts; commit on success.
 
@@ -166,6 +171,8 @@ class Repository:
         a retry never throws away what the user did before the action; if they conflict,
         they are rolled back and the action is not done. Whatever happens, no failed
         transaction is left behind: the error is one line (``what`` names the action).
+
+        ``first``: what the first attempt runs instead of ``action`` (see ``retried``).
         """
         tm = self.connection().transaction_manager
         policy = self.retry_policy
@@ -184,7 +191,9 @@ class Repository:
                         "with another session's changes to the same jobs; they were rolled "
                         "back, make them again"
                     ) from exc
-                return retried(tm, action, what=what, policy=policy, catch_up=self.catch_up)
+                return retried(
+                    tm, action, what=what, policy=policy, catch_up=self.catch_up, first=first
+                )
         except RepositoryWriteError:
             # Never leave the caller in a failed transaction: its objects show again
             # what the repository holds.

@@ -110,6 +110,7 @@ def retried(
     what: str = "the change",
     policy: RetryPolicy = DEFAULT_POLICY,
     catch_up: Callable[[], object] | None = None,
+    first: Callable[[], T] | None = None,
 ) -> T:
     """Run ``action`` in a transaction of ``tm`` and commit it, retrying transient failures.
 
@@ -122,6 +123,10 @@ def retried(
     sessions' commits by messages from the server, which may still be on their way after
     a conflict; a round trip to the server makes sure the retry sees the commit it
     conflicted with, instead of meeting the same conflict again.
+
+    ``first``, when given, is run by the first attempt instead of ``action``: it may have
+    effects outside the repository, as it is never run again; ``action`` then records
+    the same from what ``first`` left behind.
     """
     tries = 0
 
@@ -132,7 +137,7 @@ def retried(
             catch_up()
         tm.begin()
         try:
-            result = action()
+            result = first() if first is not None and tries == 1 else action()
             tm.commit()
         except BaseException:
             tm.abort()

@@ -6,6 +6,7 @@ builds and validates the subjobs from them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import traitlets
@@ -30,7 +31,10 @@ class ArgSplitter(ISplitter):
     _positional = ("args",)
 
     def variations(self, job: Job) -> list[dict[str, Any]]:
-        return [{"application.args": list(a)} for a in self.args]
+        return list(self.iter_variations(job))
+
+    def iter_variations(self, job: Job) -> Iterator[dict[str, Any]]:
+        return ({"application.args": list(a)} for a in self.args)
 
 
 class GenericSplitter(ISplitter):

@@ -4,10 +4,12 @@ Every action that reaches a backend runs in three steps so that a conflict retry
 repeats a side effect: (1) a retried transaction records the intent (split, status
 submitting); (2) the backend is called once; (3) a retried transaction records the outcome.
 Failures before the backend is reached roll back completely. The retried parts only change
-persistent objects, which an abort restores; the subjobs of a first submission are not
-stored yet, so their state is put back by hand before each attempt (``_record``'s
-``fresh``). A transaction that still conflicts after the last attempt is aborted and
-reported in one line (RepositoryConflictError); the session goes on working.
+persistent objects, which an abort restores; new objects (a resplit's pieces) have their
+state put back by hand before each attempt (``_record``'s ``fresh``). A split job's first
+submission hands its subjobs to the backend a part at a time inside the first attempt of
+(3), which a retry never repeats (``split_submission``). A transaction that still
+conflicts after the last attempt is aborted and reported in one line
+(RepositoryConflictError); the session goes on working.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import run_spec
-from ganga_like.runtime.submission.splitting import build_subjobs
+from ganga_like.runtime.submission.split_submission import SplitSubmission, check_split
+from ganga_like.runtime.submission.splitting import build_subjobs, calling_splitter
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -98,89 +101,70 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     for postprocessor in job.postprocessors:
         postprocessor.check_before_submit()
 
-    # Split in memory: a failing or empty split changes nothing stored.
-    targets = _split(job) if job.splitter is not None else [job]
-    is_split = targets[0] is not job
-
-    def record_intent() -> None:
-        # The only record before the backend is reached: a crash from here on leaves the
-        # job "submitting" with no subjobs, which startup recovery rolls back (cancelling
-        # whatever the backend may have received under this job's keys).
-        if _ours(session.registry().submitting.get(job.id)):
-            return  # an attempt whose answer was lost (the server died) did commit
-        job.change_status(Status.SUBMITTING, "user: submit")
-        job.submit_count = job.submit_count + 1
-        job._described = describe_job(job)
-        count = len(targets) if is_split else 0
-        session.registry().submitting[job.id] = intent("submit", count)
-
-    _record(session, job, record_intent, f"submitting job {job.fqid}")
-    outcome = _hand_to_backend(session, job, targets, keep_going)
+    if job.splitter is not None:
+        return _submit_split(session, job, keep_going)
+    _record(session, job, _intent_recorder(session, job, 0), f"submitting job {job.fqid}")
+    outcome = _hand_to_backend(session, job, [job], keep_going)
 
     def record_outcome() -> None:
         registry = session.repo.registry()
         if registry.submitting.pop(job.id, None) is None:
             return  # an attempt whose answer was lost (the server died) did commit
-        if not is_split:
-            message = outcome.failed.get(job.fqid)
-            if message is not None:
-                job.change_status(Status.NEW, f"submission failed: {message}")
-                return
-            job.change_status(Status.SUBMITTED, "user: submit")
-            registry.follow(job, job.backend.monitor_data(job))
+        message = outcome.failed.get(job.fqid)
+        if message is not None:
+            job.change_status(Status.NEW, f"submission failed: {message}")
             return
-        submitted = [
-            sj
-            for sj in targets
-            if sj.fqid not in outcome.failed and sj.fqid not in outcome.not_attempted
-        ]
-        if not submitted:
-            job.change_status(Status.NEW, "submission failed for every subjob: rolled back")
-            return
-        for sj in targets:
-            message = outcome.failed.get(sj.fqid)
-            if message is None:
-                continue
-            if outcome.real_bulk:
-                # Real bulk: a subjob the backend refused is failed, not new (design).
-                sj.change_status(Status.SUBMITTING, "user: submit")
-                sj.change_status(Status.FAILED, f"submission failed: {message}")
-            else:
-                sj.log_event(f"submission failed: {message}")
-        for sj in submitted:
-            sj.change_status(Status.SUBMITTED, "user: submit")
-            registry.follow(sj, sj.backend.monitor_data(sj))
-        # Each subjob record is written once, in its submitted (or new) state.
-        job.attach_subjobs(targets)
         job.change_status(Status.SUBMITTED, "user: submit")
-
-    def roll_back() -> None:
-        session.registry().submitting.pop(job.id, None)
-        if Status.parse(job.status) is Status.SUBMITTING:
-            job.change_status(
-                Status.NEW,
-                "submission failed: the repository could not be written; cancelled and rolled back",
-            )
+        registry.follow(job, job.backend.monitor_data(job))
 
     try:
-        # The subjobs are stored by this transaction: a retry starts them from where they
-        # were.
-        _record(
-            session,
-            job,
-            record_outcome,
-            f"recording the submission of job {job.fqid}",
-            fresh=targets if is_split else (),
-        )
+        _record(session, job, record_outcome, f"recording the submission of job {job.fqid}")
     except RepositoryWriteError as exc:
         raise _undo_submission(
-            session, job, targets, outcome, exc, roll_back, "the job is new again"
+            session, job, [job], outcome, exc, _roll_back(session, job), "the job is new again"
         ) from None
     session.poke_monitor()
     if outcome.failed:
+        raise JobError(f"job {job.fqid} could not be submitted: {_summarise(outcome)}")
+    return True
+
+
+def _submit_split(session: Session, job: Job, keep_going: bool) -> bool:
+    """Submit a new job's subjobs, made by its splitter, a part at a time
+    (split_submission says how the submission stays all or nothing)."""
+    # Checked a part at a time before anything is stored: a failing or empty split
+    # changes nothing stored.
+    first, count = check_split(job)
+    _record(session, job, _intent_recorder(session, job, count), f"submitting job {job.fqid}")
+    plan = SplitSubmission(session, job, first, count, keep_going)
+
+    def hand_over(part: Sequence[Job], first_part: bool) -> SubmitOutcome:
+        if first_part:  # an early start for the first subjobs, as for any submission
+            return _hand_to_backend(session, job, part, keep_going)
+        return _hand_over(session, job, part, keep_going)
+
+    try:
+        _record(
+            session,
+            job,
+            plan.record_again,
+            f"recording the submission of job {job.fqid}",
+            first=lambda: plan.hand_over_and_record(hand_over),
+        )
+    except RepositoryWriteError as exc:
+        raise _undo_submission(
+            session,
+            job,
+            plan.handed,
+            plan.outcome,
+            exc,
+            _roll_back(session, job),
+            "the job is new again",
+        ) from None
+    session.poke_monitor()
+    outcome = plan.outcome
+    if outcome.failed:
         summary = _summarise(outcome)
-        if not is_split:
-            raise JobError(f"job {job.fqid} could not be submitted: {summary}")
         if Status.parse(job.status) is Status.NEW:  # rolled back (stored, not derived)
             raise JobError(
                 f"job {job.fqid}: no subjob could be submitted, the job is new again: {summary}"
@@ -191,10 +175,42 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     return True
 
 
+def _intent_recorder(session: Session, job: Job, count: int) -> Callable[[], None]:
+    """What records the intent of submitting ``job`` (``count`` subjobs, 0 unsplit)."""
+
+    def record_intent() -> None:
+        # The only record before the backend is reached: a crash from here on leaves the
+        # job "submitting" with no subjobs, which startup recovery rolls back (cancelling
+        # whatever the backend may have received under this job's keys).
+        if _ours(session.registry().submitting.get(job.id)):
+            return  # an attempt whose answer was lost (the server died) did commit
+        job.change_status(Status.SUBMITTING, "user: submit")
+        job.submit_count = job.submit_count + 1
+        job._described = describe_job(job)
+        session.registry().submitting[job.id] = intent("submit", count)
+
+    return record_intent
+
+
+def _roll_back(session: Session, job: Job) -> Callable[[], None]:
+    """What records a submission of ``job`` whose outcome could not be recorded as rolled
+    back (what the backend received was cancelled)."""
+
+    def roll_back() -> None:
+        session.registry().submitting.pop(job.id, None)
+        if Status.parse(job.status) is Status.SUBMITTING:
+            job.change_status(
+                Status.NEW,
+                "submission failed: the repository could not be written; cancelled and rolled back",
+            )
+
+    return roll_back
+
+
 def _undo_submission(
     session: Session,
     job: Job,
-    targets: Sequence[Job],
+    targets: Sequence[Job] | Callable[[], list[Job]],
     outcome: SubmitOutcome,
     error: RepositoryWriteError,
     roll_back: Callable[[], None],
@@ -206,12 +222,15 @@ def _undo_submission(
     would (``result`` says how), so that nothing runs unrecorded and this session shows
     what the repository holds.
 
+    ``targets``: the jobs submitted, or what gives the ones the backend received.
     Returns the one-line error to raise.  Should the cancellation or the rollback fail
     too, the jobs stay ``submitting`` with their intent, which the next start recovers.
     """
-    handed = [
-        t for t in targets if t.fqid not in outcome.failed and t.fqid not in outcome.not_attempted
-    ]
+    if callable(targets):
+        handed = targets()  # what the backend received, made again
+    else:
+        skipped = set(outcome.not_attempted)
+        handed = [t for t in targets if t.fqid not in outcome.failed and t.fqid not in skipped]
     try:
         problems = job.backend.kill_bulk(session.submit_context(), handed) if handed else {}
     except GangaError as exc:
@@ -266,14 +285,20 @@ def describe_changes(before: dict[str, str], after: dict[str, str]) -> str:
 
 
 def _record(
-    session: Session, top: Job, action: Callable[[], None], what: str, fresh: Sequence[Job] = ()
+    session: Session,
+    top: Job,
+    action: Callable[[], None],
+    what: str,
+    fresh: Sequence[Job] = (),
+    first: Callable[[], None] | None = None,
 ) -> None:
     """Run ``action`` in a retried transaction, then update the top-level job's index entry
     in the same transaction.
 
     ``fresh`` are objects not stored yet that ``action`` changes: an abort does not restore
     them (they are not in the database), so their state is saved here and put back before
-    each attempt.
+    each attempt. ``first``: what the first attempt runs instead of ``action`` (it may
+    reach a backend: it is never run again).
     """
     saved = [dict(obj.__dict__) for obj in fresh]
 
@@ -284,7 +309,14 @@ def _record(
         action()
         session.repo.registry().reindex(top)
 
-    session.repo.in_transaction(recorded, what=what)
+    def recorded_first() -> None:
+        assert first is not None
+        first()
+        session.repo.registry().reindex(top)
+
+    session.repo.in_transaction(
+        recorded, what=what, first=recorded_first if first is not None else None
+    )
 
 
 def intent(kind: str, detail: int | tuple[int, ...]) -> tuple[str, Any, int, float]:
@@ -307,12 +339,7 @@ def _process_started() -> float:
 
 
 def _split(job: Job) -> list[Job]:
-    try:
-        variations = job.splitter.variations(job)
-    except GangaError as exc:
-        raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
-    except Exception as exc:  # a splitter plugin's bug is reported, nothing is stored
-        raise JobError(f"job {job.fqid}: the splitter failed: {type(exc).__name__}: {exc}") from exc
+    variations = calling_splitter(job, lambda: job.splitter.variations(job))
     if not variations:
         raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
     return build_subjobs(job, variations)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable, Iterator
+from itertools import islice
+from typing import Any, TypeVar, cast
 
 from ganga_like.errors import GangaError, JobError
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 
-__all__ = ["build_subjobs"]
+__all__ = ["build_subjobs", "calling_splitter", "split_parts"]
+
+T = TypeVar("T")
 
 # What a subjob takes from its master is Job's schema's ``subjob`` tag (model.parts): the
 # parts tagged "copy" are copied (each subjob may differ and keeps its own backend data);
@@ -25,11 +29,14 @@ def build_subjobs(
     *,
     origin: Job | None = None,
     first_id: int = 0,
+    first_position: int = 0,
 ) -> list[Job]:
     """One subjob of ``master`` per variation, ids first_id.., every varied value validated.
 
     ``origin`` is the job the subjobs are made from, the master itself unless a subjob is
-    split again (``resplit``): then its pieces take its description and join its master."""
+    split again (``resplit``): then its pieces take its description and join its master.
+    ``first_position``: the place of the first variation in the whole split, which an
+    error names (a large split is built a part at a time)."""
     subjobs = []
     origin = master if origin is None else origin
     source = origin.stored()
@@ -54,9 +61,34 @@ def build_subjobs(
             try:
                 _apply(sj, origin, path, value, fixed)
             except GangaError as exc:
-                raise JobError(f"splitter: subjob {index}: {exc}") from None
+                raise JobError(f"splitter: subjob {first_position + index}: {exc}") from None
         subjobs.append(sj)
     return subjobs
+
+
+def split_parts(job: Job, size: int, start: int = 0) -> Iterator[list[Job]]:
+    """The subjobs of ``job``'s own split from id ``start`` on, ``size`` at a time (ids in
+    order), made as they are asked for; JobError when the splitter fails or a value is
+    invalid."""
+    variations = calling_splitter(
+        job, lambda: islice(job.splitter.iter_variations(job), start, None)
+    )
+    while True:
+        part = calling_splitter(job, lambda: list(islice(variations, size)))
+        if not part:
+            return
+        yield build_subjobs(job, part, first_id=start, first_position=start)
+        start += len(part)
+
+
+def calling_splitter(job: Job, call: Callable[[], T]) -> T:
+    """``call()``, a call into ``job``'s splitter, whose failure becomes one JobError."""
+    try:
+        return call()
+    except GangaError as exc:
+        raise JobError(f"job {job.fqid}: splitting failed: {exc}") from None
+    except Exception as exc:  # a splitter plugin's bug is reported, nothing is stored
+        raise JobError(f"job {job.fqid}: the splitter failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _apply(sj: Job, master: Job, path: str, value: Any, fixed: frozenset[str]) -> None:

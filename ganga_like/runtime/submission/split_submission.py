@@ -1,0 +1,203 @@
+"""A split job's first submission, a part of its subjobs at a time.
+
+A million subjobs held in memory until the one commit that records them cost 2.3 GB. They
+are made, handed to the backend and recorded ``PART_SIZE`` at a time instead, all in the
+one transaction that records the outcome (so the submission stays all or nothing): after
+each part a ZODB savepoint writes the part to a temporary file, and the connection's
+cache lets go of it; the commit copies the savepoints to the repository. What is kept in
+Python from part to part is what the outcome needs: the fqids the backend refused or never
+saw, and what a backend with per-job state set on each subjob.
+
+A conflict at the commit aborts the transaction, savepoints included: the retry makes the
+subjobs again by splitting again (as crash recovery does, so splitting must be
+deterministic), gives each back what the backend set on it, and records the same outcome
+without calling the backend again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+from ganga_like.errors import JobError
+from ganga_like.model.interfaces import SubmitOutcome
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.model.subjob_builder import SubjobsBuilder
+from ganga_like.runtime.submission.splitting import split_parts
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+
+__all__ = ["PART_SIZE", "SplitSubmission", "check_split", "part_size"]
+
+# Subjobs made, handed over and written out at a time: a few MB of objects, and few
+# enough backend calls (a real-bulk backend makes one scheduler call per part).
+PART_SIZE = 5000
+# Test hook: a smaller part, so that a test submission spans several parts in a process
+# the test starts. Unset (always, outside tests) the part is PART_SIZE.
+TEST_PART_VARIABLE = "GANGA_LIKE_TEST_SUBMIT_PART"
+
+HandOver = Callable[[Sequence[Job], bool], SubmitOutcome]
+
+
+def part_size() -> int:
+    try:
+        return max(1, int(os.environ[TEST_PART_VARIABLE]))
+    except (KeyError, ValueError):
+        return PART_SIZE
+
+
+def check_split(job: Job) -> tuple[list[Job], int]:
+    """Split ``job`` a part at a time, checking every subjob, before anything is stored:
+    its first part (kept, it is handed over first) and the number of subjobs.
+
+    JobError when the splitter fails, a value is invalid or there is no subjob."""
+    first: list[Job] = []
+    count = 0
+    for part in split_parts(job, part_size()):
+        if not count:
+            first = part
+        count += len(part)
+    if not count:
+        raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
+    return first, count
+
+
+class SplitSubmission:
+    """The submission of ``job``'s ``count`` subjobs (``first``: its first part, made)."""
+
+    def __init__(
+        self, session: Session, job: Job, first: list[Job], count: int, keep_going: bool
+    ) -> None:
+        self.session = session
+        self.job = job
+        self.count = count
+        self.keep_going = keep_going
+        self.outcome = SubmitOutcome()
+        self._first: list[Job] | None = first
+        self._skipped: set[str] = set()  # outcome.not_attempted, for lookups
+        # id -> the backend's state after the hand-over, for backends with per-job state
+        self._backend_states: dict[int, dict[str, Any]] = {}
+        self._large = count > len(first)
+        self._builder = SubjobsBuilder()
+        self._submitted = 0
+        # Subjobs (ids 0..) whose hand-over is done: should the first attempt stop part
+        # way (a conflict), a retry records the others as never handed over.
+        self._reached = 0
+
+    # -- the two ways of recording the outcome -------------------------------------------
+
+    def hand_over_and_record(self, hand_over: HandOver) -> None:
+        """The first attempt: each part is handed to the backend (``hand_over(part,
+        first)``, which never raises), then recorded."""
+        if not self._begin():
+            return
+        per_job_state = self.job.backend.per_job_state
+        first = self._first if self._first is not None else []
+        self._first = None  # never used again: a retry makes its own
+        rest = split_parts(self.job, part_size(), start=len(first)) if self._large else ()
+        for index, part in enumerate(chain([first], rest)):
+            if self.outcome.failed and not self.keep_going:
+                self._skip(sj.fqid for sj in part)
+            else:
+                self._merge(hand_over(part, index == 0))
+                if per_job_state:
+                    for sj in part:
+                        self._backend_states[sj.id] = dict(sj.backend.__dict__)
+            self._reached += len(part)
+            self._record_part(part)
+        self._finish()
+
+    def record_again(self) -> None:
+        """A retry after a conflict: the subjobs made again, as the backend left them."""
+        if not self._begin():
+            return
+        for part in split_parts(self.job, part_size()):
+            for sj in part:
+                state = self._backend_states.get(sj.id)
+                if state is not None:
+                    backend = sj.backend
+                    backend.__dict__.clear()
+                    backend.__dict__.update(state)
+            self._skip(sj.fqid for sj in part if sj.id >= self._reached)
+            self._record_part(part)
+        self._finish()
+
+    def handed(self) -> list[Job]:
+        """The subjobs the backend received, made again as it left them (to cancel them
+        when the outcome cannot be recorded)."""
+        received: list[Job] = []
+        for part in split_parts(self.job, part_size()):
+            for sj in part:
+                if sj.id >= self._reached:
+                    return received
+                if sj.fqid in self.outcome.failed or sj.fqid in self._skipped:
+                    continue
+                state = self._backend_states.get(sj.id)
+                if state is not None:
+                    sj.backend.__dict__.update(state)
+                received.append(sj)
+        return received
+
+    # -- parts -----------------------------------------------------------------------------
+
+    def _begin(self) -> bool:
+        registry = self.session.repo.registry()
+        if registry.submitting.pop(self.job.id, None) is None:
+            return False  # an attempt whose answer was lost (the server died) did commit
+        self._builder = SubjobsBuilder()
+        self._submitted = 0
+        if self._large:
+            # Reachable from the master, so that each savepoint writes the parts added.
+            self.job._subjobs = self._builder.tree
+        return True
+
+    def _merge(self, result: SubmitOutcome) -> None:
+        outcome = self.outcome
+        outcome.failed.update(result.failed)
+        self._skip(result.not_attempted)
+        outcome.real_bulk = outcome.real_bulk or result.real_bulk
+
+    def _skip(self, fqids: Iterator[str] | list[str]) -> None:
+        for fqid in fqids:
+            if fqid not in self._skipped:
+                self._skipped.add(fqid)
+                self.outcome.not_attempted.append(fqid)
+
+    def _record_part(self, part: list[Job]) -> None:
+        registry = self.session.repo.registry()
+        outcome = self.outcome
+        for sj in part:
+            fqid = sj.fqid
+            message = outcome.failed.get(fqid)
+            if message is not None:
+                if outcome.real_bulk:
+                    # Real bulk: a subjob the backend refused is failed, not new (design).
+                    sj.change_status(Status.SUBMITTING, "user: submit")
+                    sj.change_status(Status.FAILED, f"submission failed: {message}")
+                else:
+                    sj.log_event(f"submission failed: {message}")
+            elif fqid not in self._skipped:
+                sj.change_status(Status.SUBMITTED, "user: submit")
+                registry.follow(sj, sj.backend.monitor_data(sj))
+                self._submitted += 1
+        # Each subjob record is written once, in its submitted (or new) state.
+        self._builder.add(part)
+        if self._large:
+            # The part goes to the savepoint's file, and out of memory.
+            conn = self.session.repo.connection()
+            conn.transaction_manager.savepoint(optimistic=True)
+            conn.cacheMinimize()
+
+    def _finish(self) -> None:
+        job = self.job
+        if not self._submitted:
+            # Nothing to follow: no subjobs (what the savepoints wrote is left unreachable).
+            job._subjobs = None
+            job.change_status(Status.NEW, "submission failed for every subjob: rolled back")
+            return
+        self._builder.attach(job)
+        job.change_status(Status.SUBMITTED, "user: submit")
