@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ganga_like.errors import JobError
@@ -26,6 +25,7 @@ from ganga_like.model.interfaces import SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.model.subjob_builder import SubjobsBuilder
+from ganga_like.repository.savepoints import write_out
 from ganga_like.runtime.submission.splitting import split_parts
 
 if TYPE_CHECKING:
@@ -96,10 +96,7 @@ class SplitSubmission:
         if not self._begin():
             return
         per_job_state = self.job.backend.per_job_state
-        first = self._first if self._first is not None else []
-        self._first = None  # never used again: a retry makes its own
-        rest = split_parts(self.job, part_size(), start=len(first)) if self._large else ()
-        for index, part in enumerate(chain([first], rest)):
+        for index, part in enumerate(self._first_parts()):
             if self.outcome.failed and not self.keep_going:
                 self._skip(sj.fqid for sj in part)
             else:
@@ -110,6 +107,16 @@ class SplitSubmission:
             self._reached += len(part)
             self._record_part(part)
         self._finish()
+
+    def _first_parts(self) -> Iterator[list[Job]]:
+        """The parts, the first one as made by ``check_split`` (then let go)."""
+        first = self._first if self._first is not None else []
+        self._first = None  # a retry makes its own
+        start = len(first)
+        yield first
+        del first
+        if self._large:
+            yield from split_parts(self.job, part_size(), start=start)
 
     def record_again(self) -> None:
         """A retry after a conflict: the subjobs made again, as the backend left them."""
@@ -188,9 +195,7 @@ class SplitSubmission:
         self._builder.add(part)
         if self._large:
             # The part goes to the savepoint's file, and out of memory.
-            conn = self.session.repo.connection()
-            conn.transaction_manager.savepoint(optimistic=True)
-            conn.cacheMinimize()
+            write_out(self.session.repo.connection())
 
     def _finish(self) -> None:
         job = self.job
