@@ -164,10 +164,12 @@ RECORDING_SUBMITTER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.parametrize("part", [None, 80], ids=["one part", "parts of 80"])
 def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never_rerun(
-    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path, part: int | None
 ) -> None:
     from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
+    from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
     from ganga_like_local.backend import Local
 
     count = Local.early_start_batch + 36
@@ -177,6 +179,8 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never
     program.chmod(0o755)
     # The submitter stops once the runner has the first slice: it runs, nothing is recorded.
     env = dict(env_for, **{TEST_PAUSE_VARIABLE: "120"})
+    if part is not None:  # killed in the first of two parts, the second never made
+        env[TEST_PART_VARIABLE] = str(part)
     child = subprocess.Popen(
         [sys.executable, "-c", RECORDING_SUBMITTER, str(program), str(count)],
         env=env,

@@ -48,6 +48,15 @@ class _Table(fsIndex):  # type: ignore[misc]
         self._oids = None
         super().__setitem__(key, value)
 
+    def __delitem__(self, key: Any) -> None:
+        if isinstance(key, bytes):
+            self._oids = None
+            super().__delitem__(key)
+            return
+        # The cache's invalidate empties the sequence it walked (its slice 0..len).
+        self.clear()
+        self._oids = None
+
     def copy(self) -> _NoRollback:
         return _NoRollback()
 

@@ -1,0 +1,181 @@
+"""A split job's first submission made, handed over and recorded a part at a time.
+
+The parts are written to savepoints of the one transaction that records the outcome: the
+result must be what one part would give, a conflict at that commit is retried with the
+subjobs made again (the backend is not called again), and a split that fails in a later
+part still stores nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import transaction
+import ZODB
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ZODB.FileStorage import FileStorage
+from ZODB.utils import p64
+
+from ganga_like import ArgSplitter, Executable, GenericSplitter, Job
+from ganga_like.errors import JobError
+from ganga_like.repository.savepoints import _Table, write_out
+from ganga_like.runtime.session import Session
+from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
+from tests.test_conflicts import ConflictMaker
+
+# The default mode, the one large submissions are measured in.
+SESSION_SETTINGS = {"repository_mode": "shared"}
+COUNT = 11  # three parts of 4: two full, one not
+
+
+@pytest.fixture
+def parts_of_four(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEST_PART_VARIABLE, "4")
+
+
+@pytest.fixture
+def appender(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A program that appends its argument to a file: each run leaves one line."""
+    ran = tmp_path / "ran"
+    program = tmp_path / "append.sh"
+    program.write_text(f'#!/bin/sh\necho "$1" >> "{ran}"\n')
+    program.chmod(0o755)
+    yield program, ran
+
+
+def _split_job(program: Path) -> Job:
+    return Job(
+        application=Executable(exe=str(program)),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(COUNT)]),
+    )
+
+
+def _runs(ran: Path) -> list[int]:
+    return sorted(int(line) for line in ran.read_text().split())
+
+
+@pytest.mark.usefixtures("parts_of_four")
+def test_a_submission_of_several_parts_records_every_subjob_as_one_part_would(
+    session: Session, appender: tuple[Path, Path]
+) -> None:
+    program, ran = appender
+    j = _split_job(program)
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    assert _runs(ran) == list(range(COUNT))  # each handed over once
+    assert [sj.id for sj in j.subjobs] == list(range(COUNT))
+    assert [list(sj.application.args) for sj in j.subjobs] == [[str(i)] for i in range(COUNT)]
+    impl = j._job
+    assert impl.subjob_statuses() == [sj.status for sj in j.subjobs] == ["completed"] * COUNT
+    assert sum(impl.counts().values()) == COUNT
+    transitions = [(o, n) for _t, o, n, _c in j.subjobs[0].history]
+    assert all([(o, n) for _t, o, n, _c in sj.history] == transitions for sj in j.subjobs)
+    assert session.registry().submitting.get(j.id) is None
+
+
+@pytest.mark.usefixtures("parts_of_four")
+def test_a_conflict_when_the_parts_are_recorded_is_retried_with_the_subjobs_made_again(
+    session: Session, appender: tuple[Path, Path]
+) -> None:
+    from BTrees.IOBTree import IOBTree
+
+    program, ran = appender
+    j = _split_job(program)
+    impl = j._job
+    # Another session changes the master between the last part and the commit: the
+    # savepoints are dropped with the transaction, the retry splits again.
+    maker = ConflictMaker(
+        session, j.id, "_subjobs", lambda n: IOBTree(), times=1, when=lambda: impl.is_master
+    )
+    j.submit()
+    maker.stop()
+    assert maker.made == 1
+    assert j.wait(timeout=60) == "completed"
+    assert _runs(ran) == list(range(COUNT))  # the retry did not call the backend again
+    assert [list(sj.application.args) for sj in j.subjobs] == [[str(i)] for i in range(COUNT)]
+    assert impl.subjob_statuses() == ["completed"] * COUNT
+    changes = [(o, n) for _t, o, n, _c in j.subjobs[COUNT - 1].history]
+    assert changes == [("new", "submitted"), ("submitted", "running"), ("running", "completed")]
+
+
+@pytest.mark.usefixtures("parts_of_four")
+def test_a_split_that_fails_in_a_later_part_stores_nothing(
+    session: Session, appender: tuple[Path, Path]
+) -> None:
+    program, ran = appender
+    values: list[object] = [[str(i)] for i in range(COUNT)]
+    values[9] = "not a list"
+    j = Job(
+        application=Executable(exe=str(program)),
+        splitter=GenericSplitter(attribute="application.args", values=values),
+    )
+    with pytest.raises(JobError, match="subjob 9"):
+        j.submit()
+    assert j.status == "new" and len(j.subjobs) == 0
+    assert not ran.exists()
+    assert session.registry().submitting.get(j.id) is None
+
+
+# -- the savepoints -----------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[ZODB.DB]:
+    database = ZODB.DB(FileStorage(str(tmp_path / "Data.fs")))
+    yield database
+    database.close()
+
+
+def _fill(db: ZODB.DB, parts: int) -> tuple[transaction.TransactionManager, object]:
+    from BTrees.IOBTree import IOBTree
+    from persistent.mapping import PersistentMapping
+
+    tm = transaction.TransactionManager()
+    conn = db.open(transaction_manager=tm)
+    tree = conn.root()["tree"] = IOBTree()
+    for part in range(parts):
+        for i in range(part * 100, (part + 1) * 100):
+            tree[i] = PersistentMapping(value=i)
+        write_out(conn)
+        assert not conn._cache.ringlen() or all(
+            o._p_changed is not True for o in conn._cache.lru_items()
+        )
+    return tm, conn
+
+
+def test_what_was_written_out_is_committed_whole(db: ZODB.DB) -> None:
+    tm, conn = _fill(db, 5)
+    tm.commit()
+    conn.close()
+    other = db.open()
+    tree = other.root()["tree"]
+    assert [tree[i]["value"] for i in range(500)] == list(range(500))
+    other.close()
+
+
+def test_what_was_written_out_is_dropped_whole_by_an_abort(db: ZODB.DB) -> None:
+    tm, conn = _fill(db, 5)
+    tm.abort()
+    assert "tree" not in conn.root()
+    conn.root()["after"] = 1  # the connection goes on working
+    tm.commit()
+    conn.close()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.dictionaries(st.integers(0, 2**48), st.integers(0, 2**47), max_size=300))
+def test_a_compact_table_answers_as_a_dict(entries: dict[int, int]) -> None:
+    plain = {p64(oid): value for oid, value in entries.items()}
+    table = _Table()
+    for oid, value in plain.items():
+        table[oid] = value
+    assert len(table) == len(plain)
+    assert sorted(table.keys()) == sorted(plain) == list(table)
+    assert all(table[oid] == value and oid in table for oid, value in plain.items())
+    assert table.get(p64(2**49)) is None and p64(2**49) not in table
+    # What the pickle cache's invalidate walks: a sequence of the ids.
+    assert sorted(table[i] for i in range(len(table))) == sorted(plain)
+    assert dict(table.items()) == plain
