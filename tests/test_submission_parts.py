@@ -179,3 +179,26 @@ def test_a_compact_table_answers_as_a_dict(entries: dict[int, int]) -> None:
     # What the pickle cache's invalidate walks: a sequence of the ids.
     assert sorted(table[i] for i in range(len(table))) == sorted(plain)
     assert dict(table.items()) == plain
+
+
+def test_another_connection_of_the_process_sees_a_commit_that_also_created_records(
+    session: Session,
+) -> None:
+    from ganga_like.repository.registry import Registry
+
+    j = Job(name="before")
+    # The other connections of this process are told only of the records that existed
+    # before a commit: what they had read must still be read again.
+    tm = transaction.TransactionManager()
+    conn = session.repo.db.open(transaction_manager=tm)
+    try:
+        assert Registry(conn.root()).jobs[j.id].name == "before"
+        tm.abort()
+        j.name = "after"
+        k = Job(name="new")  # a commit that creates records
+        tm.begin()
+        seen = Registry(conn.root()).jobs
+        assert seen[j.id].name == "after" and seen[k.id].name == "new"
+    finally:
+        tm.abort()
+        conn.close()

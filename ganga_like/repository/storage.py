@@ -43,6 +43,7 @@ from ganga_like.repository.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
+from ganga_like.repository.savepoints import commit_savepoints
 from ganga_like.repository.writer import install as install_record_writer
 
 __all__ = [
@@ -290,6 +291,16 @@ class GuardedConnection(Connection):  # type: ignore[misc]
         elif self._collecting and self._collected is not None:
             self._collected.update(invalidated)
         self._cache.invalidate(invalidated)
+
+    def _commit_savepoint(self, transaction: Any) -> None:
+        # A large submission's savepoints (repository.savepoints) are committed without
+        # ZODB's copies of their tables.
+        if not commit_savepoints(self, transaction):
+            super()._commit_savepoint(transaction)
+
+    def _tpc_cleanup(self) -> None:
+        super()._tpc_cleanup()
+        self._creating: dict[bytes, bool] = {}  # it may have been a savepoint table
 
     def tpc_vote(self, transaction: Any) -> None:
         # Alone in the transaction, nothing can fail between this vote and the finish:

@@ -21,6 +21,9 @@ What it changes, and why (figures in docs/performance.md, "Sessions"):
   (refresh the cache, move ``lastTransaction``, tell the other connections of this
   process) is done as the answer arrives, before any later message of the server, as
   ZEO does it for its own finish.
+- **Other connections of this process hear only of records that existed before** the
+  commit, not of new ones (which they cannot have): a million-subjob submission told each
+  of them of two million records.
 - **Records another session changed are fetched again at once** when this session had
   them (for changes of at most ``PREFETCH_MAX`` records): a status change made by the
   monitor is read from the cache by the next cell instead of in a round trip.
@@ -193,7 +196,7 @@ def _build() -> Any:
     from ZEO.ClientStorage import ClientStorage
     from ZEO.Exceptions import ClientDisconnected
     from ZODB import POSException
-    from ZODB.utils import p64, u64
+    from ZODB.utils import p64, u64, z64
 
     class SessionClientStorage(ClientStorage):  # type: ignore[misc]
         _oid_batch = 100
@@ -202,6 +205,8 @@ def _build() -> Any:
         _features: frozenset[str] = frozenset()
         # txn id -> the MVCC adapter instance committing it alone (see commit_at_vote)
         _sole: dict[int, Any]
+        # The ids stored by the transaction being committed that are not new records.
+        _existing: set[bytes]
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self._sole = {}
@@ -248,6 +253,7 @@ def _build() -> Any:
             txn.set_data(self, MemoryTransactionBuffer(self._connection_generation))
             self._commit_lock.acquire()
             self._tbuf = txn.data(self)
+            self._existing = set()
             try:
                 self._async(
                     "tpc_begin", id(txn), txn.user, txn.description, txn.extension, tid, status
@@ -264,6 +270,8 @@ def _build() -> Any:
                 self._pending_txn = id(txn)
             self._pending.append((oid, serial, data))
             tbuf.store(oid, data)
+            if serial != z64:  # a record that existed before (a new one's serial is zero)
+                self._existing.add(oid)
             if len(self._pending) >= STORE_BATCH:
                 self._send_stores()
 
@@ -283,6 +291,7 @@ def _build() -> Any:
 
         def deleteObject(self, oid: bytes, serial: bytes, txn: Any) -> None:
             self._send_stores()
+            self._existing.add(oid)
             super().deleteObject(oid, serial, txn)
 
         def storeBlob(self, *args: Any, **kwargs: Any) -> Any:
@@ -301,7 +310,10 @@ def _build() -> Any:
             if instance is None or VOTE_FINISH not in self._features:
                 return super().tpc_vote(txn)
             tbuf = self._check_trans(txn, "tpc_vote")
-            modified = instance._modified
+            # Other connections of this process are told only of the records that
+            # existed before: they cannot have the new ones, and a submission of a
+            # million subjobs creates two million (a set of them each, 100 MB).
+            instance._modified = modified = self._existing
 
             def announce(tid: bytes) -> None:
                 # What the instance's own finish would do (ZODB.mvccadapter).
