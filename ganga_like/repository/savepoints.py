@@ -12,16 +12,18 @@ cannot be rolled back to (nothing here does): the copy is a marker that refuses 
 
 At the commit, ZODB sorts a list of every id the savepoints hold and copies their
 ``creating`` table into a dict (200 MB for a million subjobs) before it copies the records
-to the storage; ``commit_savepoints`` copies them in the table's order (the ids' order) and
-keeps the table as the connection's ``_creating``.
+to the storage; ``commit_savepoints`` copies them in the order of the file, read once from
+start to end, and keeps the table as the connection's ``_creating``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ZODB.Connection import Connection, TmpStore
 from ZODB.fsIndex import fsIndex
+from ZODB.utils import u64
 
 from ganga_like.errors import RepositoryError
 
@@ -93,8 +95,7 @@ def commit_savepoints(connection: Connection, transaction: Any) -> bool:
         creating = src.creating
         modified = connection._modified
         read_current = connection._readCurrent
-        for oid in src.index:  # in the ids' order, as ZODB's sorted list
-            data, serial = src.load(oid)
+        for oid, serial, data in _latest_records(src):
             store(oid, serial, data, "", transaction)
             read_current.pop(oid, None)
             if oid not in creating:  # a new record is in _creating, which covers it
@@ -105,3 +106,22 @@ def commit_savepoints(connection: Connection, transaction: Any) -> bool:
     finally:
         src.close()
     return True
+
+
+def _latest_records(src: TmpStore) -> Iterator[tuple[bytes, bytes, bytes]]:
+    """(oid, serial, data) of the last version of each record in ``src``'s file, read from
+    start to end (ZODB reads each record where its index says, four calls each, in the
+    ids' order: a quarter of a large commit's time); an earlier version of a record
+    written again by a later savepoint is skipped."""
+    file, index, end = src._file, src.index, src.position
+    file.flush()
+    file.seek(0)
+    read = file.read
+    pos = 0
+    while pos < end:
+        oid = read(u64(read(8)))
+        header = read(16)
+        data = read(u64(header[8:]))
+        if index.get(oid) == pos:
+            yield oid, header[:8], data
+        pos += 24 + len(oid) + len(data)  # the oid's length, serial and data's length
