@@ -23,6 +23,7 @@ from typing import Any
 
 from ZODB.Connection import Connection, TmpStore
 from ZODB.fsIndex import fsIndex
+from ZODB.mvccadapter import MVCCAdapterInstance
 from ZODB.utils import u64
 
 from ganga_like.errors import RepositoryError
@@ -91,14 +92,23 @@ def commit_savepoints(connection: Connection, transaction: Any) -> bool:
     connection._storage = connection._normal_storage
     connection._savepoint_storage = None
     try:
-        store = connection._storage.store
+        storage = connection._storage
+        # A new record goes past the MVCC adapter, which notes every id stored so as to
+        # tell the process's other connections (a set of two million for a million
+        # subjobs): they cannot have a record that did not exist.
+        store_new = (
+            storage._storage.store if isinstance(storage, MVCCAdapterInstance) else storage.store
+        )
+        store = storage.store
         creating = src.creating
         modified = connection._modified
         read_current = connection._readCurrent
         for oid, serial, data in _latest_records(src):
-            store(oid, serial, data, "", transaction)
             read_current.pop(oid, None)
-            if oid not in creating:  # a new record is in _creating, which covers it
+            if oid in creating:  # in _creating, which covers it
+                store_new(oid, serial, data, "", transaction)
+            else:
+                store(oid, serial, data, "", transaction)
                 modified.append(oid)
         # New records the final savepoint found are in the table already.
         creating.update(connection._creating)
