@@ -102,6 +102,42 @@ def test_a_conflict_when_the_parts_are_recorded_is_retried_with_the_subjobs_made
 
 
 @pytest.mark.usefixtures("parts_of_four")
+def test_a_first_attempt_interrupted_part_way_leaves_the_parts_not_reached_new(
+    session: Session,
+    appender: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ZODB.POSException import ConflictError
+
+    from ganga_like.runtime.submission.split_submission import SplitSubmission
+
+    program, ran = appender
+    record_part = SplitSubmission._record_part
+    calls = []
+
+    def interrupted(self: SplitSubmission, part: list[Job]) -> None:
+        # Beside the real conflict above: a transient error while the second part (handed
+        # over already) is recorded, which only a conflict at the commit makes for real.
+        calls.append(len(part))
+        if len(calls) == 2:
+            raise ConflictError("interrupted")
+        record_part(self, part)
+
+    monkeypatch.setattr(SplitSubmission, "_record_part", interrupted)
+    j = _split_job(program)
+    j.submit()
+    monkeypatch.undo()
+    assert "3 subjob(s) were not handed over" in caplog.text
+    assert [sj.status for sj in j.subjobs][8:] == ["new"] * 3
+    with pytest.raises(JobError, match="3 of its subjobs were never submitted"):
+        j.wait(timeout=60)
+    j.submit()  # the ones never handed over, and only those
+    assert j.wait(timeout=60) == "completed"
+    assert _runs(ran) == list(range(COUNT))
+
+
+@pytest.mark.usefixtures("parts_of_four")
 def test_a_split_that_fails_in_a_later_part_stores_nothing(
     session: Session, appender: tuple[Path, Path]
 ) -> None:

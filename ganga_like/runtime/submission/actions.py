@@ -163,6 +163,15 @@ def _submit_split(session: Session, job: Job, keep_going: bool) -> bool:
         ) from None
     session.poke_monitor()
     outcome = plan.outcome
+    if outcome.not_attempted and not outcome.failed:
+        # The first attempt was interrupted part way and recorded again: the parts it had
+        # not reached were never handed over.
+        log.warning(
+            "job %s: %d subjob(s) were not handed over (recording the submission was "
+            "interrupted); submit() submits them",
+            job.fqid,
+            len(outcome.not_attempted),
+        )
     if outcome.failed:
         summary = _summarise(outcome)
         if Status.parse(job.status) is Status.NEW:  # rolled back (stored, not derived)
