@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PART_SIZE", "SplitSubmission", "check_split", "part_size"]
 
-# Subjobs made, handed over and written out at a time: a few MB of objects, and few
-# enough backend calls (a real-bulk backend makes one scheduler call per part).
-PART_SIZE = 5000
+# Subjobs made, handed over and written out at a time: ~15 MB of objects, and few enough
+# backend calls (a real-bulk backend makes one scheduler call per part). A split of at
+# most one part is submitted as before, with no savepoint: 10,000 subjobs in 0.8 s of
+# CPU, where two parts of 5,000 took 1.05 s (the split made twice, the savepoint file).
+PART_SIZE = 10_000
 # Test hook: a smaller part, so that a test submission spans several parts in a process
 # the test starts. Unset (always, outside tests) the part is PART_SIZE.
 TEST_PART_VARIABLE = "GANGA_LIKE_TEST_SUBMIT_PART"
