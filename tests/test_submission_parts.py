@@ -23,7 +23,12 @@ from ganga_like import ArgSplitter, Executable, GenericSplitter, Job
 from ganga_like.errors import JobError
 from ganga_like.repository.savepoints import _Table, write_out
 from ganga_like.runtime.session import Session
-from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
+from ganga_like.runtime.submission.split_submission import (
+    ONE_PART_MAX,
+    PART_SIZE,
+    TEST_PART_VARIABLE,
+    check_split,
+)
 from tests.test_conflicts import ConflictMaker
 
 # The default mode, the one large submissions are measured in.
@@ -153,6 +158,21 @@ def test_a_split_that_fails_in_a_later_part_stores_nothing(
     assert j.status == "new" and len(j.subjobs) == 0
     assert not ran.exists()
     assert session.registry().submitting.get(j.id) is None
+
+
+@pytest.mark.parametrize("count", [ONE_PART_MAX, ONE_PART_MAX + 1])
+def test_a_split_of_at_most_one_part_is_kept_whole_and_a_larger_one_a_part_at_a_time(
+    session: Session, count: int
+) -> None:
+    j = Job(
+        application=Executable(exe="true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(count)]),
+    )
+    first, counted = check_split(j._job)
+    assert counted == count
+    expected = count if count <= ONE_PART_MAX else PART_SIZE
+    assert [sj.id for sj in first] == list(range(expected))
+    assert list(first[-1].application.args) == [str(expected - 1)]
 
 
 # -- the savepoints -----------------------------------------------------------------
