@@ -165,6 +165,10 @@ def test_a_huge_id_is_one_line_not_a_traceback(twelve: dict[str, str]) -> None:
     huge = ganga(["jobs", "id > 99999999999999999999"], twelve)
     assert huge.returncode == 3
     assert huge.stderr == "ganga: no job matches 'id > 99999999999999999999'\n"
+    assert huge.stdout == ""  # the one line alone, no empty table
+    missing = ganga(["jobs", "99"], twelve)
+    assert (missing.returncode, missing.stdout, missing.stderr) == (3, "", "ganga: no job 99\n")
+    assert ganga(["jobs", "99", "--json"], twelve).stdout == "[]\n"
     assert ids(twelve, "id < 99999999999999999999; id>=10") == [10, 11]
     assert ganga(["show", "99999999999999999999"], twelve).returncode == 3
 

@@ -37,7 +37,9 @@ def list_jobs(args: argparse.Namespace) -> int:
         for missing in chosen.missing:
             error(f"no job {missing}")
         rows = [_json_row(job) for job in found]
-        print(json.dumps(rows, indent=1) if args.json else render_table(rows, COLUMNS))
+        if found or not args.query or args.json:
+            # A selection of nothing says so in one line, not with an empty table too.
+            print(json.dumps(rows, indent=1) if args.json else render_table(rows, COLUMNS))
         if args.query and not found:
             if not chosen.missing:
                 error(f"no job matches {chosen.text!r}")

@@ -149,7 +149,10 @@ class Display(Configurable):
         Enum(COLUMNS),
         default_value=list(COLUMNS),
         minlen=1,
-        help=f"Columns of job tables, in order; any of: {', '.join(COLUMNS)}.",
+        help=(
+            "Columns of the shell's and notebooks' job tables (`ganga jobs` and "
+            f"`print(jobs)` show them all), in order; any of: {', '.join(COLUMNS)}."
+        ),
     ).tag(config=True)
     colours = Bool(
         True,
