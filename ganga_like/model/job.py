@@ -444,7 +444,11 @@ class Job(GangaObject):
         """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
         builder = SubjobsBuilder()
         builder.add(subjobs)
-        builder.attach(self)
+        self.take_subjobs(builder)
+
+    def take_subjobs(self, builder: SubjobsBuilder) -> None:
+        """Make the subjobs ``builder`` collected the subjobs of this master."""
+        self._subjobs, self._counter, self._status_chunks = builder.structures()
 
     def add_subjobs(self, subjobs: list[Job]) -> None:
         """Append ``subjobs`` (new, ids following this master's last) to its subjobs."""

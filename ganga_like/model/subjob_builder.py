@@ -8,17 +8,24 @@ come out exactly as if every subjob had been attached at once.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from BTrees.IOBTree import IOBTree
 
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.status_column import CHUNK, StatusChunk, build_chunks
 
-if TYPE_CHECKING:
-    from ganga_like.model.job import Job
-
 __all__ = ["SubjobsBuilder"]
+
+
+class _Subjob(Protocol):
+    """What the builder reads of a subjob (a Job, which imports this module)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def status(self) -> str: ...
 
 
 class SubjobsBuilder:
@@ -35,7 +42,7 @@ class SubjobsBuilder:
     def __len__(self) -> int:
         return self._next
 
-    def add(self, subjobs: Iterable[Job]) -> None:
+    def add(self, subjobs: Iterable[_Subjob]) -> None:
         """Add ``subjobs`` in their current status (later status changes are not seen)."""
         tree, counts, labels = self.tree, self._counts, self._labels
         for sj in subjobs:
@@ -52,11 +59,10 @@ class SubjobsBuilder:
             self._chunks.extend(build_chunks(labels[:full]))
             del labels[:full]
 
-    def attach(self, master: Job) -> None:
-        """Make the subjobs added the subjobs of ``master``."""
+    def structures(self) -> tuple[Any, StatusCounter, tuple[StatusChunk, ...] | None]:
+        """The master's subjob tree, counter and status chunks (None when the ids are not
+        positions), for :meth:`Job.take_subjobs`."""
         counter = StatusCounter()
         counter.counts = dict(self._counts)
-        master._subjobs = self.tree
-        master._counter = counter
         chunks = (*self._chunks, *build_chunks(self._labels))
-        master._status_chunks = chunks if self._positions else None
+        return self.tree, counter, chunks if self._positions else None

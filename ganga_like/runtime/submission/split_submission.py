@@ -215,5 +215,5 @@ class SplitSubmission:
             job._subjobs = None
             job.change_status(Status.NEW, "submission failed for every subjob: rolled back")
             return
-        self._builder.attach(job)
+        job.take_subjobs(self._builder)
         job.change_status(Status.SUBMITTED, "user: submit")
