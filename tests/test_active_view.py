@@ -149,13 +149,18 @@ def test_the_incremental_view_always_equals_a_full_read_of_the_index(
         tm.abort()
 
 
+def _follow_many(other: Any, count: int) -> None:
+    """Another session's commit of ``count`` followed subjobs of job 1: a many-bucket index."""
+    with other.transaction_manager:
+        tree = other.root()["active"]
+        for i in range(count):
+            tree[(1, i)] = ("Local", 1, {})
+
+
 @pytest.mark.parametrize("told", [False, True], ids=["records-looked-at", "oids-told"])
 def test_another_sessions_change_rereads_only_the_records_it_changed(told: bool) -> None:
     with two_connections(told) as (db, other, monitor, tm):
-        with other.transaction_manager:
-            tree = other.root()["active"]
-            for i in range(20_000):
-                tree[(1, i)] = ("Local", 1, {})
+        _follow_many(other, 20_000)
         view = ActiveView()
         for _ in range(5):
             _cycle(db, monitor, tm, view, {})
@@ -183,10 +188,7 @@ def test_the_monitors_own_commits_cost_nothing_to_a_view_told_what_was_invalidat
     index, one told the invalidated oids at none."""
     for told, expected in ((True, 0), (False, None)):
         with two_connections(told) as (db, other, monitor, tm):
-            with other.transaction_manager:
-                tree = other.root()["active"]
-                for i in range(20_000):
-                    tree[(1, i)] = ("Local", 1, {})
+            _follow_many(other, 20_000)
             view = ActiveView()
             _cycle(db, monitor, tm, view, {})
             records = len(index_records(monitor.root()["active"]))
