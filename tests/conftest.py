@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -162,6 +163,28 @@ def _slurm_walltime_job_started_early(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("slurm") is not None:
         request.getfixturevalue("slurm_walltime_job")
         request.getfixturevalue("slurm_timeout_retry")
+
+
+# The module that holds the class of tests.conftest.vanishing_class.
+GONE_MODULE = "gone_job_classes"
+
+
+@pytest.fixture
+def vanishing_class() -> Iterator[type]:
+    """A persistent class in a module that can be made to disappear, as when the package
+    that defined a stored class is uninstalled: ``sys.modules.pop(cls.__module__)``."""
+    from persistent import Persistent
+
+    module = types.ModuleType(GONE_MODULE)
+
+    class Gone(Persistent):  # type: ignore[misc]
+        pass
+
+    Gone.__module__ = GONE_MODULE
+    module.Gone = Gone  # type: ignore[attr-defined]
+    sys.modules[GONE_MODULE] = module
+    yield Gone
+    sys.modules.pop(GONE_MODULE, None)
 
 
 @pytest.fixture

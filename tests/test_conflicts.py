@@ -165,6 +165,17 @@ class ConflictMaker:
         pass
 
 
+def conflict_when_the_subjobs_are_recorded(session: Session, job: Any) -> ConflictMaker:
+    """One real conflict at the commit that records a split job's subjobs: just before
+    it, another connection gives the master (``job``, a GPI job) a new subjob tree."""
+    from BTrees.IOBTree import IOBTree
+
+    impl = job._job
+    return ConflictMaker(
+        session, job.id, "_subjobs", lambda n: IOBTree(), times=1, when=lambda: impl.is_master
+    )
+
+
 def test_a_change_that_conflicts_at_every_attempt_is_one_error_and_the_session_goes_on(
     session: Session,
 ) -> None:

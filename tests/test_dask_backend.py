@@ -235,11 +235,9 @@ def test_a_recorded_outcome_is_released_at_the_scheduler_and_read_back_from_disk
 def test_a_submission_in_parts_retried_after_a_conflict_keeps_each_subjobs_task_key(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from BTrees.IOBTree import IOBTree
-
     from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
 
-    from .test_conflicts import ConflictMaker
+    from .test_conflicts import conflict_when_the_subjobs_are_recorded
 
     monkeypatch.setenv(TEST_PART_VARIABLE, "4")
     j = Job(
@@ -247,12 +245,9 @@ def test_a_submission_in_parts_retried_after_a_conflict_keeps_each_subjobs_task_
         splitter=ArgSplitter(args=[[str(i)] for i in range(9)]),
         backend=Dask(),
     )
-    impl = j._job
     # The retry makes the subjobs again: the task key the backend gave each (per-job
     # state) must come back with it, or the monitor could not find the tasks.
-    maker = ConflictMaker(
-        session, j.id, "_subjobs", lambda n: IOBTree(), times=1, when=lambda: impl.is_master
-    )
+    maker = conflict_when_the_subjobs_are_recorded(session, j)
     j.submit()
     maker.stop()
     assert maker.made == 1

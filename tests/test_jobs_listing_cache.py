@@ -22,7 +22,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -356,24 +355,13 @@ def test_a_readonly_view_is_never_answered_from_the_cache(
     assert jobs_cache.stamp_before_opening(readonly) is None
 
 
-GONE = "jobs_cache_gone_classes"
-
-
-def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(gangadir: Path) -> None:
+def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(
+    gangadir: Path, vanishing_class: type
+) -> None:
     """Its plugin may come back (installed, or mended in place) without a stored change."""
-    from persistent import Persistent
-
     from ganga_like.model.job import Job as JobImpl
     from ganga_like.repository.connection import Repository
 
-    module = types.ModuleType(GONE)
-
-    class Gone(Persistent):  # type: ignore[misc]
-        pass
-
-    Gone.__module__ = module.__name__
-    module.Gone = Gone  # type: ignore[attr-defined]
-    sys.modules[GONE] = module
     repo = Repository(gangadir)
     try:
 
@@ -381,12 +369,12 @@ def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(gangadir:
             registry = repo.registry()
             registry.add(JobImpl())
             registry.add(JobImpl())
-            registry.jobs[1] = Gone()
+            registry.jobs[1] = vanishing_class()
 
         repo.in_transaction(store)
     finally:
         repo.close()
-        del sys.modules[GONE]
+        del sys.modules[vanishing_class.__module__]
     order = Settings().master_status_order
     try:
         shown = _plain(gangadir, False, order)

@@ -4,12 +4,9 @@ what they are listed under, and an object whose class is gone is left as it is."
 from __future__ import annotations
 
 import sys
-import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from persistent import Persistent
 from ZODB.broken import Broken
 
 from ganga_like import ArgSplitter, Executable, Job
@@ -18,24 +15,6 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.stored import StoredJob
 from ganga_like.runtime.session import Session
-
-GONE = "gone_job_classes"
-
-
-@pytest.fixture
-def vanishing_class() -> Iterator[type]:
-    """A persistent class in a module that can be made to disappear (as when the package
-    that defined a stored class is uninstalled)."""
-    module = types.ModuleType(GONE)
-
-    class Gone(Persistent):  # type: ignore[misc]
-        pass
-
-    Gone.__module__ = GONE
-    module.Gone = Gone  # type: ignore[attr-defined]
-    sys.modules[GONE] = module
-    yield Gone
-    sys.modules.pop(GONE, None)
 
 
 def test_a_model_job_has_all_the_registry_needs_of_a_stored_job() -> None:
@@ -64,7 +43,7 @@ def test_an_object_whose_class_is_gone_stays_listed_and_is_never_indexed_anew(
         repo.in_transaction(store)
     finally:
         repo.close()
-    sys.modules.pop(GONE)
+    sys.modules.pop(vanishing_class.__module__)
     repo = Repository(gangadir)
     try:
         registry = repo.registry()

@@ -29,7 +29,7 @@ from ganga_like.runtime.submission.split_submission import (
     TEST_PART_VARIABLE,
     check_split,
 )
-from tests.test_conflicts import ConflictMaker
+from tests.test_conflicts import conflict_when_the_subjobs_are_recorded
 
 # The default mode, the one large submissions are measured in.
 SESSION_SETTINGS = {"repository_mode": "shared"}
@@ -85,16 +85,12 @@ def test_a_submission_of_several_parts_records_every_subjob_as_one_part_would(
 def test_a_conflict_when_the_parts_are_recorded_is_retried_with_the_subjobs_made_again(
     session: Session, appender: tuple[Path, Path]
 ) -> None:
-    from BTrees.IOBTree import IOBTree
-
     program, ran = appender
     j = _split_job(program)
     impl = j._job
     # Another session changes the master between the last part and the commit: the
     # savepoints are dropped with the transaction, the retry splits again.
-    maker = ConflictMaker(
-        session, j.id, "_subjobs", lambda n: IOBTree(), times=1, when=lambda: impl.is_master
-    )
+    maker = conflict_when_the_subjobs_are_recorded(session, j)
     j.submit()
     maker.stop()
     assert maker.made == 1

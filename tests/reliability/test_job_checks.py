@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-from persistent import Persistent
 from persistent.mapping import PersistentMapping
 
 from ganga_like.model.job import Job
@@ -19,22 +16,6 @@ from ganga_like.repository.connection import Repository
 from ganga_like.runtime.repository_check import full_check, recover_repository
 
 from .conftest import child_env
-
-GONE = "gone_check_classes"
-
-
-@pytest.fixture
-def vanishing_class() -> Iterator[type]:
-    module = types.ModuleType(GONE)
-
-    class Gone(Persistent):  # type: ignore[misc]
-        pass
-
-    Gone.__module__ = GONE
-    module.Gone = Gone  # type: ignore[attr-defined]
-    sys.modules[GONE] = module
-    yield Gone
-    sys.modules.pop(GONE, None)
 
 
 def _repository(gangadir: Path, jobs: int, change: Callable[[Repository], None]) -> None:
@@ -79,7 +60,7 @@ def test_an_object_whose_class_is_gone_is_noted_by_the_check_and_kept_by_recover
         repo.registry().jobs[1] = vanishing_class()
 
     _repository(gangadir, 2, replace)
-    sys.modules.pop(GONE)
+    sys.modules.pop(vanishing_class.__module__)
     report = full_check(gangadir)
     assert report.sound, report.problems
     assert report.jobs == 2
