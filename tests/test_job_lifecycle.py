@@ -4,7 +4,9 @@ with real Local jobs in a real repository; a fresh process reads back what was r
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,8 +22,9 @@ from ganga_like.gpi.display import _SHORT
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.status import Status, check_transition, freezing, master_status
+from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import Session, close_session
-from ganga_like.shell.display import SHORT
+from ganga_like.shell.display import SHORT, times_html
 
 from .waiting import wait_for
 
@@ -325,6 +328,45 @@ def test_a_masters_times_span_its_subjobs(session: Session) -> None:
     j.subjobs[0].freeze()  # a frozen subjob still ended when it ended
     assert j.time.completed == t.completed
     assert j.subjobs[0].time.runtime() == subs[0].runtime()
+
+
+def _timeline(t: JobTimes) -> list[tuple[str, dt.datetime]]:
+    return [(name, t[name]) for name, _shown in t.rows() if name in t]
+
+
+def test_a_resubmitted_masters_times_are_its_new_period_in_order(
+    session: Session, tmp_path: Path
+) -> None:
+    second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
+    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"], ["-c", "exit 0"]]
+    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j.submit()
+    first = finished(j, "failed").time
+    steps = ["new", "submitting", "submitted", "running"]
+    assert [name for name, _ in _timeline(first)] == [*steps, "failed"]
+    assert [when for _, when in _timeline(first)] == sorted(when for _, when in _timeline(first))
+
+    second_try.touch()
+    resubmitted = dt.datetime.now()
+    j.resubmit()
+    t, rerun = finished(j, "completed").time, j.subjobs[1].time
+    # The new period alone, in order: the earlier failure is no longer the master's.
+    assert [name for name, _ in _timeline(t)] == [*steps, "completed"]
+    assert "failed" not in t and t.failed is None
+    assert t.new == first.new
+    assert first.failed <= resubmitted <= t.submitting <= t.submitted <= t.running
+    assert t.running == rerun.running and t.completed == rerun.completed  # it alone ran
+    runtime, waittime = t.runtime(), t.waittime()
+    assert runtime is not None and waittime is not None
+    assert abs(runtime - (rerun.completed - rerun.running)) < dt.timedelta(milliseconds=1)
+    assert abs(waittime - (t.running - t.submitted)) < dt.timedelta(milliseconds=1)
+    # The subjobs' table still spans both periods; the notebook shows the same rows.
+    assert [r[0] for r in t.subjob_rows() or []][-1] == "failed"
+    shown = [
+        re.findall(r"<td[^>]*>(.*?)</td>", row)
+        for row in re.findall(r"<tr>(.*?)</tr>", times_html(t))
+    ]
+    assert shown[: len(t.rows())] == [[html.escape(c) for c in row] for row in t.rows()]
 
 
 def test_a_fresh_process_sees_frozen_states_resplit_subjobs_and_times(

@@ -20,6 +20,7 @@ from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.history import make_entry
+from ganga_like.model.periods import MasterPeriod
 from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
     StatusChunk,
@@ -311,39 +312,28 @@ class Job(GangaObject):
         return times
 
     def times(self) -> JobTimes:
-        """The times of its states (``j.time`` in the GPI); a master's come from its
-        subjobs too, which are read."""
+        """The times of its states (``j.time`` in the GPI); a master's are those of its
+        current period (ganga_like.model.periods), from its log and its subjobs', which
+        are read."""
         stamps = self.time
         if not self._subjobs:
             queued, started, ended = self._latest_run()
             return JobTimes(self.fqid, stamps, queued=queued, started=started, ended=ended)
+        period = MasterPeriod(self.history)
         ranges: dict[str, tuple[float, float]] = {}
-        ends: list[float] = []
         for sj in self.iter_subjobs():
-            own = sj.time
-            for label, when in own.items():
+            for label, when in sj.time.items():
                 first, last = ranges.get(label, (when, when))
                 ranges[label] = (min(first, when), max(last, when))
-            end = end_of_run(own) if Status.parse(sj.status).final else None
-            if end is not None:
-                ends.append(end)
-        # The master's run spans its subjobs' runs: from the first start to the last end.
-        started = ranges.get(Status.RUNNING.label, (None, None))[0]
+            period.add_subjob(sj.history)
         final = self._run_end_label(self.current_status())
-        ended = max(ends) if final is not None and ends else None
-        if started is not None:
-            stamps[Status.RUNNING.label] = started
-        if final is not None and ended is not None:
-            stamps[final] = ended
-        queued = next(
-            (when for when, old, new, _c in self.history if old == "new" and new != old), None
-        )
+        timeline = period.stamps(stamps.get(Status.NEW.label), final)
         return JobTimes(
             self.fqid,
-            stamps,
-            queued=queued,
-            started=started,
-            ended=ended,
+            timeline,
+            queued=timeline.get(Status.SUBMITTED.label),
+            started=timeline.get(Status.RUNNING.label),
+            ended=timeline.get(final) if final is not None else None,
             subjobs=ranges,
             subjob_count=self.subjob_count(),
         )

@@ -2,9 +2,16 @@
 
 Built from the event log when asked (nothing more is stored than the log and a job's
 creation time). A status reached several times (a resubmitted job) counts its latest
-arrival, except ``new``, which is when the job was created. For a master, ``running`` is
-when its first subjob started and its final state's time is when its last subjob ended;
-``details()`` adds the range of each state over its subjobs.
+arrival, except ``new``, which is when the job was created.
+
+A master shows a timeline that reads in order: ``new`` (when it was created), then the
+states of its current period (from its latest submission or resubmission): ``submitting``,
+``submitted`` and ``running`` when the master or any subjob first reached them in that
+period, and the end state it shows (``completed``, ``failed`` or ``killed``) when its last
+subjob run in the period ended. States of earlier periods are left out (``j.history``
+keeps them); no time is later than the next state's (see ganga_like.model.periods).
+``details()`` adds the range of each state over its subjobs, each subjob counting its own
+latest arrival, whatever the period.
 
 It reads as a mapping too (``j.time["running"]``, ``set(j.time)``), by status label.
 """
@@ -71,10 +78,10 @@ class TimeTable(str):
 class JobTimes(Mapping[str, _dt.datetime]):
     """The times of one job's states (local time, naive datetimes as ``fromtimestamp``).
 
-    ``stamps``: unix time by status label. ``started``/``ended``: when the latest run (a
-    master: the first of its subjobs) started running and when it (the last of them)
-    ended; ``queued``: when that run was submitted. ``subjobs``: for a master, the
-    (first, last) unix time of each state over its subjobs.
+    ``stamps``: unix time by status label (a master's: its timeline, in order).
+    ``started``/``ended``: when the latest run (a master: its current period) started
+    running and when it ended; ``queued``: when that run was submitted. ``subjobs``: for a
+    master, the (first, last) unix time of each state over its subjobs.
     """
 
     def __init__(
@@ -124,14 +131,16 @@ class JobTimes(Mapping[str, _dt.datetime]):
 
     def runtime(self) -> _dt.timedelta | None:
         """How long the latest run took, from running to its final state (a master: its
-        first subjob's start to its last subjob's end); None until it has ended."""
+        current period, from the first subjob's start to the last one's end); None until
+        it has ended."""
         started, ended = self._started, self._ended
         if started is None or ended is None:
             return None
         return _dt.timedelta(seconds=max(0.0, ended - started))
 
     def waittime(self) -> _dt.timedelta | None:
-        """How long the latest run waited, from submitted to running; None until it ran.
+        """How long the latest run (a master: its current period) waited, from submitted
+        to running; None until it ran.
 
         A backend may report a start a moment before the submission was recorded: that
         counts as no wait, never as a negative one."""
