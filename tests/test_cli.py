@@ -13,11 +13,13 @@ from .conftest import ROOT
 
 
 def ganga(
-    args: list[str], env: dict[str, str], timeout: float = 60
+    args: list[str], env: dict[str, str], timeout: float = 60, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``ganga args``; ``stdin``, if given, is piped in (the shell runs it as cells)."""
     return subprocess.run(
         [sys.executable, "-m", "ganga_like.cli", *args],
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -9,9 +9,9 @@
     ganga export ID FILE.json             a job's definition as JSON
     ganga import FILE.json                a new job from such a file
 
-Exit codes: 0 success, 1 an error (one line on stderr), 2 bad usage or a malformed query,
-3 nothing matched, 4 the confirmation was declined, 141 the output pipe was closed early.
-None of these imports IPython. docs/cli.md describes them.
+Exit codes: 0 success, 1 an error (one line on stderr), 2 bad usage, a bad setting or a
+malformed query, 3 nothing matched, 4 the confirmation was declined, 141 the output pipe
+was closed early. None of these imports IPython. docs/cli.md describes them.
 """
 
 from __future__ import annotations

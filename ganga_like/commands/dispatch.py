@@ -19,7 +19,7 @@ from ganga_like.commands.context import (
     error,
     using_settings,
 )
-from ganga_like.errors import GangaError
+from ganga_like.errors import ConfigError, GangaError
 
 if TYPE_CHECKING:
     from ganga_like.runtime.settings import Settings
@@ -78,18 +78,19 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
 }
 
 EPILOG = (
-    "exit codes: 0 success, 1 error, 2 bad usage or malformed query, 3 nothing "
+    "exit codes: 0 success, 1 error, 2 bad usage, setting or query, 3 nothing "
     "matched, 4 confirmation declined, 141 output pipe closed early"
 )
 
 
 def _is_usage_error(exc: GangaError) -> bool:
     """Whether ``exc`` says the command line is wrong rather than that something failed.
-    (The query package is imported only here: ``ganga jobs`` answered from its cache
-    parses no query.)"""
+    A bad setting (in the config file or the environment) is one too, as it is for the
+    shell and scripts. (The query package is imported only here: ``ganga jobs`` answered
+    from its cache parses no query.)"""
     from ganga_like.query.errors import QueryError, QuerySyntaxError
 
-    return isinstance(exc, (UsageError, QuerySyntaxError, QueryError))
+    return isinstance(exc, (UsageError, QuerySyntaxError, QueryError, ConfigError))
 
 
 def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) -> int | None:

@@ -12,8 +12,9 @@ ganga_like.config`` are one thing); the code's own entry points are its submodul
 ``choices`` (closed sets of values), ``sections`` (the core sections), ``plugins`` (the
 sections plugins declare through the ``ganga_like.config`` entry-point group),
 ``installed`` (the entry points of the installed distributions, read once for that group
-and the plugin classes'), ``store`` (the layers and the validated section objects) and
-``gpi`` (the section views).
+and the plugin classes'), ``lists`` (list options written as text, ``fqid,status``, and
+the one line that refuses a bad one), ``store`` (the layers and the validated section
+objects) and ``gpi`` (the section views).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from ganga_like.errors import ConfigError
 
 # The code's own entry points; never sections (section names are class names).
-_SUBMODULES = frozenset({"choices", "gpi", "installed", "plugins", "sections", "store"})
+_SUBMODULES = frozenset({"choices", "gpi", "installed", "lists", "plugins", "sections", "store"})
 
 
 class _ConfigModule(types.ModuleType):

@@ -7,7 +7,9 @@ command line < runtime changes, validated by the section classes.
    ``~/.config`` when XDG_CONFIG_HOME is unset). A missing file means defaults;
 3. the environment: ``GANGA_DIR`` and ``GANGA_REPOSITORY_MODE`` (a one-off
    ``GANGA_DIR=/tmp/x ganga`` must win over the file);
-4. the command line, ``--Section.option=value`` (given by the ``ganga`` application);
+4. the command line, ``--Section.option=value`` (given by the ``ganga`` application); a
+   list of fixed choices or numbers is written with commas, ``--Display.columns=fqid,status``,
+   here and in the other layers alike (:mod:`ganga_like.config.lists`);
 5. at runtime, assignments through the GPI ``config`` object
    (``config.Monitor.max_interval = 5``), validated like everything else.
 
@@ -31,6 +33,7 @@ from traitlets.config import Config, Configurable
 from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ganga_like.config import plugins
+from ganga_like.config.lists import Where, refusal, split_commas
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
 from ganga_like.errors import ConfigError
 
@@ -253,7 +256,7 @@ class ConfigStore:
                 if option not in known:
                     raise ConfigError(f"{source}: {unknown_option(name, option)}")
                 trait = known[option]
-                value = raw
+                value = split_commas(trait, raw)  # "fqid,status" is a list of two
                 if isinstance(value, DeferredConfig):
                     value = value.get_value(trait)
                 elif isinstance(value, LazyConfigValue):
@@ -261,7 +264,8 @@ class ConfigStore:
                 try:
                     setattr(section, option, value)
                 except TraitError as exc:
-                    raise ConfigError(f"{source}: {name}.{option}: {_short(exc)}") from None
+                    why = refusal(name, option, trait, value, _short(exc), _where(source))
+                    raise ConfigError(f"{source}: {name}.{option}: {why}") from None
         return section
 
     @staticmethod
@@ -298,10 +302,12 @@ class ConfigStore:
         probe = cls()
         for name in known:
             probe.set_trait(name, getattr(trial, name))
+        value = split_commas(known[option], value)
         try:
             setattr(probe, option, value)
         except TraitError as exc:
-            raise ConfigError(f"{section}.{option}: {_short(exc)}") from None
+            why = refusal(section, option, known[option], value, _short(exc), "config")
+            raise ConfigError(f"{section}.{option}: {why}") from None
         previous = self._runtime[section].get(option, _UNSET)
         self._runtime[section][option] = getattr(probe, option)
         self._version += 1
@@ -346,6 +352,13 @@ def unknown_option(section: str, option: str) -> str:
     close = difflib.get_close_matches(option, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{section} has no option {option!r}{hint}"
+
+
+def _where(source: str) -> Where:
+    # The environment sets no list or dict option; its values read as the command line's.
+    if source.startswith("config file"):
+        return "config file"
+    return "config" if source == "config" else "command line"
 
 
 def _short(exc: TraitError) -> str:

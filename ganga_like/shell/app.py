@@ -24,6 +24,7 @@ from traitlets.config import Application, Config, Configurable
 
 import ganga_like
 from ganga_like.commands.options import NOT_WITH_SUBCOMMAND, ganga_options_among
+from ganga_like.config.lists import help_text
 from ganga_like.config.store import (
     all_sections,
     default_config_file,
@@ -230,7 +231,7 @@ class GangaApp(Application):
             yield "=" * 78
             yield ""
             for cls in all_sections():
-                yield cls.class_get_help()
+                yield help_text(cls)
                 yield ""
         yield from self.emit_examples()
         yield from self.emit_help_epilogue(classes)
