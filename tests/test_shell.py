@@ -139,6 +139,8 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
     try:
         banner = shell.banner
         assert f"ganga_like {ganga_like.__version__}" in banner
+        # At a terminal IPython colours its output (piped, or with NO_COLOR, it does not).
+        assert shell.run("get_ipython().colors != 'NoColor'").endswith("True")
         assert f"gangadir {Path(shell_env['GANGA_DIR']).resolve()} (shared)" in banner
         assert "jobs: 0 · monitor on" in banner
         # The input line is coloured by IPython's lexer, its cell-magic lexers made on use.
@@ -279,3 +281,46 @@ def test_the_shell_fed_from_a_pipe_runs_its_cells_with_the_garbage_collector_on(
     )
     assert ran.returncode == 0, ran.stderr
     assert "collecting: True" in ran.stdout
+
+
+# An SGR sequence that sets a colour (foreground or background, any palette): what must
+# not reach output that is not for a terminal. prompt-toolkit's cursor movements and
+# bold/reverse attributes are not colours.
+COLOUR_CODE = re.compile(r"\x1b\[(?:\d+;)*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;\d+)*m")
+
+# Cells whose output IPython or ganga colours at a terminal: a traceback, ``?`` help, a
+# job's tree, a job table, a one-line GPI error.
+COLOURED_CELLS = "1/0\nJob?\nj = Job(name='plain')\nj\njobs\nj.nmae = 'x'\n"
+
+
+def test_the_shell_fed_from_a_pipe_writes_no_escape_codes(shell_env: dict[str, str]) -> None:
+    ganga = Path(sys.executable).with_name("ganga")
+    argv = [str(ganga)] if ganga.exists() else [sys.executable, "-m", "ganga_like.cli"]
+    ran = subprocess.run(
+        argv,
+        input=COLOURED_CELLS,
+        env=shell_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    for shown in ("ZeroDivisionError", "Init signature: Job(", "Job 0 'plain'  new", "jobs: 1"):
+        assert shown in ran.stdout, ran.stdout
+    assert "ERROR: Job has no attribute 'nmae'; did you mean 'name'?" in ran.stdout + ran.stderr
+    assert "\x1b[" not in ran.stdout and "\x1b[" not in ran.stderr
+
+
+def test_no_color_makes_the_shell_at_a_terminal_plain(shell_env: dict[str, str]) -> None:
+    shell = Shell({**shell_env, "NO_COLOR": "1"})
+    try:
+        assert shell.run("get_ipython().colors").endswith("'NoColor'")
+        shown = ""
+        for line in COLOURED_CELLS.splitlines():
+            shell.child.sendline(line)
+            shell.count += 1
+            shown += shell.expect(shell.prompt(shell.count))
+        assert "ZeroDivisionError" in strip(shown) and "Job 0 'plain'  new" in strip(shown)
+        assert not COLOUR_CODE.findall(shown), COLOUR_CODE.findall(shown)[:5]
+    finally:
+        shell.exit()

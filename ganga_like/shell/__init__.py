@@ -4,8 +4,9 @@ Modules, one job each: ``app`` (the ``ganga`` Application), ``hooks`` (per-cell 
 one-line errors), ``magics``, ``display`` (rich and HTML tables and trees), ``progress``
 (rich and notebook progress), ``toolbar`` (prompt and bottom toolbar), ``lexer`` (the
 input line's colours, IPython's, with the cell-magic lexers made on use), ``collector``
-(the garbage collector paused while ``ganga`` starts), ``extension`` (putting it together
-for a shell or a kernel).
+(the garbage collector paused while ``ganga`` starts), ``terminal`` (whether output may be
+coloured: not when piped, nor with NO_COLOR), ``extension`` (putting it together for a
+shell or a kernel).
 
 The settings these modules read (``Display``, ``Shell``) are sections of the configuration
 layer, ``ganga_like.config``. Nothing below this layer imports it; this package's

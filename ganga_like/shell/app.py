@@ -36,6 +36,7 @@ from ganga_like.runtime.session import Session, close_session, current_session
 from ganga_like.runtime.settings import configured_settings
 from ganga_like.shell import collector
 from ganga_like.shell.script import core_namespace, run_script
+from ganga_like.shell.terminal import shell_colours
 
 __all__ = ["GangaApp", "UsageFailure", "main"]
 
@@ -339,6 +340,8 @@ def ipython_config(banner_text: str) -> Config:
     c.TerminalInteractiveShell.prompts_class = GangaPrompts
     c.TerminalInteractiveShell.term_title_format = "ganga: {cwd}"
     c.Completer.use_jedi = False
+    if not shell_colours():  # input or output piped, or NO_COLOR: no escape codes
+        c.InteractiveShell.colors = "NoColor"
     ours = {cls.__name__ for cls in all_sections()} | {"GangaApp", "Application"}
     merged = store.merged()
     for section in merged:

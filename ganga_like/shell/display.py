@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import shutil
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.times import JobTimes
+from ganga_like.shell.terminal import shell_colours
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -210,8 +210,8 @@ def render_ansi(renderable: RenderableType, colour: bool) -> str:
 
 
 def _terminal_colours() -> dict[str, str] | None:
-    # Output piped to a file or another program gets no escape codes.
-    return _colours() if sys.stdout.isatty() else None
+    # Input or output piped, or NO_COLOR set: no escape codes (ganga_like.shell.terminal).
+    return _colours() if shell_colours() else None
 
 
 def slice_text(obj: JobSlice) -> str:

@@ -18,6 +18,7 @@ from ZODB.POSException import ConflictError, ReadOnlyError
 
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import current_session, existing_session
+from ganga_like.shell.terminal import colours_on
 
 __all__ = ["CellTransactions", "show_gpi_error"]
 
@@ -90,7 +91,7 @@ def _reason(exc: ConflictError) -> str:
 
 
 def _warn(message: str) -> None:
-    yellow, reset = ("\033[33m", "\033[0m") if sys.stderr.isatty() else ("", "")
+    yellow, reset = ("\033[33m", "\033[0m") if colours_on(sys.stderr) else ("", "")
     print(f"{yellow}WARNING: {message}{reset}", file=sys.stderr)
 
 
@@ -107,9 +108,9 @@ def show_gpi_error(
     if sys.version_info >= (3, 12):  # pragma: no cover - Python 3.12+
         sys.last_exc = value
     # In a kernel the notebook renders the escape codes; in a terminal only when stdout is
-    # one (not when piped).
+    # one (not when piped) and NO_COLOR is not set.
     colour = getattr(ip, "colors", "NoColor") != "NoColor" and (
-        sys.stdout.isatty() or not _is_terminal(ip)
+        colours_on(sys.stdout) or not _is_terminal(ip)
     )
     red, reset = ("\033[31m", "\033[0m") if colour else ("", "")
     if isinstance(value, KeyboardInterrupt):
