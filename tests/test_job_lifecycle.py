@@ -360,13 +360,112 @@ def test_a_resubmitted_masters_times_are_its_new_period_in_order(
     assert runtime is not None and waittime is not None
     assert abs(runtime - (rerun.completed - rerun.running)) < dt.timedelta(milliseconds=1)
     assert abs(waittime - (t.running - t.submitted)) < dt.timedelta(milliseconds=1)
-    # The subjobs' table still spans both periods; the notebook shows the same rows.
-    assert [r[0] for r in t.subjob_rows() or []][-1] == "failed"
+    # The subjobs' table spans what each subjob shows (its own round: no failed now).
+    assert _subjob_table(t) == _spanned([s.time for s in j.subjobs])
+    assert "failed" not in _subjob_table(t)
+    assert _notebook_rows(t) == [[html.escape(c) for c in row] for row in t.rows()]
+
+
+def _notebook_rows(t: JobTimes) -> list[list[str]]:
+    """The rows of ``j.time`` in a notebook, as its cells show them."""
     shown = [
         re.findall(r"<td[^>]*>(.*?)</td>", row)
         for row in re.findall(r"<tr>(.*?)</tr>", times_html(t))
     ]
-    assert shown[: len(t.rows())] == [[html.escape(c) for c in row] for row in t.rows()]
+    return shown[: len(t.rows())]
+
+
+def _subjob_table(t: JobTimes) -> dict[str, tuple[str, str]]:
+    return {label: (first, last) for label, first, last in t.subjob_rows() or []}
+
+
+def _spanned(subjobs: list[JobTimes]) -> dict[str, tuple[str, str]]:
+    """The first and last time of each state over what the subjobs show, as shown."""
+    rows: dict[str, tuple[str, str]] = {}
+    for label in {label for t in subjobs for label in t}:
+        times = [t[label] for t in subjobs if label in t]
+        first, last = (
+            when.isoformat(sep=" ", timespec="milliseconds") for when in (min(times), max(times))
+        )
+        rows[label] = (first, last)
+    return rows
+
+
+def _in_order(t: JobTimes) -> None:
+    """Its rows are its states in their natural order, their times in clock order, with
+    one end state at most; the mapping and the notebook agree with them."""
+    order = ["new", "submitting", "submitted", "running", "completing", "completed", "failed"]
+    order += ["killed", "completed_frozen", "failed_frozen"]
+    names = [name for name, _ in _timeline(t)]
+    assert names == [label for label in order if label in t] and list(t) == names
+    assert len(set(names) & {"completed", "failed", "killed"}) <= 1
+    assert [when for _, when in _timeline(t)] == sorted(when for _, when in _timeline(t))
+    assert _notebook_rows(t) == [[html.escape(c) for c in row] for row in t.rows()]
+
+
+def test_a_resubmitted_jobs_times_are_its_new_round_in_order(
+    session: Session, tmp_path: Path
+) -> None:
+    second_try = tmp_path / "second-try"  # the job fails until it exists
+    j = Job(application=Executable(exe="sh", args=["-c", f"test -e {second_try}"]))
+    j.submit()
+    first = finished(j, "failed").time
+    _in_order(first)
+    assert list(first) == ["new", "submitting", "submitted", "running", "failed"]
+
+    second_try.touch()
+    resubmitted = dt.datetime.now()
+    j.resubmit()
+    waiting = j.time  # whatever it has reached by now: this round's states alone
+    _in_order(waiting)
+    assert "failed" not in waiting and waiting.runtime() is None
+    assert resubmitted <= waiting.submitting <= waiting.submitted
+    t = finished(j, "completed").time
+    _in_order(t)
+    assert list(t) == ["new", "submitting", "submitted", "running", "completed"]
+    assert t.failed is None and t.new == first.new
+    assert first.failed <= resubmitted <= t.submitting <= t.submitted <= t.running <= t.completed
+    runtime, waittime = t.runtime(), t.waittime()
+    assert runtime is not None and waittime is not None
+    assert abs(runtime - (t.completed - t.running)) < dt.timedelta(milliseconds=1)
+    assert abs(waittime - (t.running - t.submitted)) < dt.timedelta(milliseconds=1)
+    # The earlier round is in the log, the failure first.
+    news = [e.new for e in j.history]
+    assert news == ["submitting", "submitted", "running", "failed", *news[4:]]
+    assert news[4:] == ["submitting", "submitted", "running", "completed"]
+    assert j.history[3].time == pytest.approx(first.failed.timestamp(), abs=1e-5)
+
+
+def test_a_resubmitted_subjobs_times_are_its_new_round_in_order(
+    session: Session, tmp_path: Path
+) -> None:
+    second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
+    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"]]
+    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j.submit()
+    finished(j, "failed")
+    sj = j.subjobs[1]
+    first = sj.time
+    _in_order(first)
+    assert first.failed is not None and first.completed is None
+
+    second_try.touch()
+    resubmitted = dt.datetime.now()
+    assert sj.resubmit()
+    _in_order(sj.time)
+    assert "failed" not in sj.time
+    finished(j, "completed")
+    t = sj.time
+    _in_order(t)
+    assert list(t) == ["new", "submitting", "submitted", "running", "completed"]
+    assert t.new == first.new  # when the first submission made it
+    assert first.failed <= resubmitted <= t.submitting <= t.running <= t.completed
+    runtime = t.runtime()
+    assert runtime is not None
+    assert abs(runtime - (t.completed - t.running)) < dt.timedelta(milliseconds=1)
+    assert "failed" in [e.new for e in sj.history]  # the earlier round, in its log
+    # The master's table of its subjobs spans what they show now.
+    assert _subjob_table(j.time) == _spanned([s.time for s in j.subjobs])
 
 
 def test_a_fresh_process_sees_frozen_states_resplit_subjobs_and_times(

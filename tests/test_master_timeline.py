@@ -9,6 +9,7 @@ Local jobs in a real repository: tests/test_job_lifecycle.py.
 
 from __future__ import annotations
 
+import datetime as dt
 import types
 from dataclasses import dataclass
 from unittest import mock
@@ -22,9 +23,15 @@ from ganga_like.model.status import TRANSITIONS, Status
 from ganga_like.model.times import ENDED
 
 _TIMELINE = ("new", "submitting", "submitted", "running", *ENDED)
+# A subjob's states, in the order a job reaches them.
+_ORDER = (*_TIMELINE[:4], "completing", *ENDED, "completed_frozen", "failed_frozen")
 _IDLE = {"new", *ENDED}
 # States a backend reports (the monitor records them at the backend's time).
 _REPORTED_FROM = {Status.SUBMITTED, Status.RUNNING, Status.COMPLETING}
+
+
+def _shown(when: dt.datetime) -> str:
+    return when.isoformat(sep=" ", timespec="milliseconds")
 
 
 @dataclass
@@ -75,7 +82,7 @@ def _drive(subjobs: int, steps: list[_Step], skewed: bool) -> tuple[Job, dict[st
             clock.now += step.tick
             sj = children[step.subjob % subjobs]
             old = Status.parse(sj.status)
-            targets = sorted(TRANSITIONS[old], key=lambda s: s.order)
+            targets = sorted(TRANSITIONS[old], key=lambda s: (s.order, s.label))
             new = targets[step.choice % len(targets)]
             when = clock.now + step.lag if skewed and old in _REPORTED_FROM else None
             if step.logged and old.final and new is Status.SUBMITTING:
@@ -120,3 +127,18 @@ def test_a_masters_timeline_is_its_current_period(subjobs: int, steps: list[_Ste
         if label != "new":
             assert t[label].timestamp() >= seen["since"] - 1e-6, (label, master.history)
     assert ("running" in t) == bool(seen["ran"])
+
+
+@given(st.integers(1, 4), st.lists(_steps, max_size=40), st.booleans())
+def test_a_masters_table_of_subjobs_spans_what_each_subjob_shows(
+    subjobs: int, steps: list[_Step], skewed: bool
+) -> None:
+    master, _seen = _drive(subjobs, steps, skewed)
+    shown = [sj.times() for sj in master.iter_subjobs()]
+    spans = []
+    for label in _ORDER:
+        times = [t[label] for t in shown if label in t]
+        if times:
+            first, last = (_shown(when) for when in (min(times), max(times)))
+            spans.append((label, first, last))
+    assert master.times().subjob_rows() == spans

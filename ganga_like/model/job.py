@@ -20,7 +20,7 @@ from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.history import make_entry
-from ganga_like.model.periods import MasterPeriod
+from ganga_like.model.periods import MasterPeriod, job_timeline
 from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
     StatusChunk,
@@ -300,7 +300,9 @@ class Job(GangaObject):
     @property
     def time(self) -> dict[str, float]:
         """When each status was last reached (unix time by status name), from the log;
-        ``new`` is when the job was created (a subjob: when its submission made it)."""
+        ``new`` is when the job was created (a subjob: when its submission made it).
+        Every round's latest arrival, as the search and ``ganga show`` read them;
+        ``j.time`` is ``times()``: the current round, in order."""
         history = self.history
         created = self._created
         if created is None and history:
@@ -311,23 +313,51 @@ class Job(GangaObject):
                 times[new] = when
         return times
 
+    def _created_at(self) -> float | None:
+        """When it was created: recorded, or (a subjob) its first logged change."""
+        created = self._created
+        if created is None:
+            history = self.history
+            if history:
+                created = history[0][0]
+        return created
+
     def times(self) -> JobTimes:
-        """The times of its states (``j.time`` in the GPI); a master's are those of its
-        current period (ganga_like.model.periods), from its log and its subjobs', which
-        are read."""
-        stamps = self.time
+        """The times of its states (``j.time`` in the GPI): those of its current round,
+        in order (ganga_like.model.periods); a master's come from its subjobs too, which
+        are read, and add the first and last time of each state over what each subjob
+        shows."""
         if not self._subjobs:
-            queued, started, ended = self._latest_run()
-            return JobTimes(self.fqid, stamps, queued=queued, started=started, ended=ended)
+            timeline = job_timeline(self.history, self._created_at(), self.status)
+            end = next((timeline[label] for label in ENDED if label in timeline), None)
+            return JobTimes(
+                self.fqid,
+                timeline,
+                queued=timeline.get(Status.SUBMITTED.label),
+                started=timeline.get(Status.RUNNING.label),
+                ended=end,
+            )
         period = MasterPeriod(self.history)
-        ranges: dict[str, tuple[float, float]] = {}
+        # Each state's first and last time over what each subjob shows (its own round).
+        firsts: dict[str, float] = {}
+        lasts: dict[str, float] = {}
         for sj in self.iter_subjobs():
-            for label, when in sj.time.items():
-                first, last = ranges.get(label, (when, when))
-                ranges[label] = (min(first, when), max(last, when))
-            period.add_subjob(sj.history)
+            history = sj.history
+            created = sj._created  # as _created_at(), read once per subjob
+            if created is None and history:
+                created = history[0][0]
+            for label, when in job_timeline(history, created, sj.status).items():
+                first = firsts.get(label)
+                if first is None:
+                    firsts[label] = lasts[label] = when
+                elif when < first:
+                    firsts[label] = when
+                elif when > lasts[label]:
+                    lasts[label] = when
+            period.add_subjob(history)
+        ranges = {label: (first, lasts[label]) for label, first in firsts.items()}
         final = self._run_end_label(self.current_status())
-        timeline = period.stamps(stamps.get(Status.NEW.label), final)
+        timeline = period.stamps(self._created_at(), final)
         return JobTimes(
             self.fqid,
             timeline,
@@ -344,28 +374,6 @@ class Job(GangaObject):
         if status.frozen:
             return self.frozen_from().label
         return status.label if status.label in ENDED else None
-
-    def _latest_run(self) -> tuple[float | None, float | None, float | None]:
-        """(submitted, running, ended) of the latest run, read in log order from its
-        start (the last time the job left new or a final state): times reported by a
-        backend and times recorded by a session need not be in clock order."""
-        history = self.history
-        start = 0
-        for index, (_when, old, new, _cause) in enumerate(history):
-            left = old == Status.NEW.label or Status.parse(old).final
-            if old != new and left and new in (Status.SUBMITTING.label, Status.SUBMITTED.label):
-                start = index
-        queued = started = ended = None
-        for when, old, new, _cause in history[start:]:
-            if old == new:
-                continue
-            if new == Status.SUBMITTED.label:
-                queued = when
-            elif new == Status.RUNNING.label:
-                started = when
-            elif new in ENDED and ended is None:
-                ended = when
-        return queued, started, ended
 
     def log_event(self, cause: str, when: float | None = None) -> None:
         """An event-log entry that is not a status change (a master's resubmit, a kill...)."""

@@ -1,4 +1,17 @@
-"""A master's timeline: the times of its current period, from its log and its subjobs'.
+"""A job's timeline: the times of its current period (round), in order.
+
+A job's round starts each time it leaves an ended state (or ``new``) for a waiting or
+running one: its submission, each resubmission. An unsplit job's or a subjob's timeline
+(``job_timeline``) is ``new`` (when it was created), then the states of its current round:
+
+- ``submitting``, ``submitted``, ``running``, ``completing``: when it reached them in the
+  round (once each: a round only goes forward);
+- once it has ended, the end state it shows (``completed``, ``failed`` or ``killed``; a
+  frozen job, the one it was frozen in): when it last reached it in the round (a job failed
+  by its postprocessing, when that failed), not counting unfreezing, which gives back the
+  state it had; and a frozen job's frozen state, when it was frozen.
+
+States of earlier rounds are left out (the job's log, ``j.history``, keeps them).
 
 A master's period starts when it is submitted and starts again each time it leaves an
 ended state (or ``new``) for a waiting or running one: a resubmission of its failed
@@ -7,7 +20,8 @@ subjobs, the submission of subjobs it never submitted, a resplit. In its current
 - ``submitting``, ``submitted``, ``running``: the first time the master or any subjob
   reached the state in that period (only the subjobs run in it count);
 - its end state (``completed``, ``failed`` or ``killed``, once it shows one): when it
-  reached it, that is when the last subjob run in the period ended.
+  reached it, that is when the last subjob run in the period ended (as for a single job,
+  unfreezing a subjob gives back when it ended, it does not end it again).
 
 Which subjob run belongs to the period is read from the logs, never from comparing the
 times a backend reported: a subjob's run counts from its first (re)submission logged after
@@ -24,7 +38,7 @@ from collections.abc import Mapping, Sequence
 
 from ganga_like.model.times import ENDED
 
-__all__ = ["MasterPeriod"]
+__all__ = ["MasterPeriod", "job_timeline"]
 
 # One log entry: (unix time, old status label, new status label, cause).
 Entry = tuple[float, str, str, str]
@@ -33,10 +47,22 @@ Entry = tuple[float, str, str, str]
 _STEPS = ("submitting", "submitted", "running")
 # Where a run is going on (a master shows running while a subjob is completing).
 _ACTIVE = frozenset({*_STEPS, "completing"})
+_FROZEN = frozenset({"completed_frozen", "failed_frozen"})
 # Where no run is going on: leaving one of these for an active state starts a run.
-_IDLE = frozenset({"new", *ENDED, "completed_frozen", "failed_frozen"})
+_IDLE = frozenset({"new", *ENDED, *_FROZEN})
 # The order of a master's timeline; the end states are alternatives, one at most shown.
 _TIMELINE = ("new", *_STEPS, *ENDED)
+# The order of a single job's timeline: its own states, ``completing`` and the frozen
+# states too (one end state and one frozen state at most).
+_JOB_TIMELINE = ("new", *_STEPS, "completing", *ENDED, "completed_frozen", "failed_frozen")
+# Each label's place in it; the end states share one, and so do the frozen ones.
+_JOB_RANK = {
+    label: rank
+    for rank, labels in enumerate(
+        (("new",), *((step,) for step in _STEPS), ("completing",), ENDED, sorted(_FROZEN))
+    )
+    for label in labels
+}
 
 
 def _starts_run(old: str, new: str) -> bool:
@@ -74,14 +100,57 @@ def _run_entries(history: Sequence[Entry], since: float | None) -> Sequence[Entr
     return ()
 
 
-def _in_order(stamps: Mapping[str, float]) -> dict[str, float]:
+def _in_order(stamps: Mapping[str, float], order: Sequence[str] = _TIMELINE) -> dict[str, float]:
     """``stamps`` in the order of the timeline, each no later than the one after it."""
     ordered: dict[str, float] = {}
     later = float("inf")
-    for label in reversed(_TIMELINE):
+    for label in reversed(order):
         if label in stamps:
             ordered[label] = later = min(stamps[label], later)
     return dict(reversed(ordered.items()))
+
+
+def _job_in_order(stamps: dict[str, float]) -> dict[str, float]:
+    """``_in_order(stamps, _JOB_TIMELINE)``, without a copy when they already are (as a
+    log of one clock gives them): a master of many subjobs builds one per subjob."""
+    rank, previous = -1, float("-inf")
+    for label, when in stamps.items():
+        this = _JOB_RANK[label]
+        if this < rank or when < previous:
+            return _in_order(stamps, _JOB_TIMELINE)
+        rank, previous = this, when
+    return stamps
+
+
+def job_timeline(history: Sequence[Entry], created: float | None, status: str) -> dict[str, float]:
+    """An unsplit job's or a subjob's timeline (see above), from its log, when it was
+    created and the status it shows now."""
+    steps: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    frozen: dict[str, float] = {}
+    last_end = None  # the end state the round reached last (a frozen job's, before it)
+    for when, old, new, _cause in history:
+        if old == new:
+            continue
+        if new in _ACTIVE:
+            if old in _IDLE:  # a new round: the earlier one's states are left out
+                steps, ends, frozen, last_end = {}, {}, {}, None
+            if new not in steps:
+                steps[new] = when
+        elif new in ENDED:
+            if old not in _FROZEN or new not in ends:  # unfreezing gives back its end
+                ends[new] = when
+            last_end = new
+        elif new in _FROZEN:
+            frozen[new] = when
+    stamps = {} if created is None else {"new": created}
+    stamps.update(steps)
+    end = status if status in ENDED else last_end if status in _FROZEN else None
+    if end is not None and end in ends:
+        stamps[end] = ends[end]
+        if status in frozen:
+            stamps[status] = frozen[status]
+    return _job_in_order(stamps)
 
 
 class MasterPeriod:
@@ -96,7 +165,7 @@ class MasterPeriod:
             if old == new:
                 continue
             self._arrive(new, when)
-            if new in ENDED:
+            if new in ENDED and old not in _FROZEN:  # unfreezing gives back, never ends
                 self._own_ends[new] = when
 
     def _arrive(self, label: str, when: float) -> None:
@@ -111,7 +180,8 @@ class MasterPeriod:
                 continue
             self._arrive(new, when)
             if new in ENDED:
-                ended = when
+                if old not in _FROZEN:  # unfreezing gives back the end it had
+                    ended = when
             elif new in _ACTIVE:
                 ended = None  # run again: its end is that run's
         if ended is not None:

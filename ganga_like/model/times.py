@@ -1,17 +1,18 @@
 """When a job reached each of its states: ``j.time.submitted``, ``j.time.runtime()``.
 
 Built from the event log when asked (nothing more is stored than the log and a job's
-creation time). A status reached several times (a resubmitted job) counts its latest
-arrival, except ``new``, which is when the job was created.
+creation time). Every job's times are a timeline that reads in order: ``new`` (when it
+was created), then the states of its current round, from its latest submission or
+resubmission (ganga_like.model.periods). States of earlier rounds are left out
+(``j.history`` keeps them); no time is later than the next state's.
 
-A master shows a timeline that reads in order: ``new`` (when it was created), then the
-states of its current period (from its latest submission or resubmission): ``submitting``,
-``submitted`` and ``running`` when the master or any subjob first reached them in that
-period, and the end state it shows (``completed``, ``failed`` or ``killed``) when its last
-subjob run in the period ended. States of earlier periods are left out (``j.history``
-keeps them); no time is later than the next state's (see ganga_like.model.periods).
-``details()`` adds the range of each state over its subjobs, each subjob counting its own
-latest arrival, whatever the period.
+An unsplit job or a subjob shows when it reached each state in the round (``completing``
+and a frozen state too) and, once it has ended, the end state it shows. A master shows
+``submitting``, ``submitted`` and ``running`` when the master or any subjob first reached
+them in its current period, and the end state it shows (``completed``, ``failed`` or
+``killed``) when its last subjob run in the period ended. ``details()`` adds the range of
+each state over its subjobs: the first and last time over what each subjob shows (its own
+current round).
 
 It reads as a mapping too (``j.time["running"]``, ``set(j.time)``), by status label.
 """
@@ -78,10 +79,11 @@ class TimeTable(str):
 class JobTimes(Mapping[str, _dt.datetime]):
     """The times of one job's states (local time, naive datetimes as ``fromtimestamp``).
 
-    ``stamps``: unix time by status label (a master's: its timeline, in order).
-    ``started``/``ended``: when the latest run (a master: its current period) started
-    running and when it ended; ``queued``: when that run was submitted. ``subjobs``: for a
-    master, the (first, last) unix time of each state over its subjobs.
+    ``stamps``: unix time by status label, its timeline in order. ``started``/``ended``:
+    when the current round (a master: its current period) started running and when it
+    ended; ``queued``: when it was submitted (the timeline's running, end state and
+    submitted). ``subjobs``: for a master, the (first, last) unix time of each state over
+    its subjobs' timelines.
     """
 
     def __init__(
@@ -130,17 +132,17 @@ class JobTimes(Mapping[str, _dt.datetime]):
     # -- durations -----------------------------------------------------------------------
 
     def runtime(self) -> _dt.timedelta | None:
-        """How long the latest run took, from running to its final state (a master: its
-        current period, from the first subjob's start to the last one's end); None until
-        it has ended."""
+        """How long the current round took, from running to its end state as the rows show
+        them (a master: its current period, from the first subjob's start to the last
+        one's end); None until it has ended."""
         started, ended = self._started, self._ended
         if started is None or ended is None:
             return None
         return _dt.timedelta(seconds=max(0.0, ended - started))
 
     def waittime(self) -> _dt.timedelta | None:
-        """How long the latest run (a master: its current period) waited, from submitted
-        to running; None until it ran.
+        """How long the current round (a master: its current period) waited, from
+        submitted to running as the rows show them; None until it ran.
 
         A backend may report a start a moment before the submission was recorded: that
         counts as no wait, never as a negative one."""
