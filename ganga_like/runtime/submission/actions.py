@@ -74,6 +74,29 @@ def _check_components(job: Job, action: str) -> None:
 
 def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
     """Split, prepare and submit ``job``; the splitting design's rules in full."""
+    try:
+        return _submit(session, job, keep_going)
+    except KeyboardInterrupt:
+        raise _interrupted(session, job, "submit()") from None
+
+
+def _interrupted(session: Session, job: Job, action: str) -> KeyboardInterrupt:
+    """Ctrl-C stopped ``action`` of ``job``: what the backend had received is recorded
+    now, as crash recovery would at the next start (otherwise this session would show the
+    job ``submitting`` until then); the one line to show says what became of it."""
+    from ganga_like.runtime.submission.recovery import recover_own_submission
+
+    master = job.master or job
+    line = recover_own_submission(session.repo, session.submit_context, master.id)
+    session.poke_monitor()
+    if line is None:
+        return KeyboardInterrupt(
+            f"{action} of job {job.fqid} stopped before it began; nothing changed"
+        )
+    return KeyboardInterrupt(f"{action} stopped; {line}")
+
+
+def _submit(session: Session, job: Job, keep_going: bool) -> bool:
     if job.master is not None:
         log.error(
             "subjob %s cannot be submitted on its own; resubmit it, or copy() it to a new job",
@@ -82,9 +105,12 @@ def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
         return False
     _check_components(job, "submit")
     status = job.current_status()
-    if status is Status.NEW and job.is_master:
-        # Some subjobs were never submitted (a submission killed part way, or keep_going):
-        # submit exactly those, never split again.
+    if job.is_master and (
+        status is Status.NEW
+        or (status.active and job.counts().get(Status.NEW, 0) > 0)  # counters: no subjob read
+    ):
+        # Some subjobs were never submitted (a submission stopped part way, or keep_going):
+        # submit exactly those, never split again, without waiting for the others to end.
         never = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
         return _run_again(session, job, never, keep_going, "submit")
     if status is not Status.NEW:
@@ -490,6 +516,13 @@ def resubmit(
     ``backend``: a changed copy of the job's backend (same type; only its attributes
     declared ``changeable_at_resubmit`` may differ), recorded on every (sub)job
     resubmitted before it is handed over."""
+    try:
+        return _resubmit(session, job, keep_going, backend)
+    except KeyboardInterrupt:
+        raise _interrupted(session, job, "resubmit()") from None
+
+
+def _resubmit(session: Session, job: Job, keep_going: bool, backend: GangaObject | None) -> bool:
     _check_components(job, "resubmit")
     if job.is_master:
         targets = [

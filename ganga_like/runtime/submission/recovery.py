@@ -19,6 +19,7 @@ died in between. The rule:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.submission.splitting import build_subjobs
 
-__all__ = ["owner_alive", "recover_interrupted_submissions"]
+__all__ = ["owner_alive", "recover_interrupted_submissions", "recover_own_submission"]
 
 log = logging.getLogger("ganga_like")
 
@@ -82,20 +83,56 @@ def recover_interrupted_submissions(
         for job_id, (kind, detail, _pid, _started) in stale:
             if registry.submitting.pop(job_id, None) is None:
                 continue  # recovered meanwhile by another session (shared mode)
-            job = registry.get(job_id)
-            if not isinstance(job, Job) or not isinstance(job.backend, GangaObject):
-                continue
-            if kind == "submit":
-                lines.append(_roll_back(session, job, int(detail)))
-            else:
-                lines.append(_fail_resubmission(session, job, tuple(detail)))
-            registry.reindex(job)
+            line = _recover_one(session, registry, job_id, kind, detail)
+            if line is not None:
+                lines.append(line)
 
     # Cancelling is idempotent, so a conflict retry may ask the backend again.
     session.repo.in_transaction(recover, what="recovering interrupted submissions")
     for line in lines:
         log.warning("%s", line)
     return lines
+
+
+def recover_own_submission(
+    repo: Repository, submit_context: Callable[[], SubmitContext], job_id: int
+) -> str | None:
+    """Recover the submission of job ``job_id`` that this process was making when Ctrl-C
+    stopped it, as the next start would recover it after a crash, so that this session
+    shows at once what the backend received; the line saying what was done, or None when
+    no submission of this process was recorded (nothing had reached the backend)."""
+    session = _Scope(repo, submit_context)
+    repo.abort()  # what the interrupted attempt changed and did not commit
+    lines: list[str] = []
+
+    def recover() -> None:
+        lines.clear()
+        registry = session.registry()
+        value = registry.submitting.get(job_id)
+        # Only this process's intent: another session may be submitting it now.
+        if value is None or value[2] != os.getpid():
+            return
+        del registry.submitting[job_id]
+        line = _recover_one(session, registry, job_id, value[0], value[1])
+        if line is not None:
+            lines.append(line)
+
+    repo.in_transaction(recover, what=f"recovering the interrupted submission of job {job_id}")
+    return lines[0] if lines else None
+
+
+def _recover_one(
+    session: _Scope, registry: Registry, job_id: int, kind: str, detail: Any
+) -> str | None:
+    job = registry.get(job_id)
+    if not isinstance(job, Job) or not isinstance(job.backend, GangaObject):
+        return None
+    if kind == "submit":
+        line = _roll_back(session, job, int(detail))
+    else:
+        line = _fail_resubmission(session, job, tuple(detail))
+    registry.reindex(job)
+    return line
 
 
 def _cancel(session: _Scope, job: Job, targets: list[Job]) -> None:
