@@ -61,7 +61,9 @@ def run_script(
     except GangaError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         status = 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # One line, as in the shell: what was stopped, and what became of the jobs.
+        print(f"KeyboardInterrupt{': ' if str(exc) else ''}{exc}", file=sys.stderr)
         status = 130
     except BaseException:
         traceback.print_exc()
