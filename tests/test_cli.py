@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -64,6 +65,61 @@ def test_a_python_error_in_a_script_shows_the_traceback(
     script.write_text("1 / 0\n")
     result = ganga([str(script)], env_for)
     assert result.returncode == 1 and "ZeroDivisionError" in result.stderr
+
+
+def test_ctrl_c_in_a_script_is_one_line_saying_what_was_stopped(
+    tmp_path: Path, env_for: dict[str, str], gangadir: Path
+) -> None:
+    from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
+
+    script = tmp_path / "waits.py"
+    script.write_text(
+        "j = Job(application=Executable(exe='sleep', args=['60']))\n"
+        "j.submit()\nj.wait(until='running', timeout=60)\n"
+        "print('waiting', flush=True)\nj.wait()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ganga_like.cli", str(script)],
+        env=env_for,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 130
+        assert err.strip() == (
+            "KeyboardInterrupt: wait() for job 0 stopped; the job goes on (running)"
+        )
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        runner_client.stop(runner_dir(gangadir))
+
+
+def test_ctrl_c_at_a_subcommands_question_declines_it(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
+    import pexpect
+
+    script = tmp_path / "one.py"
+    script.write_text("Job(name='kept')\n")
+    assert ganga([str(script)], env_for).returncode == 0
+    child = pexpect.spawn(
+        sys.executable, ["-m", "ganga_like.cli", "remove", "0"], env=env_for, encoding="utf-8"
+    )
+    child.expect(r"\[y/N\]", timeout=60)
+    child.sendintr()
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    assert child.exitstatus == 4
+    assert child.before.splitlines()[-1:] == ["ganga: nothing done"]
+    assert "kept" in ganga(["jobs", "0"], env_for).stdout
 
 
 def test_missing_script(env_for: dict[str, str]) -> None:

@@ -150,7 +150,10 @@ def _about(fqid: str, message: str) -> str:
 
 def _confirm(prompt: str) -> bool:
     print(prompt, end="", flush=True)
-    answer = sys.stdin.readline()
+    try:
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        answer = ""  # Ctrl-C at the question declines it
     if not answer:
         print()
     return answer.strip().lower() in ("y", "yes")

@@ -119,7 +119,9 @@ def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) ->
     except GangaError as exc:
         error(str(exc))
         return USAGE if _is_usage_error(exc) else ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # One line, never silence: a submission stopped says what became of its job.
+        error(f"stopped by Ctrl-C{': ' if str(exc) else ''}{exc}")
         return ERROR
 
 
