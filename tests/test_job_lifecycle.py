@@ -620,3 +620,17 @@ def test_frozen_states_are_left_only_by_unfreezing_and_have_table_labels() -> No
         assert frozen in _SHORT and frozen.label in SHORT
     for active in (Status.NEW, Status.SUBMITTED, Status.RUNNING, Status.COMPLETING):
         assert freezing(active) is None
+
+
+def test_a_jobs_history_shows_one_readable_line_per_event(session: Session) -> None:
+    from IPython.lib.pretty import pretty
+
+    j = finished(exits(0), "completed")
+    history = j.history
+    assert history[0].new == "submitting" and history[-1].new == "completed"
+    lines = repr(history).splitlines()
+    assert lines == [str(e) for e in history]  # as `ganga log` prints it
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +new -> submitting +user: submit$", lines[0])
+    assert pretty(history) == repr(history)  # the shell's and notebooks' display
+    assert "HistoryEntry" not in repr(history)
+    assert Job().history == []

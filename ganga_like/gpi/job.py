@@ -26,7 +26,7 @@ from ganga_like.gpi.proxy import (
     wrap,
 )
 from ganga_like.model import plugin_registry
-from ganga_like.model.history import HistoryEntry
+from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
@@ -165,9 +165,9 @@ class Job(GPIObject):
         return self._job.exit_code
 
     @property
-    def history(self) -> list[HistoryEntry]:
-        """The event log: time, old status, new status, cause."""
-        return [HistoryEntry(*e) for e in self._job.history]
+    def history(self) -> History:
+        """The event log: time, old status, new status, cause (a list of entries)."""
+        return History(HistoryEntry(*e) for e in self._job.history)
 
     @property
     def inputdir(self) -> Path:
