@@ -39,6 +39,19 @@ def test_wrong_type_is_refused_with_class_attribute_and_types_and_nothing_change
     assert app.args == []
 
 
+def test_component_attributes_name_the_kind_of_object_they_take(session: Session) -> None:
+    j = Job()
+    with pytest.raises(SchemaError) as raised:
+        j.retry = 5
+    assert str(raised.value) == ("Job.retry: expected a retry object or plugin name, not the int 5")
+    with pytest.raises(SchemaError, match=r"expected a backend object or plugin name"):
+        j.backend = 5
+    help_text = Job.__doc__ or ""
+    assert "retry (retry object, default None)" in help_text
+    assert "postprocessors (list of postprocessor objects" in help_text
+    assert "retrie" not in help_text
+
+
 def test_a_wrong_element_of_a_list_says_it_is_an_element_and_what_the_list_holds() -> None:
     with pytest.raises(SchemaError) as raised:
         ArgSplitter(args=["a", "b"])  # a flat list, where each subjob needs a list of its own

@@ -22,6 +22,7 @@ from ganga_like.model.base import (
     ComponentList,
     GangaObject,
     check_depth,
+    kind_of,
     schema_items,
     unknown_attribute_message,
 )
@@ -718,9 +719,9 @@ def schema_doc(impl_class: type[GangaObject]) -> str:
 
 def _type_text(trait: Any) -> str:
     if isinstance(trait, ComponentList):
-        return f"list of {trait.category[:-1]} objects"
+        return f"list of {kind_of(trait.category)} objects"
     if isinstance(trait, Component):
-        return f"{trait.category[:-1]} object"
+        return f"{kind_of(trait.category)} object"
     name = _TYPE_NAMES.get(type(trait).__name__, type(trait).__name__)
     values = getattr(trait, "values", None)
     if name == "one of" and values:

@@ -40,6 +40,7 @@ __all__ = [
     "ComponentList",
     "GangaObject",
     "check_depth",
+    "kind_of",
     "schema_items",
 ]
 
@@ -47,6 +48,11 @@ __all__ = [
 # deep (a splitter's list of argument lists); the limit keeps every later step (validation,
 # storing, copying, display, export) far from Python's recursion limit.
 MAX_NESTING = 32
+
+
+def kind_of(category: str) -> str:
+    """One object of a plugin category: "backends" -> "backend", "retries" -> "retry"."""
+    return category[:-3] + "y" if category.endswith("ies") else category.removesuffix("s")
 
 
 class Component(traitlets.TraitType[Any, Any]):
@@ -62,7 +68,7 @@ class Component(traitlets.TraitType[Any, Any]):
         super().__init__(default_value=None, allow_none=True, **kwargs)
         self.category = category
         self.default_plugin = default
-        self.info_text = f"a {category[:-1]} object or plugin name"
+        self.info_text = f"a {kind_of(category)} object or plugin name"
 
     def validate(self, obj: Any, value: Any) -> Any:
         if isinstance(value, str):
