@@ -302,7 +302,7 @@ def test_a_job_records_when_it_was_created_and_each_state_it_reached(session: Se
         _ = t.submited  # type: ignore[attr-defined]
 
 
-def test_a_time_not_reached_or_not_a_state_is_one_line_and_still_a_key_error(
+def test_a_time_not_reached_or_not_a_state_is_one_line_and_still_a_key_or_attribute_error(
     session: Session,
 ) -> None:
     j = Job()
@@ -313,6 +313,11 @@ def test_a_time_not_reached_or_not_a_state_is_one_line_and_still_a_key_error(
         j.time["finished"]
     assert isinstance(bad.value, KeyError)
     assert j.time.get("failed") is None and "failed" not in j.time  # a mapping still
+    # A mistyped attribute too: one line in the shell, an AttributeError for Python.
+    with pytest.raises(JobError, match=r"^job times have no 'finished'; they are: new, ") as typo:
+        _ = j.time.finished
+    assert isinstance(typo.value, AttributeError)
+    assert not hasattr(j.time, "finished") and getattr(j.time, "finished", 1) == 1
 
 
 def test_a_masters_times_span_its_subjobs(session: Session) -> None:

@@ -24,7 +24,14 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from ganga_like.errors import JobError
 
-__all__ = ["ENDED", "JobTimes", "NoSuchTimeError", "TimeTable", "end_of_run"]
+__all__ = [
+    "ENDED",
+    "JobTimes",
+    "NoSuchTimeAttributeError",
+    "NoSuchTimeError",
+    "TimeTable",
+    "end_of_run",
+]
 
 # The states a run ends in (frozen states are a user's decision about a run that ended).
 ENDED = ("completed", "failed", "killed")
@@ -50,6 +57,11 @@ class NoSuchTimeError(JobError, KeyError):
 
     # KeyError quotes its message; the one line shown should read as written.
     __str__ = Exception.__str__
+
+
+class NoSuchTimeAttributeError(JobError, AttributeError):
+    """``j.time.bogus``: one line in the shell (a GangaError), and an AttributeError as
+    for any object (so ``hasattr`` and ``getattr`` with a default work as usual)."""
 
 
 def end_of_run(stamps: Mapping[str, float]) -> float | None:
@@ -124,7 +136,7 @@ class JobTimes(Mapping[str, _dt.datetime]):
         if name in _ORDER:
             return _when(self._stamps.get(name))
         known = ", ".join(_ORDER)
-        raise AttributeError(f"job times have no {name!r}; they are: {known}")
+        raise NoSuchTimeAttributeError(f"job times have no {name!r}; they are: {known}")
 
     def __dir__(self) -> Iterable[str]:
         return [*super().__dir__(), *_ORDER]
