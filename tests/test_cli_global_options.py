@@ -124,3 +124,41 @@ def test_a_plain_subcommand_imports_neither_ipython_nor_the_shell_application(
     ganga(["jobs", "--no-monitor"], {**env_for, "GANGA_DEBUG_MODULES_FILE": str(dump)})
     assert "ganga_like.shell.app" in set(dump.read_text().split())
     assert "IPython" not in set(dump.read_text().split())
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--frobnicate"], "ganga: unknown option --frobnicate; ganga --help lists the options"),
+        (
+            ["jobs", "--Display.colums=fqid"],
+            "ganga: unknown option --Display.colums (Display has no option 'colums'; did you "
+            "mean 'columns'?); ganga --help lists the options",
+        ),
+        (
+            ["jobs", "--gangadir"],
+            "ganga: option --gangadir needs a value: --gangadir=VALUE; ganga --help lists "
+            "the options",
+        ),
+        (
+            ["--Display.columns"],
+            "ganga: option --Display.columns needs a value: --Display.columns=VALUE; ganga "
+            "--help lists the options",
+        ),
+        (
+            ["jobs", "--bogus"],
+            "ganga jobs: unrecognized arguments: --bogus; ganga jobs --help explains it",
+        ),
+        (
+            ["show"],
+            "ganga show: the following arguments are required: id; ganga show --help explains it",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_and_status_2(
+    args: list[str], line: str, env_for: dict[str, str]
+) -> None:
+    result = ganga(args, env_for)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [line]
+    assert result.stdout == ""

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ganga_like.commands.context import (
     ERROR,
@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 __all__ = ["EPILOG", "SUBCOMMANDS", "dispatch", "quiet_closed_pipe", "unknown_subcommand"]
 
 Handler = Callable[[argparse.ArgumentParser], Callable[[argparse.Namespace], int]]
+
+
+class _Parser(argparse.ArgumentParser):
+    """A subcommand's parser whose usage errors are one line (argparse's own print the
+    usage first); ``--help`` shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: {message}; {self.prog} --help explains it\n")
 
 
 def _builder(module: str, function: str) -> Handler:
@@ -103,7 +111,7 @@ def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) ->
         return unknown_subcommand(argv[0])
     name = argv[0]
     summary, build = SUBCOMMANDS[name]
-    parser = argparse.ArgumentParser(prog=f"ganga {name}", description=summary, epilog=EPILOG)
+    parser = _Parser(prog=f"ganga {name}", description=summary, epilog=EPILOG)
     handler = build(parser)
     try:
         args = parser.parse_args(argv[1:])

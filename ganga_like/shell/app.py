@@ -214,6 +214,8 @@ class GangaApp(Application):
                 )
                 raise UsageFailure(f"unknown option {token.split('=', 1)[0]} ({detail})")
             raise UsageFailure(f"unknown option {token.split('=', 1)[0]}")
+        if skip:  # the last option takes a value, and none follows
+            raise UsageFailure(f"option {own[-1]} needs a value: {own[-1]}=VALUE")
 
     def emit_description(self) -> Any:
         yield USAGE
@@ -397,12 +399,8 @@ def _main(argv: list[str] | None) -> int:
         app.initialize(argv)
         status = app.run()
     except UsageFailure as exc:
-        short_usage = "\n".join(USAGE.splitlines()[:3])
-        print(
-            f"ganga: {exc}\n{short_usage}\n(ganga --help explains them, ganga --help-all "
-            "lists every setting)",
-            file=sys.stderr,
-        )
+        # One line, where to look next included: the usage is --help's to show.
+        print(f"ganga: {exc}; ganga --help lists the options", file=sys.stderr)
         return 2
     except ConfigError as exc:
         print(f"ganga: {exc}", file=sys.stderr)
