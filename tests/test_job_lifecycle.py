@@ -639,3 +639,32 @@ def test_a_jobs_history_shows_one_readable_line_per_event(session: Session) -> N
     assert pretty(history) == repr(history)  # the shell's and notebooks' display
     assert "HistoryEntry" not in repr(history)
     assert Job().history == []
+
+
+def test_a_resubmitted_masters_tree_shows_its_current_period_in_order(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like.shell.display import job_fields
+
+    second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
+    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"]]
+    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j.submit()
+    first = finished(j, "failed").time
+    second_try.touch()
+    j.resubmit()
+    finished(j, "completed")
+    master = unwrap(j)
+    line = dict(job_fields(master))["time"].text
+    labels = [part.split(" ")[0] for part in line.split(", ")]
+    # The resubmission's period, as the master's own log has it: nothing of the first
+    # (its submitting, its failure), and in the order of the states.
+    assert labels[0] == "new" and labels[-1] == "completed" and "failed" not in labels
+    assert labels == [
+        s for s in ["new", "submitting", "submitted", "running", "completed"] if s in labels
+    ]
+    shown = master.own_timeline()
+    assert list(shown.values()) == sorted(shown.values())
+    resubmitted = next(e.time for e in j.history if e.cause.startswith("user: resubmit"))
+    assert first.failed is not None
+    assert all(when >= resubmitted for label, when in shown.items() if label != "new")

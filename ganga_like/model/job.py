@@ -368,6 +368,16 @@ class Job(GangaObject):
             subjob_count=self.subjob_count(),
         )
 
+    def own_timeline(self) -> dict[str, float]:
+        """The times a job's tree shows, reading no subjob: a master's current period as
+        its own log has it (when it was derived submitted, running and ended, a monitor
+        cycle after its subjobs; ``times()`` has the subjobs' own times), in order; any
+        other job's, as ``time``."""
+        if not self._subjobs:
+            return self.time
+        final = self._run_end_label(self.current_status())
+        return MasterPeriod(self.history).stamps(self.time.get(Status.NEW.label), final)
+
     def _run_end_label(self, status: Status) -> str | None:
         """The run-ending state ``status`` stands for: itself, or the one a frozen job was
         frozen in; None while the job is not final."""

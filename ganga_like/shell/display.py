@@ -290,7 +290,8 @@ def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
         out.append(("exit_code", job.exit_code))
     if job.comment:
         out.append(("comment", job.comment))
-    times = job.time
+    # Not job.times(): that reads every subjob (seconds for a large master) to show a line.
+    times = job.own_timeline()
     if times:
         import datetime as dt
 
