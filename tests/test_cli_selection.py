@@ -169,6 +169,10 @@ def test_a_huge_id_is_one_line_not_a_traceback(twelve: dict[str, str]) -> None:
     missing = ganga(["jobs", "99"], twelve)
     assert (missing.returncode, missing.stdout, missing.stderr) == (3, "", "ganga: no job 99\n")
     assert ganga(["jobs", "99", "--json"], twelve).stdout == "[]\n"
+    partly = ganga(["jobs", "3", "99", "3.1"], twelve)
+    assert partly.returncode == 3  # not "done": two of the jobs named are not there
+    assert partly.stderr.splitlines() == ["ganga: no job 99", "ganga: no job 3.1"]
+    assert [line.split(" ")[0] for line in partly.stdout.splitlines()[3:]] == ["3"]
     assert ids(twelve, "id < 99999999999999999999; id>=10") == [10, 11]
     assert ganga(["show", "99999999999999999999"], twelve).returncode == 3
 

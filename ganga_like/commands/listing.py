@@ -44,6 +44,8 @@ def list_jobs(args: argparse.Namespace) -> int:
             if not chosen.missing:
                 error(f"no job matches {chosen.text!r}")
             return NOTHING
+        if chosen.missing:
+            return NOTHING  # the ones found are listed; a script still learns of the others
         if stamp is not None:
             _cache_if_settled(session, stamp, rows)
     return OK
