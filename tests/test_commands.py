@@ -74,6 +74,28 @@ def test_show_and_log(populated: dict[str, str]) -> None:
     assert ganga(["show", "99"], populated).returncode == 3
 
 
+def test_show_gives_a_resubmitted_masters_current_period_in_order(
+    populated: dict[str, str],
+) -> None:
+    assert ganga(["resubmit", "2", "--yes"], populated).returncode == 0
+    waited = subprocess.run(
+        [sys.executable, "-c", "from ganga_like import *; print(jobs(2).wait(timeout=60))"],
+        env=populated,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert waited.stdout.strip() == "failed", waited.stderr
+    show = ganga(["show", "2"], populated)
+    times = [line.split()[:3] for line in show.stdout.splitlines() if "time." in line]
+    # The resubmission's period (the master's own log logs no "submitting" in it), not
+    # the first period's submitting beside it; in order.
+    labels = [t[0] for t in times]
+    assert labels[0] == "time.new" and labels[-1] == "time.failed"
+    assert "time.submitting" not in labels
+    assert [t[1:] for t in times] == sorted(t[1:] for t in times)
+
+
 def test_status_summary(populated: dict[str, str]) -> None:
     summary = ganga(["status", "--json"], populated)
     data = json.loads(summary.stdout)

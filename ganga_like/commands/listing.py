@@ -137,7 +137,8 @@ def run_show(args: argparse.Namespace) -> int:
                 f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order)
             )
             print(f"  {'subjobs':<16} {sum(counts.values())} ({detail})")
-        for status, stamp in sorted(job.time.items(), key=lambda kv: kv[1]):
+        # A master's current period, from its own log (no subjob read), as its tree shows.
+        for status, stamp in sorted(job.own_timeline().items(), key=lambda kv: kv[1]):
             print(f"  {'time.' + status:<16} {HistoryEntry(stamp, '', '', '').__str__()[:19]}")
         print(f"  {'inputdir':<16} {paths.input}")
         print(f"  {'outputdir':<16} {paths.output}")
