@@ -133,3 +133,16 @@ def test_a_position_that_is_not_a_whole_number_is_one_line(session: Session) -> 
             container[index]
         assert "\n" not in str(raised.value)
     assert j.subjobs[1].id == 1 and j.wait(timeout=60) == "completed"
+
+
+def test_a_jobs_repr_cuts_a_huge_part_and_the_part_itself_stays_whole(session: Session) -> None:
+    from ganga_like import ArgSplitter
+
+    args = [[str(i)] for i in range(20_000)]
+    j = Job(name="big", application=Executable(exe="true"), splitter=ArgSplitter(args=args))
+    shown = repr(j)
+    assert len(shown) < 1000  # not 200 kB on one line for print(j)
+    assert shown.startswith("Job(fqid=") and shown.endswith(")")
+    assert "application=Executable(exe='true')" in shown
+    assert "splitter=ArgSplitter(args=[['0'], ['1']" in shown and "…" in shown
+    assert len(repr(j.splitter)) > 100_000  # asked for, the splitter is shown whole

@@ -25,6 +25,7 @@ from ganga_like.gpi.proxy import (
     unwrap,
     wrap,
 )
+from ganga_like.gpi.table_text import shorten
 from ganga_like.model import plugin_registry
 from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
@@ -288,11 +289,16 @@ class Job(GPIObject):
         for part in job_parts().components:
             value = job.stored().get(part.name)
             if value is not None:
-                fields.append(f"{part.name}={wrap(value)!r}")
+                # Cut, as in `ganga show`: a 20,000-subjob splitter is 200 kB of one line;
+                # repr(j.splitter) still gives it whole.
+                fields.append(f"{part.name}={shorten(repr(wrap(value)), _REPR_CHARS)}")
         if job.is_master:
             fields.append(f"subjobs={job.subjob_count()}")
         return f"Job({', '.join(fields)})"
 
+
+# Longest a part of a job's repr gets (cut with an ellipsis).
+_REPR_CHARS = 300
 
 # Wrapping a job (``proxy.wrap``) gives this class.
 register_proxy_class(JobImpl, Job)
