@@ -55,6 +55,8 @@ def test_engine_fills_in_running_and_updates_the_master_counter_without_any_io()
     applied = apply_report(sj, StatusReport("0.1", Status.COMPLETED, 10.0, exit_code=0), "X")
     assert applied.path == (Status.RUNNING, Status.COMPLETED) and applied.final
     assert [e[2] for e in sj.history] == ["submitted", "running", "completed"]
+    # The filled-in running state is not said to have come with an exit code.
+    assert [e[3] for e in sj.history][1:] == ["X: running", "X: completed, exit code 0"]
     assert sj.exit_code == 0
     assert master.counts() == {Status.SUBMITTED: 2, Status.COMPLETED: 1}
     assert master.current_status() is Status.SUBMITTED

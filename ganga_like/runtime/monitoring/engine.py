@@ -46,7 +46,9 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
             when = report.time
             if step is Status.RUNNING and report.started_at is not None:
                 when = min(report.started_at, report.time)
-            job.change_status(step, cause, when=when)
+            # A state filled in on the way is only that; the report's reason (an exit
+            # code, an error) is the reported state's.
+            job.change_status(step, cause if step is path[-1] else f"{backend}: {step}", when=when)
         if report.exit_code is not None:
             job.exit_code = report.exit_code
     return Applied(job.fqid, tuple(path))
