@@ -11,6 +11,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.runtime.session import Session
 from ganga_like_local.backend import runner_dir
 from ganga_like_local.runner import client as runner_client
 
@@ -97,3 +101,30 @@ def test_ctrl_c_during_a_split_submission_records_what_the_backend_received_at_o
     assert final == "completed"
     # Each subjob ran exactly once.
     assert sorted(int(line) for line in ran.read_text().split()) == list(range(count))
+
+
+def test_ctrl_c_after_the_submission_was_recorded_says_the_job_is_submitted(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interruption lands after the commit (at the monitor's poke that follows it):
+    nothing is pending, nothing is undone, and the line says so rather than 'nothing
+    changed'."""
+    pokes = {"n": 0}
+    poke = session.poke_monitor
+
+    def interrupted_once() -> None:
+        pokes["n"] += 1
+        if pokes["n"] == 1:
+            raise KeyboardInterrupt
+        poke()
+
+    monkeypatch.setattr(session, "poke_monitor", interrupted_once)
+    j = Job(application=Executable(exe="/bin/true"), splitter=ArgSplitter(args=[[], []]))
+    with pytest.raises(KeyboardInterrupt) as stop:
+        j.submit()
+    assert str(stop.value).startswith(
+        "submit() of job 0 stopped; nothing was left half done: the job is "
+    )
+    assert str(stop.value).split()[-1] in ("submitted", "running", "completed")
+    assert len(j.subjobs) == 2
+    assert j.wait(timeout=60) == "completed"

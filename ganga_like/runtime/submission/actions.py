@@ -90,8 +90,11 @@ def _interrupted(session: Session, job: Job, action: str) -> KeyboardInterrupt:
     line = recover_own_submission(session.repo, session.submit_context, master.id)
     session.poke_monitor()
     if line is None:
+        # Nothing of this process's was pending: the interruption came before the intent
+        # was recorded or after the outcome was committed; either way nothing is half done.
         return KeyboardInterrupt(
-            f"{action} of job {job.fqid} stopped before it began; nothing changed"
+            f"{action} of job {job.fqid} stopped; nothing was left half done: "
+            f"the job is {job.current_status().label}"
         )
     return KeyboardInterrupt(f"{action} stopped; {line}")
 
