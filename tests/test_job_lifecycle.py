@@ -335,6 +335,17 @@ def test_a_masters_times_span_its_subjobs(session: Session) -> None:
     assert j.subjobs[0].time.runtime() == subs[0].runtime()
 
 
+def failing_until(marker: Path, before: int = 0, after: int = 0) -> Job:
+    """A split job with one subjob that fails until ``marker`` exists, behind ``before``
+    subjobs and ahead of ``after`` that pass."""
+    args = [
+        *[["-c", "exit 0"]] * before,
+        ["-c", f"test -e {marker}"],
+        *[["-c", "exit 0"]] * after,
+    ]
+    return Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+
+
 def _timeline(t: JobTimes) -> list[tuple[str, dt.datetime]]:
     return [(name, t[name]) for name, _shown in t.rows() if name in t]
 
@@ -343,8 +354,7 @@ def test_a_resubmitted_masters_times_are_its_new_period_in_order(
     session: Session, tmp_path: Path
 ) -> None:
     second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
-    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"], ["-c", "exit 0"]]
-    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j = failing_until(second_try, before=1, after=1)
     j.submit()
     first = finished(j, "failed").time
     steps = ["new", "submitting", "submitted", "running"]
@@ -445,8 +455,7 @@ def test_a_resubmitted_subjobs_times_are_its_new_round_in_order(
     session: Session, tmp_path: Path
 ) -> None:
     second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
-    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"]]
-    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j = failing_until(second_try, before=1)
     j.submit()
     finished(j, "failed")
     sj = j.subjobs[1]
@@ -647,8 +656,7 @@ def test_a_resubmitted_masters_tree_shows_its_current_period_in_order(
     from ganga_like.shell.display import job_fields
 
     second_try = tmp_path / "second-try"  # subjob 1 fails until it exists
-    args = [["-c", "exit 0"], ["-c", f"test -e {second_try}"]]
-    j = Job(application=Executable(exe="sh"), splitter=ArgSplitter(args=args))
+    j = failing_until(second_try, before=1)
     j.submit()
     first = finished(j, "failed").time
     second_try.touch()
