@@ -86,6 +86,7 @@ def test_ctrl_c_during_a_split_submission_records_what_the_backend_received_at_o
         if child.poll() is None:
             child.kill()
             child.wait()
+        release.touch()  # a failed run must not leave its subjobs waiting for ever
         runner_client.stop(runner_dir(gangadir))
     assert child.returncode == 0, err
     said, counts, final = out.splitlines()[:3]

@@ -275,7 +275,7 @@ def test_bad_retry_settings_are_refused_in_one_line_and_nothing_changes(
     with pytest.raises(SchemaError, match=expected):
         setattr(j.retry, name, value)
     assert j.retry.attempts == 2 and list(j.retry.on) == ["failed"] and j.retry.grow == {}
-    with pytest.raises(SchemaError, match=r"Job\.retry: expected a retrie object"):
+    with pytest.raises(SchemaError, match=r"Job\.retry: expected a retry object"):
         j.retry = 3
     assert j.retry.attempts == 2
 
