@@ -3,8 +3,9 @@ a split job.
 
 The GPI only reports (``update(done, total, detail)``); who shows it is decided by the
 factory installed here. The default writes one self-overwriting line to stderr when stderr
-is a terminal (or when asked to). The shell installs rich progress bars and the notebook
-extension a live HTML display, without this module knowing about either.
+is a terminal (asked to show it elsewhere, a line every few seconds). The shell installs
+rich progress bars and the notebook extension a live HTML display, without this module
+knowing about either.
 """
 
 from __future__ import annotations
@@ -72,13 +73,20 @@ class NullProgress:
 
 
 class PlainProgress:
-    """A single stderr line rewritten in place (scripts, plain terminals)."""
+    """Plain-text progress on stderr: at a terminal one line rewritten in place; into a
+    file or a pipe (asked for explicitly) a new line at most every ``LOG_INTERVAL``
+    seconds, so that a log reads line by line instead of as one line of carriage returns."""
+
+    LOG_INTERVAL = 2.0
 
     def __init__(self, title: str, delay: float = 0.0) -> None:
         self._title = title
         self._last = ""
         self._start = time.monotonic()
         self._delay = delay
+        self._in_place = sys.stderr.isatty()
+        self._logged = ""  # not in place: the last line written, and when
+        self._logged_at = 0.0
 
     def update(
         self,
@@ -87,23 +95,35 @@ class PlainProgress:
         detail: str = "",
         counts: Mapping[str, int] | None = None,
     ) -> None:
-        if time.monotonic() - self._start < self._delay:
+        now = time.monotonic()
+        if now - self._start < self._delay:
             return
         line = self._title
         if total is not None:
             line += f": {done}/{total}"
         if detail:
             line += f" ({detail})" if total is not None else f": {detail}"
-        if line != self._last:
-            sys.stderr.write("\r" + line.ljust(len(self._last)))
+        if line == self._last:
+            return
+        previous, self._last = self._last, line
+        if self._in_place:
+            sys.stderr.write("\r" + line.ljust(len(previous)))
             sys.stderr.flush()
-            self._last = line
+        elif now - self._logged_at >= self.LOG_INTERVAL:
+            self._log(line, now)
+
+    def _log(self, line: str, now: float) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self._logged, self._logged_at = line, now
 
     def close(self, summary: str = "") -> None:
-        if self._last:
+        if self._in_place and self._last:
             sys.stderr.write("\n")
             sys.stderr.flush()
-            self._last = ""
+        elif self._last and self._last != self._logged:
+            self._log(self._last, time.monotonic())  # where it ended
+        self._last = ""
 
 
 def _plain_factory(title: str, *, show: bool | None, delay: float) -> Progress:
