@@ -188,6 +188,29 @@ def vanishing_class() -> Iterator[type]:
 
 
 @pytest.fixture
+def gangadir_with_a_broken_job(gangadir: Path, vanishing_class: type) -> Path:
+    """A repository of two jobs whose job 1 was replaced by an object of a class that is
+    gone since (its index entries still name it): what an uninstalled plugin leaves."""
+    from ganga_like.model.job import Job as JobImpl
+    from ganga_like.repository.connection import Repository
+
+    repo = Repository(gangadir)
+    try:
+
+        def store() -> None:
+            registry = repo.registry()
+            registry.add(JobImpl())
+            registry.add(JobImpl())
+            registry.jobs[1] = vanishing_class()  # keeps job 1's index entries
+
+        repo.in_transaction(store)
+    finally:
+        repo.close()
+    sys.modules.pop(vanishing_class.__module__)
+    return gangadir
+
+
+@pytest.fixture
 def gangadir(tmp_path: Path) -> Iterator[Path]:
     """A fresh gangadir; a repository server that a test's sessions started there (the
     default mode starts one on demand) is stopped after the test, not left idling."""

@@ -356,25 +356,10 @@ def test_a_readonly_view_is_never_answered_from_the_cache(
 
 
 def test_a_table_showing_an_object_whose_class_is_gone_is_never_cached(
-    gangadir: Path, vanishing_class: type
+    gangadir_with_a_broken_job: Path,
 ) -> None:
     """Its plugin may come back (installed, or mended in place) without a stored change."""
-    from ganga_like.model.job import Job as JobImpl
-    from ganga_like.repository.connection import Repository
-
-    repo = Repository(gangadir)
-    try:
-
-        def store() -> None:
-            registry = repo.registry()
-            registry.add(JobImpl())
-            registry.add(JobImpl())
-            registry.jobs[1] = vanishing_class()
-
-        repo.in_transaction(store)
-    finally:
-        repo.close()
-        del sys.modules[vanishing_class.__module__]
+    gangadir = gangadir_with_a_broken_job
     order = Settings().master_status_order
     try:
         shown = _plain(gangadir, False, order)

@@ -3,7 +3,6 @@ what they are listed under, and an object whose class is gone is left as it is."
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,22 +28,9 @@ def test_a_model_job_has_all_the_registry_needs_of_a_stored_job() -> None:
 
 
 def test_an_object_whose_class_is_gone_stays_listed_and_is_never_indexed_anew(
-    gangadir: Path, vanishing_class: type
+    gangadir_with_a_broken_job: Path,
 ) -> None:
-    repo = Repository(gangadir)
-    try:
-
-        def store() -> None:
-            registry = repo.registry()
-            registry.add(JobImpl())
-            registry.add(JobImpl())
-            registry.jobs[1] = vanishing_class()  # keeps job 1's index entries
-
-        repo.in_transaction(store)
-    finally:
-        repo.close()
-    sys.modules.pop(vanishing_class.__module__)
-    repo = Repository(gangadir)
+    repo = Repository(gangadir_with_a_broken_job)
     try:
         registry = repo.registry()
         broken = registry.get(1)
