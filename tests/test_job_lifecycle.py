@@ -650,6 +650,28 @@ def test_a_jobs_history_shows_one_readable_line_per_event(session: Session) -> N
     assert Job().history == []
 
 
+def test_a_resubmitted_jobs_tree_gives_its_current_round_as_j_time_does(
+    session: Session, tmp_path: Path
+) -> None:
+    """The tree and ``ganga show`` read ``own_timeline()``: for a job without subjobs it is
+    the round ``j.time`` shows."""
+    from ganga_like.shell.display import job_fields
+
+    second_try = tmp_path / "second-try"  # the job fails until it exists
+    j = Job(application=Executable(exe="sh", args=["-c", f"test -e {second_try}"]))
+    j.submit()
+    finished(j, "failed")
+    second_try.touch()
+    j.resubmit()
+    t = finished(j, "completed").time
+    impl = unwrap(j)
+    own = impl.own_timeline()
+    assert list(own) == list(t) == ["new", "submitting", "submitted", "running", "completed"]
+    assert list(own.values()) == sorted(own.values())
+    line = dict(job_fields(impl))["time"].text
+    assert [part.split(" ")[0] for part in line.split(", ")] == list(t)
+
+
 def test_a_resubmitted_masters_tree_shows_its_current_period_in_order(
     session: Session, tmp_path: Path
 ) -> None:

@@ -301,12 +301,10 @@ class Job(GangaObject):
     def time(self) -> dict[str, float]:
         """When each status was last reached (unix time by status name), from the log;
         ``new`` is when the job was created (a subjob: when its submission made it).
-        Every round's latest arrival, as the search and ``ganga show`` read them;
+        Every round's latest arrival, as the search reads them;
         ``j.time`` is ``times()``: the current round, in order."""
         history = self.history
-        created = self._created
-        if created is None and history:
-            created = history[0][0]
+        created = self._created_at()
         times = {} if created is None else {Status.NEW.label: created}
         for when, old, new, _cause in history:
             if old != new and new != Status.NEW.label:
@@ -372,9 +370,9 @@ class Job(GangaObject):
         """The times a job's tree shows, reading no subjob: a master's current period as
         its own log has it (when it was derived submitted, running and ended, a monitor
         cycle after its subjobs; ``times()`` has the subjobs' own times), in order; any
-        other job's, as ``time``."""
+        other job's current round, as ``times()`` shows it."""
         if not self._subjobs:
-            return self.time
+            return job_timeline(self.history, self._created_at(), self.status)
         final = self._run_end_label(self.current_status())
         return MasterPeriod(self.history).stamps(self.time.get(Status.NEW.label), final)
 
