@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
 import os
-import random
 import signal
 import subprocess
 import time
@@ -14,7 +14,7 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job, jobs
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
-from ganga_like.runtime.monitoring import daemon
+from ganga_like.runtime.monitoring import cycle_hold, daemon
 from ganga_like.runtime.monitoring.lease import lease_holder
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
@@ -136,11 +136,16 @@ MONITOR = """
 """
 
 
+# Each subjob waits for the gate of its batch: the test opens one batch per kill, so that
+# the jobs are partly done at every kill, however fast or slow the machine.
+GATED = 'while [ ! -e "$1" ]; do sleep 0.05; done'
+
+
 @pytest.mark.parametrize("mode", ["shared", "embedded"])
 def test_kill_9_of_the_monitor_mid_cycle_loses_and_repeats_nothing(
     mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]]
 ) -> None:
-    _kill_monitors_while_jobs_finish(mode, gangadir, cleanup, subjobs=150, kills=8)
+    _kill_monitors_while_jobs_finish(mode, gangadir, cleanup, subjobs=150, kills=9)
 
 
 @pytest.mark.slow
@@ -153,15 +158,24 @@ def test_kill_9_of_the_monitor_at_many_points_full_scale(
 def _kill_monitors_while_jobs_finish(
     mode: str, gangadir: Path, cleanup: list[subprocess.Popen[str]], subjobs: int, kills: int
 ) -> None:
-    rng = random.Random(11)
+    """Kill -9 a monitor at each point of its cycle in turn (cycle_hold), each time after
+    the next batch of subjobs has ended, and check that what was recorded is exactly what
+    the killed cycles committed, and in the end exactly what the runner did."""
     settings = shared_settings(
         gangadir, repository_mode=mode, monitoring=False, local_max_concurrent=1
     )
     open_session(settings)
-    # Each subjob takes a moment, so the monitors record the run while they are killed.
+    gates = gangadir.parent / "gates"
+    gates.mkdir()
+    ends = [subjobs * (k + 1) // kills for k in range(kills)]  # batch k: [ends[k-1], ends[k])
     j = Job(
-        application=Executable(exe="sleep"),
-        splitter=ArgSplitter(args=[["0.02"] for _ in range(subjobs)]),
+        application=Executable(exe="sh"),
+        splitter=ArgSplitter(
+            args=[
+                ["-c", GATED, "sh", str(gates / str(bisect.bisect_right(ends, i)))]
+                for i in range(subjobs)
+            ]
+        ),
     )
     j.submit()
     job_id = j.id
@@ -176,23 +190,50 @@ def _kill_monitors_while_jobs_finish(
             "monitor_lease_timeout=0.1))"
         ),
     )
+    journal = gangadir / "workspace" / str(job_id) / JOURNAL
+    recorded = 0
     seen = []
-    for _ in range(kills):
-        child = python(code, env)
-        cleanup.append(child)
-        assert child.stdout is not None and child.stdout.readline().strip() == "open"
-        time.sleep(rng.uniform(0.0, 0.4))
-        kill_tree(child)
-        seen.append(_recorded_done(gangadir, job_id))
+    for k in range(kills):
+        (gates / str(k)).touch()
+        assert _wait_finished(journal, ends[k])
+        point = cycle_hold.POINTS[k % len(cycle_hold.POINTS)]
+        _kill_monitor_at(point, gangadir.parent / f"holds-{k}", code, env, cleanup)
+        done = _recorded_done(gangadir, job_id)
+        seen.append((point, done))
+        # A cycle killed before its commit finished recorded nothing; one killed after it
+        # recorded every subjob the runner had ended.
+        assert done == (ends[k] if point == "committed" else recorded), seen
+        recorded = done
     print(f"subjobs recorded done after each kill -9 of the monitor: {seen}")
-    # The kills fell while the monitor was recording: some progress, not all of it.
-    assert any(0 < done < subjobs for done in seen)
+    assert any(0 < done < subjobs for _point, done in seen)
     session = open_session(Settings(gangadir=gangadir, repository_mode=mode, monitoring=False))
-    journal = session.repo.workspace / str(job_id) / JOURNAL
-    assert wait_until(lambda: _finished(journal) >= subjobs, 60)
+    assert journal == session.repo.workspace / str(job_id) / JOURNAL
+    assert _wait_finished(journal, subjobs)
     for _ in range(3):
         session.monitor.run_once()
     _check_against_the_runner(session, job_id, journal)
+
+
+def _kill_monitor_at(
+    point: str,
+    holds: Path,
+    code: str,
+    env: dict[str, str],
+    cleanup: list[subprocess.Popen[str]],
+) -> None:
+    """Start a monitor that stops at ``point`` of its first cycle that changes a job, and
+    kill -9 it there."""
+    holds.mkdir()
+    child = python(code, dict(env, **{cycle_hold.TEST_HOLD_VARIABLE: f"{point}:{holds}"}))
+    cleanup.append(child)
+    assert wait_until(lambda: (holds / point).exists() or child.poll() is not None, 120)
+    assert (holds / point).exists(), child.communicate()[1]
+    kill_tree(child)
+
+
+def _wait_finished(journal: Path, count: int) -> bool:
+    """Whether the runner ends ``count`` subjobs (a guard against a hang, not a limit)."""
+    return wait_until(lambda: _finished(journal) >= count, 120)
 
 
 def _recorded_done(gangadir: Path, job_id: int) -> int:

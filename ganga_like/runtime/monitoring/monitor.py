@@ -32,6 +32,7 @@ from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import Registry, active_key
 from ganga_like.runtime import postprocessing, retrying
+from ganga_like.runtime.monitoring import cycle_hold
 from ganga_like.runtime.monitoring.active_view import ActiveView
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
@@ -226,6 +227,7 @@ class Monitor:
                 self.view.resync(registry.active)
             self._followed_here = False
             self._cycle(registry, result, staged, unfollowed)
+            cycle_hold.before_commit(self._tm, result.changed)
             with write_errors(self.repo.gangadir):
                 self._tm.commit()
         except TransientError:
@@ -247,6 +249,7 @@ class Monitor:
             self._tm.abort()
             raise
         self._write_failed = False
+        cycle_hold.after_commit(result.changed)
         if unfollowed:
             self.view.discard(unfollowed)
         if result.changed:
