@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.status import Status
 
 from .waiting import wait_for
 
@@ -26,3 +28,16 @@ def two_subjobs_running_one_waiting() -> Iterator[Job]:
         yield j
     finally:
         j.kill()
+
+
+def submitted_model_master(subjobs: int) -> tuple[JobImpl, list[JobImpl]]:
+    """A master of the model (no repository) submitted with ``subjobs`` subjobs, all
+    submitted, at the model's clock; the master and its subjobs."""
+    master = JobImpl()
+    master.change_status(Status.SUBMITTING, "user: submit")
+    children = [JobImpl.new_subjob(master, i) for i in range(subjobs)]
+    master.attach_subjobs(children)
+    for sj in children:
+        sj.change_status(Status.SUBMITTED, "user: submit")
+    master.change_status(Status.SUBMITTED, "user: submit")
+    return master, children

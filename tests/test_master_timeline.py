@@ -22,6 +22,8 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import TRANSITIONS, Status
 from ganga_like.model.times import ENDED
 
+from .split_jobs import submitted_model_master
+
 _TIMELINE = ("new", "submitting", "submitted", "running", *ENDED)
 # A subjob's states, in the order a job reaches them.
 _ORDER = (*_TIMELINE[:4], "completing", *ENDED, "completed_frozen", "failed_frozen")
@@ -67,14 +69,8 @@ def _drive(subjobs: int, steps: list[_Step], skewed: bool) -> tuple[Job, dict[st
     subjob reached running in it ("ran": 1.0)."""
     clock = _Clock()
     with mock.patch.object(job_module, "_time", types.SimpleNamespace(time=clock.time)):
-        master = Job()
         clock.now += 1
-        master.change_status(Status.SUBMITTING, "user: submit")
-        children = [Job.new_subjob(master, i) for i in range(subjobs)]
-        master.attach_subjobs(children)
-        for sj in children:
-            sj.change_status(Status.SUBMITTED, "user: submit")
-        master.change_status(Status.SUBMITTED, "user: submit")
+        master, children = submitted_model_master(subjobs)
         seen = {"since": float("-inf"), "ran": 0.0}
         idle_since = float("-inf")
         label = master.current_status().label
