@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import math
+import threading
+from collections.abc import Callable
+
 import pytest
+import traitlets
 import transaction
 
 from ganga_like import (
     ArgSplitter,
+    CustomChecker,
+    CustomMerger,
+    Dask,
     DatasetSplitter,
     Executable,
+    GangaDataset,
     GenericSplitter,
     Job,
     JobError,
+    LocalFile,
+    Pilot,
     PluginError,
+    PythonFunction,
+    Resources,
+    Retry,
     SchemaError,
+    Slurm,
+    TextMerger,
     jobs,
 )
+from ganga_like.model import plugin_registry
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session
 
@@ -104,3 +121,179 @@ def test_bad_job_ids(session: Session) -> None:
         jobs("x.y")
     with pytest.raises(JobError, match="out of range"):
         jobs[5]
+
+
+# -- every attribute of every plugin: values that cannot be shown or stored -------------
+
+
+class Unshowable:
+    """A user's object whose repr() raises (so does str())."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr for you")
+
+    __str__ = __repr__
+
+
+def _gpi_class(name: str) -> type:
+    import ganga_like
+
+    cls: type = getattr(ganga_like, name)
+    return cls
+
+
+def _writable(impl: type) -> list[str]:
+    return [
+        attr
+        for attr, trait in impl._schema.items()
+        if not trait.metadata.get("hidden") and not trait.metadata.get("protected")
+    ]
+
+
+# Every registered plugin's writable attributes, and the job's and template's own.
+EVERY_ATTRIBUTE = [
+    (name, attr)
+    for name in [*plugin_registry.known_names(), "Job", "JobTemplate"]
+    for attr in _writable(_gpi_class(name)._impl_class)
+]
+INT_ATTRIBUTES = [
+    (name, attr)
+    for name, attr in EVERY_ATTRIBUTE
+    if isinstance(_gpi_class(name)._impl_class._schema[attr], traitlets.Int)
+]
+
+
+def _one_line_naming(error: BaseException, cls: str, attr: str) -> str:
+    text = str(error)
+    assert "\n" not in text, text
+    assert text.startswith(f"{cls}.{attr}: "), text
+    return text
+
+
+@pytest.mark.parametrize("given", ["itself", "in a list", "in a dict"])
+@pytest.mark.parametrize(("cls", "attr"), EVERY_ATTRIBUTE)
+def test_a_value_whose_repr_raises_is_refused_in_one_line_on_every_attribute(
+    session: Session, cls: str, attr: str, given: str
+) -> None:
+    value = {"itself": Unshowable(), "in a list": [Unshowable()], "in a dict": {"k": Unshowable()}}
+    obj = _gpi_class(cls)()
+    before = repr(obj)
+    with pytest.raises(SchemaError) as refused:
+        setattr(obj, attr, value[given])
+    _one_line_naming(refused.value, cls, attr)
+    assert repr(obj) == before
+    with pytest.raises(SchemaError) as refused:
+        _gpi_class(cls)(**{attr: value[given]})
+    _one_line_naming(refused.value, cls, attr)
+
+
+@pytest.mark.parametrize("given", [True, False, 10**30, -(10**30)])
+@pytest.mark.parametrize(("cls", "attr"), INT_ATTRIBUTES)
+def test_whole_number_attributes_refuse_booleans_and_absurd_sizes(
+    session: Session, cls: str, attr: str, given: int
+) -> None:
+    obj = _gpi_class(cls)()
+    before = repr(obj)
+    with pytest.raises(SchemaError) as refused:
+        setattr(obj, attr, given)
+    text = _one_line_naming(refused.value, cls, attr)
+    assert f"got {given!r}" in text
+    assert repr(obj) == before
+
+
+def test_a_value_that_cannot_be_stored_is_refused_when_set(session: Session) -> None:
+    j = Job(application=Executable(exe="echo"))
+    before = stored_state(session, j.id)
+    with pytest.raises(SchemaError) as refused:
+        j.splitter = GenericSplitter(attribute="application.args", values=[lambda: 1])
+    text = _one_line_naming(refused.value, "GenericSplitter", "values")
+    assert "cannot be stored in the repository" in text
+    assert j.splitter is None and stored_state(session, j.id) == before
+    with pytest.raises(SchemaError, match=r"^GenericSplitter\.multi_attrs: .*cannot be stored"):
+        GenericSplitter(multi_attrs={"application.args": [threading.Lock()]})
+
+
+@pytest.mark.parametrize(
+    ("make", "where", "says"),
+    [
+        (lambda: Slurm(resources={1: 2}), "Slurm.resources", "the key 1, which is not a"),
+        (lambda: Slurm(pilot={None: 2}), "Slurm.pilot", "the key None, which is not a"),
+        (lambda: CustomMerger(module="/tmp/a\0b.py"), "CustomMerger.module", "NUL byte"),
+        (lambda: CustomChecker(module="/tmp/a\0b.py"), "CustomChecker.module", "NUL byte"),
+        (lambda: Pilot(cores=True), "Pilot.cores", "got True"),
+        (lambda: Pilot(nodes=10**30), "Pilot.nodes", "got 10000"),
+        (lambda: Retry(attempts=10**30), "Retry.attempts", "at most 100), got 10000"),
+        (lambda: Retry(attempts=True), "Retry.attempts", "got True"),
+        (lambda: Retry(grow={"walltime": math.inf}), "Retry.grow", "inf for 'walltime'"),
+        (lambda: Retry(grow={"memory": math.nan}), "Retry.grow", "nan for 'memory'"),
+        (lambda: Retry(grow={"memory": -2}), "Retry.grow", "-2 for 'memory' (below 1)"),
+        (lambda: Retry(grow={"memory": 1e300}), "Retry.grow", "(above 100)"),
+        (lambda: Resources(walltime="9999999999"), "Resources.walltime", "at most 365 days"),
+        (lambda: Resources(memory="1e400G"), "Resources.memory", "at most 1P"),
+        (lambda: Dask(address="tcp://host\0:8786"), "Dask.address", "holds a NUL byte"),
+        (lambda: Dask(address="tcp://host:8786\n"), "Dask.address", "holds a newline"),
+        (lambda: Dask(address="file:///etc/passwd"), "Dask.address", "file:// is not a protocol"),
+        (lambda: Dask(address="tcp://host"), "Dask.address", "names no port"),
+        (lambda: Executable(exe="ls\0"), "Executable.exe", "without a NUL byte"),
+        (lambda: Executable(args=["a", "b\0"]), "Executable.args", "without a NUL byte"),
+        (lambda: Executable(env={"A": "1\0"}), "Executable.env", "values that are a string"),
+        (lambda: Executable(env={"A\0": "1"}), "Executable.env", "keys that are an environment"),
+        (lambda: Executable(env={"A=B": "1"}), "Executable.env", "keys that are an environment"),
+        (lambda: PythonFunction(env={"A": "\0"}), "PythonFunction.env", "values that are"),
+        (lambda: PythonFunction(python="py\0"), "PythonFunction.python", "NUL byte"),
+        (lambda: GangaDataset(files=["a\0"]), "GangaDataset.files", "NUL byte"),
+        (lambda: TextMerger(files=["out\0"]), "TextMerger.files", "NUL byte"),
+        (lambda: LocalFile("in\0.txt"), "LocalFile.namePattern", "NUL byte"),
+    ],
+)
+def test_nonsense_is_refused_when_set_in_one_line(
+    session: Session, make: Callable[[], object], where: str, says: str
+) -> None:
+    cls, attr = where.split(".")
+    with pytest.raises(SchemaError) as refused:
+        make()
+    assert says in _one_line_naming(refused.value, cls, attr)
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme", "tool"),
+    [
+        ("root://eos.example.org//eos/user/data.root", "root://", "xrdcp"),
+        ("s3://bucket/key.txt", "s3://", "aws s3 cp"),
+        ("file:///tmp/data.txt", "file://", ""),
+        ("https://example.org/data.txt", "https://", "curl"),
+    ],
+)
+def test_a_url_given_to_localfile_is_refused_saying_what_to_do(
+    session: Session, url: str, scheme: str, tool: str
+) -> None:
+    j = Job(application=Executable(exe="cat"))
+    before = stored_state(session, j.id)
+    with pytest.raises(SchemaError) as refused:
+        j.inputfiles = [LocalFile(url)]
+    text = _one_line_naming(refused.value, "LocalFile", "namePattern")
+    assert (
+        f"expected a path on this machine (LocalFile fetches nothing), got the {scheme} URL" in text
+    )
+    assert "copy the file here first" in text and tool in text
+    assert j.inputfiles == [] and stored_state(session, j.id) == before
+    with pytest.raises(SchemaError, match=r"^LocalFile\.localDir: .*URL"):
+        LocalFile("data.txt", url)
+
+
+def test_sound_values_of_the_same_attributes_are_still_taken(session: Session) -> None:
+    """The refusals above are of nonsense only."""
+    assert Dask(address="tcp://127.0.0.1:8786").address == "tcp://127.0.0.1:8786"
+    assert Dask(address="scheduler:8786").address == "scheduler:8786"
+    assert Dask(address="tls://[::1]:8786").address == "tls://[::1]:8786"
+    assert Executable(args=["a b", "line\nbreak", 3], env={"X": "1\n2"}).args == [
+        "a b",
+        "line\nbreak",
+        "3",
+    ]
+    assert Retry(attempts=100, grow={"walltime": 100, "memory": 1.5}).attempts == 100
+    assert LocalFile("C:data.txt").namePattern == "C:data.txt"
+    assert GenericSplitter(attribute="application.args", values=[["1"], [2.5]]).values == [
+        ["1"],
+        [2.5],
+    ]

@@ -48,7 +48,7 @@ def test_a_pilot_validates_each_attribute_and_names_it() -> None:
     assert pilot.walltime == timedelta(hours=1) and pilot.cores is None
     backend = Slurm(pilot={"cores": 8, "walltime": "30"})
     assert backend.pilot.cores == 8 and backend.pilot.walltime == timedelta(minutes=30)
-    with pytest.raises(SchemaError, match=r"Pilot\.nodes: .*not be less than 1"):
+    with pytest.raises(SchemaError, match=r"Pilot\.nodes: expected an int \(at least 1, .*got 0"):
         Pilot(nodes=0)
     with pytest.raises(SchemaError, match=r"Pilot\.walltime: expected a datetime.timedelta"):
         Pilot(walltime="soon")

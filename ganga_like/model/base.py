@@ -23,6 +23,8 @@ thousands of subjobs small.
 from __future__ import annotations
 
 import copy as _copy
+import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -30,9 +32,10 @@ import traitlets
 from persistent import Persistent
 from ZODB.POSException import ConflictError
 
-from ganga_like.errors import SchemaError
+from ganga_like.errors import GangaError, SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.compact_state import pack_state, unpack_state
+from ganga_like.model.values import safe_repr, shown_failed, value_problem
 
 __all__ = [
     "MAX_NESTING",
@@ -68,7 +71,8 @@ class Component(traitlets.TraitType[Any, Any]):
         super().__init__(default_value=None, allow_none=True, **kwargs)
         self.category = category
         self.default_plugin = default
-        self.info_text = f"a {kind_of(category)} object or plugin name"
+        kind = kind_of(category)
+        self.info_text = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} object or plugin name"
 
     def validate(self, obj: Any, value: Any) -> Any:
         if isinstance(value, str):
@@ -76,6 +80,17 @@ class Component(traitlets.TraitType[Any, Any]):
         if isinstance(value, GangaObject) and value._category == self.category:
             return value
         self.error(obj, value)
+
+    def from_attributes(self, cls: type[GangaObject], value: dict[Any, Any]) -> GangaObject:
+        """``cls(**value)`` for a component given as a dict of its attributes; a key that
+        is not a string is refused in the trait's words (Python would raise TypeError)."""
+        for key in value:
+            if not isinstance(key, str):
+                raise traitlets.TraitError(
+                    f"expected {self.info_text}, got a dict with the key {safe_repr(key)}, "
+                    f"which is not a {cls.__name__} attribute name"
+                )
+        return cls(**value)
 
 
 class ComponentList(traitlets.List[Any]):
@@ -163,10 +178,34 @@ class GangaObject(Persistent):  # type: ignore[misc]
         if trait is None:
             raise SchemaError(unknown_attribute_message(cls, name))
         check_depth(cls, name, value)
+        where = f"{cls.__name__}.{name}"
+        _check_number(where, trait, value)
         try:
             checked = trait._validate(cls._checker(), value)
         except traitlets.TraitError as exc:
-            raise SchemaError(f"{cls.__name__}.{name}: {_element_message(trait, exc)}") from None
+            raise SchemaError(f"{where}: {_element_message(trait, exc)}") from None
+        except SchemaError as exc:
+            # From a component built from a dict ({"nodes": 0} for a Pilot): said of the
+            # attribute it was given to, as every other refusal of that attribute is.
+            if str(exc).startswith(f"{where}:"):
+                raise
+            raise SchemaError(f"{where}: {exc}") from None
+        except GangaError:
+            raise  # already one line (a plugin name that is unknown...)
+        except Exception as exc:
+            # The value's own methods raised while it was checked (its repr() for the
+            # message, its __eq__, __iter__...): say so, never with its traceback.
+            shown = safe_repr(value)
+            if not shown_failed(value):
+                shown += f" (checking it raised {type(exc).__name__}: {safe_repr(str(exc))})"
+            raise SchemaError(f"{where}: expected {_info(trait)}, got {shown}") from None
+        unfit = value_problem(checked, skip=(GangaObject,))
+        if unfit is not None:
+            part, why = unfit
+            given = safe_repr(part)
+            if part is not checked:
+                given = f"a {type(checked).__name__} holding {given}"
+            raise SchemaError(f"{where}: expected {_info(trait)}, got {given}, but {why}")
         return _storable(checked)
 
     def _assign(self, name: str, value: Any) -> None:
@@ -309,6 +348,53 @@ def _copy_value(value: Any) -> Any:
     return _copy.copy(value)
 
 
+def _check_number(where: str, trait: traitlets.TraitType[Any, Any], value: Any) -> None:
+    """Where a schema asks for a number: True and False are ints to Python, never a count
+    or a size to a user (traitlets alone would take True as 1); a number outside the
+    trait's bounds, or not finite, is refused in the same words as a wrong type."""
+    if not isinstance(trait, traitlets.Int | traitlets.Float):
+        return
+    if isinstance(value, bool):
+        raise SchemaError(f"{where}: expected {_info(trait)}, got {value!r} (not a number)")
+    if not isinstance(value, int | float):
+        return  # the trait's own check words the wrong type
+    low, high = _bounds(trait)
+    if (
+        (isinstance(value, float) and not math.isfinite(value))
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
+        raise SchemaError(f"{where}: expected {_info(trait)}, got {safe_repr(value)}")
+
+
+# The largest whole number an attribute takes when its schema sets no maximum: counts and
+# sizes past it are nonsense, and the schedulers' own fields are 32-bit.
+INT_CEILING = 2**31 - 1
+
+
+def _bounds(trait: traitlets.Int[Any, Any] | traitlets.Float[Any, Any]) -> tuple[Any, Any]:
+    high = trait.max
+    if high is None and isinstance(trait, traitlets.Int):
+        high = INT_CEILING
+    return trait.min, high
+
+
+def _info(trait: traitlets.TraitType[Any, Any]) -> str:
+    """What the trait accepts, as its messages say it ("an int (at least 1)")."""
+    try:
+        text = str(trait.info())
+    except Exception:
+        text = str(getattr(trait, "info_text", "") or "a valid value")
+    if not isinstance(trait, traitlets.Int | traitlets.Float):
+        return text
+    bounds = [
+        f"{word} {limit}"
+        for word, limit in zip(("at least", "at most"), _bounds(trait), strict=True)
+        if limit is not None
+    ]
+    return text + (f" ({', '.join(bounds)})" if bounds else "")
+
+
 def _element_message(trait: traitlets.TraitType[Any, Any], exc: traitlets.TraitError) -> str:
     """The reason, saying so when an element of a list of lists is not a list ("contains a
     List of a List which expected a list"), with what the list holds: else
@@ -322,8 +408,20 @@ def _element_message(trait: traitlets.TraitType[Any, Any], exc: traitlets.TraitE
     return f"an element {reason}" + (f" ({helptext})" if helptext else "")
 
 
+# traitlets' words for a bad key or value of a dict.
+_DICT_ELEMENT = re.compile(
+    r"^(Keys|Values) of the '\w+' trait of .+? instance must be (.+), "
+    r"but a value of (.+) <class '[^']*'> was specified\.?$",
+    re.DOTALL,
+)
+
+
 def _short(exc: traitlets.TraitError) -> str:
     text = str(exc)
+    element = _DICT_ELEMENT.match(text)
+    if element is not None:
+        side, expected, given = element.groups()
+        return f"expected {side.lower()} that are {expected}, got {given}"
     # traitlets says "The 'x' trait of a Job instance expected ..."; keep "expected ...".
     marker = " expected "
     text = "expected " + text.split(marker, 1)[1] if marker in text else text

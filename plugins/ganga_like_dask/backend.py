@@ -41,6 +41,7 @@ from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like.private import make_private_dirs, write_private
 from ganga_like_dask import scheduler_side, task
+from ganga_like_dask.address import SchedulerAddress
 from ganga_like_dask.connection import (
     DaskUnreachable,
     call,
@@ -69,8 +70,7 @@ class Dask(IBackend):
     and output files come back into the subjob's output directory."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "address": traitlets.Unicode(
-            "",
+        "address": SchedulerAddress(
             help="The Dask scheduler, e.g. 'tcp://host:8786'; empty: a LocalCluster "
             "started by this session.",
         ),

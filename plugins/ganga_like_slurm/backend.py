@@ -39,7 +39,7 @@ from ganga_like.model.launchers import LAUNCHERS, LauncherName
 from . import commands, pilot_run
 from .commands import SlurmCommandError
 from .pilot import Pilot, PilotTrait
-from .resource_object import Resources, ResourcesTrait
+from .resource_object import MAX_MEMORY, MAX_WALLTIME, Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
@@ -187,10 +187,14 @@ class Slurm(BatchBackend):
             value = getattr(resources, name) if name in self.growable else None
             if value is None or factor == 1:
                 continue
+            # Grown at most to the largest request the attribute takes.
             if isinstance(value, timedelta):
-                grown[name] = timedelta(seconds=math.ceil(value.total_seconds() * factor))
+                seconds = min(value.total_seconds() * factor, MAX_WALLTIME.total_seconds())
+                grown[name] = timedelta(seconds=math.ceil(seconds))
             else:
-                grown[name] = math.ceil(value * factor / _MIB) * _MIB
+                grown[name] = min(math.ceil(value * factor / _MIB) * _MIB, MAX_MEMORY)
+            if grown[name] == value:
+                del grown[name]  # at the largest already: nothing changes
         if not grown:
             return []
         replacement = Resources(**{n: getattr(resources, n) for n in resources.stored()})

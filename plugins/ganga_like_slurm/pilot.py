@@ -110,5 +110,5 @@ class PilotTrait(Component):
         if value is None or isinstance(value, Pilot):
             return value
         if isinstance(value, dict):
-            return Pilot(**value)
+            return self.from_attributes(Pilot, value)
         self.error(obj, value)

@@ -24,13 +24,20 @@ from .resource_spec import (
     parse_slurm_time,
 )
 
-__all__ = ["Memory", "Resources", "ResourcesTrait", "Walltime"]
+__all__ = ["MAX_MEMORY", "MAX_WALLTIME", "Memory", "Resources", "ResourcesTrait", "Walltime"]
+
+
+# The largest request a job may make, far beyond any node or partition: a larger value is a
+# mistake (a size in bytes given as "G", a walltime in seconds given as minutes), and a
+# Retry that grows a resource stops there.
+MAX_MEMORY = 1024**5  # 1 PiB per node
+MAX_WALLTIME = timedelta(days=365)
 
 
 class Memory(traitlets.TraitType[Any, Any]):
     """A memory size: bytes (int) or a string such as ``"2G"``; stored as bytes."""
 
-    info_text = "bytes or a size such as '2G' or '500M' (binary units, as Slurm's)"
+    info_text = "bytes or a size such as '2G' or '500M' (binary units, as Slurm's; at most 1P)"
     allow_none = True
     default_value = None
 
@@ -40,9 +47,9 @@ class Memory(traitlets.TraitType[Any, Any]):
         if isinstance(value, int | str) and not isinstance(value, bool):
             try:
                 size = parse_memory(value)
-            except ResourceError:
+            except (ResourceError, OverflowError):
                 self.error(obj, value)
-            if size <= 0:
+            if not 0 < size <= MAX_MEMORY:
                 self.error(obj, value)
             return size
         self.error(obj, value)
@@ -52,7 +59,8 @@ class Walltime(traitlets.TraitType[Any, Any]):
     """A time limit: a ``timedelta`` or Slurm's ``"MM"``, ``"HH:MM:SS"``, ``"D-HH:MM"``."""
 
     info_text = (
-        "a datetime.timedelta or a Slurm time such as '30' (minutes), '1:30:00' or '2-00:00:00'"
+        "a datetime.timedelta or a Slurm time such as '30' (minutes), '1:30:00' or "
+        "'2-00:00:00', at most 365 days"
     )
     allow_none = True
     default_value = None
@@ -63,12 +71,12 @@ class Walltime(traitlets.TraitType[Any, Any]):
         if isinstance(value, str):
             try:
                 parsed = parse_slurm_time(value)
-            except ResourceError:
+            except (ResourceError, OverflowError):
                 self.error(obj, value)
             if parsed is None:
                 return None  # "UNLIMITED": the partition's limit
             value = parsed
-        if isinstance(value, timedelta) and value > timedelta(0):
+        if isinstance(value, timedelta) and timedelta(0) < value <= MAX_WALLTIME:
             return value
         self.error(obj, value)
 
@@ -162,5 +170,5 @@ class ResourcesTrait(Component):
             return value
         if isinstance(value, dict):
             # Errors inside name the Resources attribute; they are SchemaErrors already.
-            return Resources(**value)
+            return self.from_attributes(Resources, value)
         self.error(obj, value)

@@ -13,6 +13,7 @@ import traitlets
 from ganga_like.errors import JobError
 from ganga_like.model.interfaces import IApplication, JobPaths, RunSpec
 from ganga_like.model.job import Job
+from ganga_like.model.text import EnvName, Text
 from ganga_like.private import make_private_dirs
 from ganga_like_std import pycall
 from ganga_like_std.pyfunction import (
@@ -27,19 +28,24 @@ from ganga_like_std.traits import Arg
 __all__ = ["Executable", "PythonFunction"]
 
 
+def _environment(help: str) -> traitlets.Dict[str, str]:
+    """Variable name -> value; neither may hold a NUL byte (no environment can)."""
+    return traitlets.Dict(
+        value_trait=Text(what="a string without NUL bytes"), key_trait=EnvName(), help=help
+    )
+
+
 class Executable(IApplication):
     """Runs ``exe`` with ``args`` (a list: no shell is involved) and extra ``env``."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "exe": traitlets.Unicode(
-            "echo", help="Program to run: a path, or a name looked up on PATH."
+        "exe": Text(
+            "echo",
+            what="a program: a path, or a name found on PATH",
+            help="Program to run: a path, or a name looked up on PATH.",
         ),
         "args": traitlets.List(Arg(), help="Arguments, passed as a list (never through a shell)."),
-        "env": traitlets.Dict(
-            value_trait=traitlets.Unicode(),
-            key_trait=traitlets.Unicode(),
-            help="Environment variables added for the program.",
-        ),
+        "env": _environment("Environment variables added for the program."),
     }
 
     def check_before_submit(self) -> None:
@@ -76,14 +82,12 @@ class PythonFunction(IApplication):
             key_trait=traitlets.Unicode(),
             help="Keyword arguments (picklable values).",
         ),
-        "python": traitlets.Unicode(
-            "", help="Interpreter to call it with; empty: this session's (sys.executable)."
+        "python": Text(
+            "",
+            what="a Python interpreter: a path, or a name found on PATH",
+            help="Interpreter to call it with; empty: this session's (sys.executable).",
         ),
-        "env": traitlets.Dict(
-            value_trait=traitlets.Unicode(),
-            key_trait=traitlets.Unicode(),
-            help="Environment variables added for the call.",
-        ),
+        "env": _environment("Environment variables added for the call."),
     }
     _exported_methods = ("load",)
     has_result = True

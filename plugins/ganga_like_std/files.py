@@ -3,13 +3,45 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, ClassVar
 
 import traitlets
 
 from ganga_like.model.interfaces import IFile
+from ganga_like.model.text import Text
 
-__all__ = ["LocalFile"]
+__all__ = ["LocalFile", "LocalPath"]
+
+# "root://", "s3://", "file:///": a URL, not a path (a Windows drive "C:" has no "//").
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+# How each kind of URL is usually copied here, named in the refusal.
+_COPY_TOOLS = {
+    "root://": " (e.g. with xrdcp)",
+    "s3://": " (e.g. with aws s3 cp)",
+    "gs://": " (e.g. with gsutil cp)",
+    "http://": " (e.g. with curl -O)",
+    "https://": " (e.g. with curl -O)",
+}
+
+
+class LocalPath(Text):
+    """A path (or glob) on this machine: no NUL byte, and not a URL, which would be taken
+    for a relative path and fail at submission with a mangled name."""
+
+    def validate(self, obj: Any, value: Any) -> str:
+        text = super().validate(obj, value)
+        scheme = _URL.match(text)
+        if scheme is not None:
+            prefix = scheme.group().lower()
+            tool = _COPY_TOOLS.get(prefix, "")
+            raise traitlets.TraitError(
+                f"expected a path on this machine (LocalFile fetches nothing), got the "
+                f"{prefix} URL {text!r}: copy the file here first{tool} and give its local path"
+            )
+        return text
 
 
 class LocalFile(IFile):
@@ -20,9 +52,12 @@ class LocalFile(IFile):
     (nothing is overwritten)."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "namePattern": traitlets.Unicode("", help="File name or glob pattern."),
-        "localDir": traitlets.Unicode(
-            "", help="Directory of an input file (default: the current directory at submit time)."
+        "namePattern": LocalPath(
+            what="a file name or glob pattern on this machine", help="File name or glob pattern."
+        ),
+        "localDir": LocalPath(
+            what="a directory on this machine",
+            help="Directory of an input file (default: the current directory at submit time).",
         ),
     }
     _positional = ("namePattern", "localDir")

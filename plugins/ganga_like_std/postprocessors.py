@@ -19,6 +19,7 @@ import traitlets
 from ganga_like.errors import PostProcessError
 from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
+from ganga_like.model.text import Text
 from ganga_like_std.expressions import MetadataExpression
 from ganga_like_std.traits import PythonModule, module_problem
 
@@ -79,7 +80,8 @@ class _Merger(IPostProcessor):
     kind = "merger"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files": traitlets.List(
-            traitlets.Unicode(), help="Names or wildcards of the subjobs' output files to merge."
+            Text(what="a file name or wildcard"),
+            help="Names or wildcards of the subjobs' output files to merge.",
         ),
         "ignorefailed": traitlets.Bool(
             False, help="Merge what there is when a subjob lacks a file (else: fail)."
@@ -225,7 +227,9 @@ class FileChecker(_Checker):
     is). A file the job does not have fails it too."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "files": traitlets.List(traitlets.Unicode(), help="Output files to search (wildcards)."),
+        "files": traitlets.List(
+            Text(what="a file name or wildcard"), help="Output files to search (wildcards)."
+        ),
         "searchStrings": traitlets.List(traitlets.Unicode(), help="Strings to look for."),
         "failIfFound": traitlets.Bool(
             True, help="Fail when a string is found (False: when none is found)."

@@ -10,11 +10,9 @@ must pickle by plain pickle with no reference to ``__main__``.
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import sys
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -22,6 +20,7 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.errors import JobError
+from ganga_like.model.values import plain_pickle
 from ganga_like_std.pycall import RESULT_FILE, resolve
 
 __all__ = [
@@ -64,26 +63,6 @@ def _cloudpickle() -> Any:
     except ImportError:
         return None
     return cloudpickle
-
-
-class _NoMainPickler(pickle.Pickler):
-    """Plain pickle that refuses classes and functions of ``__main__``: plain pickle stores
-    them by reference, and no other process can find them by that reference."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, type | types.FunctionType) and obj.__module__ == "__main__":
-            raise pickle.PicklingError(
-                f"{obj.__qualname__} is defined in __main__ (a script or notebook): "
-                "define it in an importable module"
-            )
-        return NotImplemented
-
-
-def plain_pickle(value: Any) -> bytes:
-    """``value`` pickled by plain pickle; raises when it cannot be, or refers to __main__."""
-    buffer = io.BytesIO()
-    _NoMainPickler(buffer, protocol=_PROTOCOL).dump(value)
-    return buffer.getvalue()
 
 
 def importable_name(function: Any) -> str | None:

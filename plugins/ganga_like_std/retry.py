@@ -4,13 +4,21 @@ most ``attempts`` times, growing the named resources first (see
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import traitlets
 
 from ganga_like.model.interfaces import FAILURE_CAUSES, IRetry, growable_resources
+from ganga_like.model.values import safe_repr
 
-__all__ = ["Causes", "GrowFactors", "Retry"]
+__all__ = ["MAX_ATTEMPTS", "MAX_GROWTH", "Causes", "GrowFactors", "Retry"]
+
+# A (sub)job failing this often fails for a reason no retry mends; a larger count is a
+# mistake that would keep the cluster busy for nothing.
+MAX_ATTEMPTS = 100
+# The largest factor a resource grows by at each retry (a walltime times 100 is days).
+MAX_GROWTH = 100.0
 
 
 class Causes(traitlets.List[Any]):
@@ -29,7 +37,8 @@ class Causes(traitlets.List[Any]):
         for item in value:
             if item not in FAILURE_CAUSES:
                 raise traitlets.TraitError(
-                    f"expected {self.info_text}, got {item!r} (a cause Retry does not know)"
+                    f"expected {self.info_text}, got {safe_repr(item)} "
+                    "(a cause Retry does not know)"
                 )
         return list(dict.fromkeys(value))
 
@@ -37,7 +46,9 @@ class Causes(traitlets.List[Any]):
 class GrowFactors(traitlets.Dict):
     """Resource name -> factor (a number of at least 1), each name one a backend grows."""
 
-    info_text = "a dict of resource name -> factor >= 1, e.g. {'memory': 2.0}"
+    info_text = (
+        f"a dict of resource name -> factor from 1 to {MAX_GROWTH:g}, e.g. {{'memory': 2.0}}"
+    )
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(default_value={}, **kwargs)
@@ -51,16 +62,20 @@ class GrowFactors(traitlets.Dict):
             if name not in known:
                 can = ", ".join(repr(n) for n in sorted(known)) or "none"
                 raise traitlets.TraitError(
-                    f"expected {self.info_text}, got {name!r}: no backend grows it "
+                    f"expected {self.info_text}, got {safe_repr(name)}: no backend grows it "
                     f"(backends grow {can})"
                 )
             if isinstance(factor, bool) or not isinstance(factor, int | float):
                 raise traitlets.TraitError(
-                    f"expected {self.info_text}, got {factor!r} for {name!r} (not a number)"
+                    f"expected {self.info_text}, got {safe_repr(factor)} for {name!r} "
+                    "(not a number)"
                 )
-            if not factor >= 1:  # also refuses NaN
+            if not 1 <= factor <= MAX_GROWTH:  # also refuses NaN and infinities
+                why = "below 1" if factor < 1 else f"above {MAX_GROWTH:g}"
+                if not math.isfinite(factor):
+                    why = "not a finite number"
                 raise traitlets.TraitError(
-                    f"expected {self.info_text}, got {factor!r} for {name!r} (below 1)"
+                    f"expected {self.info_text}, got {factor!r} for {name!r} ({why})"
                 )
             checked[name] = float(factor)
         return checked
@@ -75,7 +90,11 @@ class Retry(IRetry):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "attempts": traitlets.Int(
-            1, min=0, help="How many times at most a (sub)job is resubmitted (0: never)."
+            1,
+            min=0,
+            max=MAX_ATTEMPTS,
+            help=f"How many times at most a (sub)job is resubmitted (0: never; at most "
+            f"{MAX_ATTEMPTS}).",
         ).tag(changeable_at_resubmit=True),
         "on": Causes(
             ["failed"],

@@ -9,11 +9,14 @@ from typing import Any
 
 import traitlets
 
+from ganga_like.model.text import Text
+
 __all__ = ["Arg", "PythonModule", "SplitArg", "module_problem"]
 
 
-class Arg(traitlets.Unicode):  # type: ignore[type-arg]
-    """A command-line argument: a string; numbers are accepted and turned into strings."""
+class Arg(Text):
+    """A command-line argument: a string; numbers are accepted and turned into strings.
+    It may hold any character but a NUL byte, which no argument can pass."""
 
     info_text = "a string or a number"
 
@@ -54,14 +57,13 @@ def _plain(value: Any) -> bool:
     return False
 
 
-class PythonModule(traitlets.Unicode):  # type: ignore[type-arg]
+class PythonModule(Text):
     """The path of a user's Python file that must define ``function``: checked when set
     (parsed, not run), stored as an absolute path so that the monitor finds it."""
 
     def __init__(self, function: str, **kwargs: Any) -> None:
-        super().__init__("", **kwargs)
+        super().__init__("", what=f"a Python file defining {function}()", **kwargs)
         self.function = function
-        self.info_text = f"a Python file defining {function}()"
 
     def validate(self, obj: Any, value: Any) -> str:
         text: str = super().validate(obj, value)
