@@ -984,17 +984,22 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
 
 
 @pytest.mark.slurm
-def test_sbatch_refusing_the_job_is_permanent_and_leaves_it_new(slurm_session: Session) -> None:
+def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session: Session) -> None:
     j = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[["1"]] * 3),
         backend=Slurm(partition="no_such_partition"),
     )
     before = commands.COMMAND_COUNTS["sbatch"]
-    with pytest.raises(JobError, match="invalid partition specified: no_such_partition"):
+    with pytest.raises(JobError, match="invalid partition specified: no_such_partition") as info:
         j.submit()
     assert commands.COMMAND_COUNTS["sbatch"] - before == 1  # not retried
     assert j.status == "new" and len(j.subjobs) == 0
+    # Said plainly as the refusal it is, in one line: the doubt a timeout leaves ("may
+    # have been accepted all the same") has no place after sbatch's own answer.
+    message = str(info.value)
+    assert "\n" not in message and "accepted all the same" not in message
+    assert "sbatch refused it: invalid partition specified: no_such_partition" in message
 
 
 @pytest.mark.slurm

@@ -331,6 +331,16 @@ def test_bad_pilots_are_refused_in_one_line_and_leave_the_job_new(
     with pytest.raises(JobError, match="needs 3 cores, the pilot has 2 per node"):
         greedy.submit()
     assert sbatch_calls() == before and greedy.status == "new"
+    # A partition Slurm does not know: its refusal, said plainly in one line.
+    unknown = Job(
+        application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[["a"]]),
+        backend=Slurm(partition="no_such_partition", pilot=Pilot(cores=1)),
+    )
+    with pytest.raises(JobError, match="sbatch refused it: invalid partition") as caught:
+        unknown.submit()
+    assert "\n" not in str(caught.value) and "accepted all the same" not in str(caught.value)
+    assert unknown.status == "new"
 
 
 @pytest.mark.slurm

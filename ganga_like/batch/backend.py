@@ -221,7 +221,7 @@ class BatchBackend(IBackend):
                 text, batch.name, settings, settings.command_timeout
             )
         except CommandError as exc:
-            message = f"{scheduler.submit_name}: {exc.message}"
+            message = exc.as_submit_failure(scheduler.submit_name)
             log_submission(log_dir, batch.name, "not submitted: " + message.replace("\n", " "))
             return None, {**errors, **{m.job.fqid: message for m in members}}, exc.transient
         for member in members:

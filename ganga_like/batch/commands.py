@@ -7,7 +7,7 @@ import subprocess
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-__all__ = ["CommandError", "command_failure", "run_command"]
+__all__ = ["CommandError", "command_failure", "one_line", "run_command"]
 
 
 class CommandError(RuntimeError):
@@ -26,6 +26,13 @@ class CommandError(RuntimeError):
         self.transient = transient
         self.command = tuple(command)
         self.returncode = returncode
+
+    def as_submit_failure(self, program: str) -> str:
+        """What a failed submission by ``program`` says: a permanent failure of a command
+        that ran is the scheduler's refusal of the request, said plainly (sending it again
+        would be refused the same way)."""
+        refused = not self.transient and self.returncode is not None
+        return f"{program} refused it: {self.message}" if refused else f"{program}: {self.message}"
 
     def __str__(self) -> str:
         kind = "transient" if self.transient else "permanent"
@@ -66,6 +73,22 @@ def run_command(
         raise error(f"{args[0]} not found on PATH", transient=False, command=args) from None
 
 
+def one_line(text: str, program: str) -> str:
+    """A command's message on one line: its lines joined by "; ", each without the
+    ``<program>: error:`` its tool puts in front (the caller names the program), repeats
+    left out."""
+    lines: dict[str, None] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        for prefix in (f"{program}: error:", f"{program}:"):
+            if line.startswith(prefix):
+                line = line[len(prefix) :].strip()
+                break
+        if line:
+            lines[line] = None
+    return "; ".join(lines)
+
+
 def command_failure(
     args: Sequence[str],
     result: subprocess.CompletedProcess[str],
@@ -74,7 +97,7 @@ def command_failure(
 ) -> CommandError:
     """The error for a command that exited non-zero: its own message (stderr, else stdout),
     transient as ``is_transient`` reads that message."""
-    message = result.stderr.strip() or result.stdout.strip()
+    message = one_line(result.stderr, args[0]) or one_line(result.stdout, args[0])
     if not message:
         message = f"exited with status {result.returncode} and no message"
     return error(

@@ -88,7 +88,9 @@ def submit_with_retry(
                 unresolved = False
             return submit()
         except CommandError as exc:
-            unresolved = unresolved or not never_sent.search(exc.message)
+            # Only a failure without an answer can hide an accepted job: a refusal is the
+            # scheduler's answer, and a message that never left cannot have been accepted.
+            unresolved = unresolved or (exc.transient and not never_sent.search(exc.message))
             if _give_up(exc, attempt, time.monotonic() - started + delay, settings):
                 if unresolved:
                     exc.message += (

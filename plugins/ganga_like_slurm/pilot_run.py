@@ -325,7 +325,7 @@ def submit(
     try:
         pilot_id = submission.sbatch_with_retry(text, name, settings)
     except SlurmCommandError as exc:
-        message = f"sbatch: {exc.message}"
+        message = exc.as_submit_failure("sbatch")
         log_submission(log_dir, name, "not submitted: " + message.replace("\n", " "))
         outcome.failed.update({j.fqid: message for j in members})
         return outcome
