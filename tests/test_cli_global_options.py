@@ -136,6 +136,23 @@ def test_a_plain_subcommand_imports_neither_ipython_nor_the_shell_application(
             "mean 'columns'?); ganga --help lists the options",
         ),
         (
+            ["--Locl.max_concurrent=2", "jobs"],
+            "ganga: unknown option --Locl.max_concurrent: no configuration section 'Locl'; "
+            "did you mean 'Local'? (sections: Repository, Monitor, Dask, Local, Notifier, "
+            "Slurm, Jobs, Display, Shell); ganga --help lists the options",
+        ),
+        (
+            ["--Locl.max_concurrent=2", "script.py"],
+            "ganga: unknown option --Locl.max_concurrent: no configuration section 'Locl'; "
+            "did you mean 'Local'? (sections: Repository, Monitor, Dask, Local, Notifier, "
+            "Slurm, Jobs, Display, Shell); ganga --help lists the options",
+        ),
+        (
+            ["--verison"],
+            "ganga: unknown option --verison (did you mean --version?); ganga --help lists "
+            "the options",
+        ),
+        (
             ["jobs", "--gangadir"],
             "ganga: option --gangadir needs a value: --gangadir=VALUE; ganga --help lists "
             "the options",

@@ -276,3 +276,22 @@ def test_the_shell_documentation_lists_every_setting() -> None:
         section = text.split(f"#### `{cls.__name__}`", 1)[1].split("####", 1)[0]
         for option in options(cls):
             assert f"| `{option}` |" in section, f"{cls.__name__}.{option} undocumented"
+
+
+def test_a_mistyped_section_in_the_config_file_is_named_in_one_line(
+    env_for: dict[str, str],
+) -> None:
+    path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A typo of Monitor; IPython's own sections (one of them close to Display) are not.
+    path.write_text(
+        "c.Monitr.max_interval = 5\n"
+        "c.TerminalInteractiveShell.confirm_exit = False\n"
+        "c.DisplayFormatter.active_types = ['text/plain']\n"
+    )
+    result = ganga(["jobs"], env_for)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ganga: config file {path}: no configuration section 'Monitr'; did you mean "
+        "'Monitor'? (its settings are ignored)"
+    ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -34,6 +35,7 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ganga_like.config import plugins
 from ganga_like.config.lists import Where, refusal, split_commas
+from ganga_like.config.mistyped import mistyped_sections
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
 from ganga_like.errors import ConfigError
 
@@ -56,6 +58,8 @@ __all__ = [
 ]
 
 CONFIG_NAME = "ganga_config"
+
+log = logging.getLogger("ganga_like")
 
 S = TypeVar("S", bound=Configurable)
 
@@ -205,7 +209,9 @@ class ConfigStore:
             self.files = []
             for path in paths:
                 if path.exists():
-                    cfg.merge(load_file(path))
+                    loaded = load_file(path)
+                    _warn_of_mistyped_sections(path, loaded)
+                    cfg.merge(loaded)
                     self.files.append(path)
             self._file = cfg
         return self._file
@@ -345,6 +351,22 @@ def unknown_section(name: str) -> str:
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"no configuration section {name!r}{hint} (sections: {', '.join(names)})"
+
+
+def _warn_of_mistyped_sections(path: Path, loaded: Config) -> None:
+    """One line for each section of the file that looks like a typo of one of ours: its
+    settings would otherwise be ignored without a word."""
+    sections = [name for name in loaded if name[:1].isupper()]
+    failed = plugins.failures()  # their own warning was given already
+    mistyped = mistyped_sections([n for n in sections if n not in failed], section_names())
+    for name, meant in mistyped.items():
+        log.warning(
+            "ganga: config file %s: no configuration section %r; did you mean %r? "
+            "(its settings are ignored)",
+            path,
+            name,
+            meant,
+        )
 
 
 def unknown_option(section: str, option: str) -> str:

@@ -13,6 +13,7 @@ rather than silently ignored.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import platform
 import sys
@@ -30,6 +31,7 @@ from ganga_like.config.store import (
     default_config_file,
     store,
     unknown_option,
+    unknown_section,
 )
 from ganga_like.errors import ConfigError, GangaError
 from ganga_like.runtime.session import Session, close_session, current_session
@@ -213,7 +215,12 @@ class GangaApp(Application):
                     else f"{section} has no option {option!r}"
                 )
                 raise UsageFailure(f"unknown option {token.split('=', 1)[0]} ({detail})")
-            raise UsageFailure(f"unknown option {token.split('=', 1)[0]}")
+            if option:  # --Locl.max_concurrent: a section that is not one
+                detail = unknown_section(section)
+                raise UsageFailure(f"unknown option {token.split('=', 1)[0]}: {detail}")
+            close = difflib.get_close_matches(name, [*builtin, *self.flags, *self.aliases], n=1)
+            hint = f" (did you mean --{close[0]}?)" if close else ""
+            raise UsageFailure(f"unknown option {token.split('=', 1)[0]}{hint}")
         if skip:  # the last option takes a value, and none follows
             raise UsageFailure(f"option {own[-1]} needs a value: {own[-1]}=VALUE")
 

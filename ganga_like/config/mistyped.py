@@ -1,0 +1,48 @@
+"""Sections of a config file that look like a mistyped ganga section.
+
+A config file may hold sections that are not ganga's: the shell passes them on to IPython
+(``c.TerminalInteractiveShell.confirm_exit = False``). So a section ganga does not know
+cannot simply be refused; but ``c.Monitr.max_interval = 5`` must not be ignored in silence
+either. A section that is close to one of ganga's, and that is not the name of a class
+IPython or traitlets configures, is taken for a typo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Iterable
+
+from traitlets.config import Configurable
+
+__all__ = ["configurable_names", "mistyped_sections"]
+
+
+def configurable_names() -> set[str]:
+    """The names of every configurable class the shell may pass settings on to: those of
+    IPython's terminal application and of whatever else is loaded."""
+    with contextlib.suppress(ImportError):
+        import IPython.terminal.ipapp  # noqa: F401  (loads IPython's configurables)
+    names: set[str] = set()
+    stack: list[type] = [Configurable]
+    while stack:
+        cls = stack.pop()
+        names.add(cls.__name__)
+        stack.extend(cls.__subclasses__())
+    return names
+
+
+def mistyped_sections(given: Iterable[str], ours: list[str]) -> dict[str, str]:
+    """The sections of ``given`` taken for typos, each with the section of ``ours`` it
+    is closest to."""
+    close = {}
+    for name in given:
+        if name in ours:
+            continue
+        match = difflib.get_close_matches(name, ours, n=1)
+        if match:
+            close[name] = match[0]
+    if close:  # the rare case: only then are IPython's classes loaded to compare with
+        others = configurable_names()
+        close = {name: match for name, match in close.items() if name not in others}
+    return close
