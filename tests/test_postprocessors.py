@@ -209,6 +209,62 @@ def test_text_merger_with_compress_writes_the_merge_gzipped_beside_no_plain_copy
         )
 
 
+def gzip_job(tmp_path: Path, body: str, merger: TextMerger, count: int = 2) -> Job:
+    """A split job whose subjob N writes ``out.txt.gz`` by the shell line ``body``
+    (``$1`` is N + 1), merged by ``merger``."""
+    path = tmp_path / "gz.sh"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return Job(
+        application=Executable(exe=str(path)),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(1, count + 1)]),
+        outputfiles=[LocalFile("out.txt.gz")],
+        postprocessors=[merger],
+    )
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_text_merger_merges_gzipped_outputs_into_one_gzip_file(
+    session: Session, tmp_path: Path, compress: bool
+) -> None:
+    body = 'printf "line $1\\nmore $1" | gzip > out.txt.gz'
+    j = gzip_job(tmp_path, body, TextMerger(files=["out.txt.gz"], compress=compress))
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    # One gzip file under the name the subjobs used (never out.txt.gz.gz), holding the
+    # text of each part, headed by its subjob.
+    assert sorted(p.name for p in j.outputdir.glob("out.txt*")) == ["out.txt.gz"]
+    with gzip.open(j.outputdir / "out.txt.gz", "rt") as merged:
+        assert merged.read() == "".join(
+            f"# ==> subjob {j.id}.{i}: out.txt.gz <==\nline {i + 1}\nmore {i + 1}\n"
+            for i in range(2)
+        )
+
+
+@pytest.mark.parametrize(
+    ("second", "says"),
+    [
+        # gzip's magic bytes, then nothing a gzip reader can follow
+        (r"printf '\037\213\010\000garbage' > out.txt.gz", "is a damaged gzip file"),
+        # a gzip file cut short
+        ("seq 1 20000 | gzip | head -c 300 > out.txt.gz", "is a damaged gzip file"),
+        # not text at all
+        (r"printf 'a\000b' > out.txt.gz", "TextMerger merges text: out.txt.gz of subjob"),
+    ],
+)
+def test_text_merger_fails_the_job_rather_than_write_a_corrupt_merge(
+    session: Session, tmp_path: Path, second: str, says: str
+) -> None:
+    body = f'if [ "$1" = 1 ]; then echo ok | gzip > out.txt.gz; else {second}; fi'
+    j = gzip_job(tmp_path, body, TextMerger(files=["out.txt.gz"]))
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert causes(j)[-1].startswith("postprocessing failed: ")
+    assert says in causes(j)[-1] and f"subjob {j.id}.1" in causes(j)[-1]
+    assert "\n" not in causes(j)[-1]
+    assert list(j.outputdir.glob("*out.txt*")) == []  # no merge, not even half of one
+
+
 # -- checkers ---------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import gzip
 import importlib.util
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,7 +153,10 @@ class _Merger(IPostProcessor):
 class TextMerger(_Merger):
     """``TextMerger(files=["stdout"])``: concatenate each named output file of the
     subjobs, in subjob order, each part headed by its subjob, into the master's output
-    directory."""
+    directory. Parts that are gzip-compressed are read decompressed and the merge is
+    written compressed too (a gzip file of the concatenated text, under the same name); a
+    part that is not text, or a damaged gzip file, fails the merge, never writing a file
+    that is neither."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         **_Merger._schema,
@@ -162,22 +166,56 @@ class TextMerger(_Merger):
     }
 
     def target_name(self, name: str) -> str:
-        return f"{name}.gz" if self.compress else name
+        return f"{name}.gz" if self.compress and not name.endswith(".gz") else name
 
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
-        if self.compress:
+        packed = [_is_gzip(path) for _sj, path in parts]
+        if self.compress or any(packed):
             with gzip.open(output, "wt", errors="replace") as merged:
-                self._write_parts(parts, merged)
+                self._write_parts(parts, packed, merged)
         else:
             with open(output, "w", errors="replace") as merged:
-                self._write_parts(parts, merged)
+                self._write_parts(parts, packed, merged)
 
     @staticmethod
-    def _write_parts(parts: list[tuple[Job, Path]], merged: IO[str]) -> None:
-        for sj, path in parts:
+    def _write_parts(parts: list[tuple[Job, Path]], packed: list[bool], merged: IO[str]) -> None:
+        for (sj, path), compressed in zip(parts, packed, strict=True):
             merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n")
-            text = path.read_text(errors="replace")
-            merged.write(text if not text or text.endswith("\n") else text + "\n")
+            last = ""
+            try:
+                with _open_text(path, compressed) as part:
+                    while chunk := part.read(_CHUNK):
+                        if "\0" in chunk:
+                            raise PostProcessError(
+                                f"TextMerger merges text: {path.name} of subjob {sj.fqid} is "
+                                "binary (a CustomMerger can merge it)"
+                            )
+                        merged.write(chunk)
+                        last = chunk[-1]
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                raise PostProcessError(
+                    f"TextMerger: {path.name} of subjob {sj.fqid} is a damaged gzip file "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
+            if last and last != "\n":
+                merged.write("\n")
+
+
+# Parts are copied this many characters at a time: a large output never sits in memory.
+_CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _is_gzip(path: Path) -> bool:
+    """Whether the file starts as a gzip file does."""
+    with open(path, "rb") as handle:
+        return handle.read(2) == _GZIP_MAGIC
+
+
+def _open_text(path: Path, compressed: bool) -> IO[str]:
+    if compressed:
+        return gzip.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
 
 
 class CustomMerger(_Merger):
