@@ -95,7 +95,12 @@ def test_runtime_changes_reach_the_open_session(session: Session) -> None:
 @pytest.mark.parametrize(
     ("section", "option", "value", "message"),
     [
-        ("Monitor", "max_interval", -1, "Monitor.max_interval: should not be less than"),
+        (
+            "Monitor",
+            "max_interval",
+            -1,
+            "Monitor.max_interval: expected a float (at least 0.001), got -1",
+        ),
         ("Monitor", "max_interval", "soon", "Monitor.max_interval: expected a float"),
         (
             "Monitor",
@@ -110,7 +115,34 @@ def test_runtime_changes_reach_the_open_session(session: Session) -> None:
             "Monitor has no option 'max_intervl'; did you mean 'max_interval'?",
         ),
         ("Monitr", "max_interval", 3, "no configuration section 'Monitr'; did you mean 'Monitor'?"),
-        ("Local", "max_concurrent", 0, "Local.max_concurrent: should not be less than 1"),
+        (
+            "Local",
+            "max_concurrent",
+            0,
+            "Local.max_concurrent: expected an int (at least 1, at most",
+        ),
+        (
+            "Local",
+            "max_concurrent",
+            True,
+            "Local.max_concurrent: expected an int (at least 1, at most 2147483647), got True "
+            "(not a number)",
+        ),
+        (
+            "Local",
+            "max_concurrent",
+            10**30,
+            "Local.max_concurrent: expected an int (at least 1, at most 2147483647), got "
+            + "1"
+            + "0" * 30,
+        ),
+        ("Dask", "timeout", float("nan"), "Dask.timeout: expected a float (at least 0.1), got nan"),
+        (
+            "Monitor",
+            "max_interval",
+            float("inf"),
+            "Monitor.max_interval: expected a float (at least 0.001), got inf",
+        ),
         ("Display", "columns", ["fqid", "colour"], "Display.columns:"),
         ("Display", "status_colours", {"failed": "reddish"}, "'reddish' (for failed) is not a"),
         ("Display", "status_colours", {"broken": "red"}, "unknown status 'broken'"),
@@ -245,8 +277,7 @@ def test_generate_config_then_help_all_and_precedence_in_a_real_process(
     bad = ganga(["--Monitor.max_interval=-2", str(script)], env_for)
     assert bad.returncode == 2
     assert bad.stderr.strip() == (
-        "ganga: command line: Monitor.max_interval: should not be "
-        "less than 0.001, but a value of -2.0 was specified"
+        "ganga: command line: Monitor.max_interval: expected a float (at least 0.001), got -2.0"
     )
 
 

@@ -110,7 +110,7 @@ def test_a_runtime_slurm_change_reaches_the_backends_of_the_open_session(session
     assert SlurmSettings.from_section(ctx.config_for(SlurmSection)).poll_interval == 1.0
     assert ctx.config_for(LocalSection).max_concurrent == 3
     assert session.settings.slurm_poll_interval == 1.0
-    with pytest.raises(ConfigError, match=r"Slurm\.vanish_cycles: should not be less"):
+    with pytest.raises(ConfigError, match=r"Slurm\.vanish_cycles: expected an int \(at least"):
         config.Slurm.vanish_cycles = 0
     assert session.settings.slurm_vanish_cycles == SlurmSettings().vanish_cycles
 

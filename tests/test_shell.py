@@ -186,7 +186,7 @@ def test_a_session_in_the_real_shell(shell_env: dict[str, str], tmp_path: Path) 
         assert "Traceback" not in error
         traceback = shell.run("%tb")
         assert "Traceback" in traceback and "SchemaError" in traceback
-        assert "ERROR: Monitor.max_interval: should not be less than" in shell.run(
+        assert "ERROR: Monitor.max_interval: expected a float (at least 0.001)" in shell.run(
             "config.Monitor.max_interval = -1"
         )
 

@@ -36,6 +36,7 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 from ganga_like.config import plugins
 from ganga_like.config.lists import Where, refusal, split_commas
 from ganga_like.config.mistyped import mistyped_sections
+from ganga_like.config.numbers import number_problem
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
 from ganga_like.errors import ConfigError
 
@@ -267,6 +268,9 @@ class ConfigStore:
                     value = value.get_value(trait)
                 elif isinstance(value, LazyConfigValue):
                     value = value.get_value(getattr(section, option))
+                problem = number_problem(trait, value)
+                if problem is not None:
+                    raise ConfigError(f"{source}: {name}.{option}: {problem}")
                 try:
                     setattr(section, option, value)
                 except TraitError as exc:
@@ -309,6 +313,9 @@ class ConfigStore:
         for name in known:
             probe.set_trait(name, getattr(trial, name))
         value = split_commas(known[option], value)
+        problem = number_problem(known[option], value)
+        if problem is not None:
+            raise ConfigError(f"{section}.{option}: {problem}")
         try:
             setattr(probe, option, value)
         except TraitError as exc:

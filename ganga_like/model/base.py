@@ -23,7 +23,6 @@ thousands of subjobs small.
 from __future__ import annotations
 
 import copy as _copy
-import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -32,6 +31,7 @@ import traitlets
 from persistent import Persistent
 from ZODB.POSException import ConflictError
 
+from ganga_like.config.numbers import accepts, number_problem
 from ganga_like.errors import GangaError, SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.compact_state import pack_state, unpack_state
@@ -179,7 +179,9 @@ class GangaObject(Persistent):  # type: ignore[misc]
             raise SchemaError(unknown_attribute_message(cls, name))
         check_depth(cls, name, value)
         where = f"{cls.__name__}.{name}"
-        _check_number(where, trait, value)
+        problem = number_problem(trait, value)
+        if problem is not None:
+            raise SchemaError(f"{where}: {problem}")
         try:
             checked = trait._validate(cls._checker(), value)
         except traitlets.TraitError as exc:
@@ -198,14 +200,14 @@ class GangaObject(Persistent):  # type: ignore[misc]
             shown = safe_repr(value)
             if not shown_failed(value):
                 shown += f" (checking it raised {type(exc).__name__}: {safe_repr(str(exc))})"
-            raise SchemaError(f"{where}: expected {_info(trait)}, got {shown}") from None
+            raise SchemaError(f"{where}: expected {accepts(trait)}, got {shown}") from None
         unfit = value_problem(checked, skip=(GangaObject,))
         if unfit is not None:
             part, why = unfit
             given = safe_repr(part)
             if part is not checked:
                 given = f"a {type(checked).__name__} holding {given}"
-            raise SchemaError(f"{where}: expected {_info(trait)}, got {given}, but {why}")
+            raise SchemaError(f"{where}: expected {accepts(trait)}, got {given}, but {why}")
         return _storable(checked)
 
     def _assign(self, name: str, value: Any) -> None:
@@ -346,53 +348,6 @@ def _copy_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy_value(v) for k, v in value.items()}
     return _copy.copy(value)
-
-
-def _check_number(where: str, trait: traitlets.TraitType[Any, Any], value: Any) -> None:
-    """Where a schema asks for a number: True and False are ints to Python, never a count
-    or a size to a user (traitlets alone would take True as 1); a number outside the
-    trait's bounds, or not finite, is refused in the same words as a wrong type."""
-    if not isinstance(trait, traitlets.Int | traitlets.Float):
-        return
-    if isinstance(value, bool):
-        raise SchemaError(f"{where}: expected {_info(trait)}, got {value!r} (not a number)")
-    if not isinstance(value, int | float):
-        return  # the trait's own check words the wrong type
-    low, high = _bounds(trait)
-    if (
-        (isinstance(value, float) and not math.isfinite(value))
-        or (low is not None and value < low)
-        or (high is not None and value > high)
-    ):
-        raise SchemaError(f"{where}: expected {_info(trait)}, got {safe_repr(value)}")
-
-
-# The largest whole number an attribute takes when its schema sets no maximum: counts and
-# sizes past it are nonsense, and the schedulers' own fields are 32-bit.
-INT_CEILING = 2**31 - 1
-
-
-def _bounds(trait: traitlets.Int[Any, Any] | traitlets.Float[Any, Any]) -> tuple[Any, Any]:
-    high = trait.max
-    if high is None and isinstance(trait, traitlets.Int):
-        high = INT_CEILING
-    return trait.min, high
-
-
-def _info(trait: traitlets.TraitType[Any, Any]) -> str:
-    """What the trait accepts, as its messages say it ("an int (at least 1)")."""
-    try:
-        text = str(trait.info())
-    except Exception:
-        text = str(getattr(trait, "info_text", "") or "a valid value")
-    if not isinstance(trait, traitlets.Int | traitlets.Float):
-        return text
-    bounds = [
-        f"{word} {limit}"
-        for word, limit in zip(("at least", "at most"), _bounds(trait), strict=True)
-        if limit is not None
-    ]
-    return text + (f" ({', '.join(bounds)})" if bounds else "")
 
 
 def _element_message(trait: traitlets.TraitType[Any, Any], exc: traitlets.TraitError) -> str:
