@@ -98,9 +98,19 @@ def program(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_a_completed_job_mails_its_id_name_and_status(mailing: Collector, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("analysis", "analysis"),
+        # A mail header holds no line break: the name is put on one line.
+        ("first line\nsecond\r\tthird", "first line second third"),
+    ],
+)
+def test_a_completed_job_mails_its_id_name_and_status(
+    mailing: Collector, tmp_path: Path, name: str, shown: str
+) -> None:
     j = Job(
-        name="analysis",
+        name=name,
         application=Executable(exe=program(tmp_path), args=["0"]),
         postprocessors=[Notifier(address="me@example.org")],
     )
@@ -108,7 +118,7 @@ def test_a_completed_job_mails_its_id_name_and_status(mailing: Collector, tmp_pa
     assert j.wait(timeout=60) == "completed"
     assert wait_until(lambda: len(mailing.messages) == 1, timeout=60)
     msg = mailing.messages[0]
-    assert msg["Subject"] == f"ganga job {j.id} (analysis) completed"
+    assert msg["Subject"] == f"ganga job {j.id} ({shown}) completed"
     assert msg["To"] == "me@example.org" and msg["From"] == "ganga@test.example"
 
 

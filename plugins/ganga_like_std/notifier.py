@@ -40,7 +40,8 @@ class EmailAddress(traitlets.Unicode):  # type: ignore[type-arg]
 def _message(job: Job, sender: str, to: str) -> EmailMessage:
     status = job.current_status().label
     msg = EmailMessage()
-    name = f" ({job.name})" if job.name else ""
+    # A name may hold line breaks; a mail header may not (the message would not be built).
+    name = f" ({' '.join(job.name.split())})" if job.name else ""
     msg["Subject"] = f"ganga job {job.fqid}{name} {status}"
     msg["From"] = sender
     msg["To"] = to
