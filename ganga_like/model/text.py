@@ -38,6 +38,13 @@ class Text(traitlets.Unicode):  # type: ignore[type-arg]
 
     def validate(self, obj: Any, value: Any) -> str:
         text: str = super().validate(obj, value)
+        # Checked inline, character by character: this runs for every argument of every
+        # subjob, and a call per value would double its cost.
+        for char in self.forbidden:
+            if char in text:
+                break
+        else:
+            return text
         held = forbidden_in(text, self.forbidden)
         if held is not None:
             # Through error(): in a list or dict, the container words the message.
