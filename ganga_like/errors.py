@@ -6,6 +6,8 @@ expected and what was given. The shell prints them without a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BackendError",
     "BrokenObjectError",
@@ -24,6 +26,8 @@ __all__ = [
     "SchemaError",
     "TemplateError",
     "UnknownStatusError",
+    "safe_repr",
+    "shown_failed",
 ]
 
 
@@ -123,3 +127,37 @@ class RepositoryCorruptError(RepositoryError):
 class RepositoryWriteError(RepositoryError):
     """A commit could not be written (disk full, quota, read-only filesystem): the
     transaction was aborted and the repository is unchanged and still usable."""
+
+
+# Longest repr() quoted in a message: the line stays one readable line.
+SHOWN_LIMIT = 80
+
+
+def safe_repr(value: Any, limit: int = SHOWN_LIMIT) -> str:
+    """``repr(value)`` on one line, shortened to ``limit`` characters, for a message about
+    a value a user gave; a description of the value when its ``repr()`` raises (never an
+    exception: a message must not fail to be written)."""
+    try:
+        text = repr(value)
+    except Exception as exc:
+        return f"a {_type_name(value)} object whose repr() raises {type(exc).__name__}"
+    if not isinstance(text, str):  # a __repr__ returning something else
+        return f"a {_type_name(value)} object"
+    text = text.replace("\n", "\\n").replace("\r", "\\r")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shown_failed(value: Any) -> bool:
+    """Whether ``repr(value)`` raises."""
+    try:
+        repr(value)
+    except Exception:
+        return True
+    return False
+
+
+def _type_name(value: Any) -> str:
+    try:
+        return str(type(value).__name__)
+    except Exception:  # a metaclass that breaks even this
+        return "unknown"

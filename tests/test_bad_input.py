@@ -18,6 +18,7 @@ from ganga_like import (
     DatasetSplitter,
     Executable,
     GangaDataset,
+    GangaError,
     GenericSplitter,
     Job,
     JobError,
@@ -30,7 +31,9 @@ from ganga_like import (
     SchemaError,
     Slurm,
     TextMerger,
+    config,
     jobs,
+    plugin,
 )
 from ganga_like.model import plugin_registry
 from ganga_like.repository.registry import Registry
@@ -297,3 +300,26 @@ def test_sound_values_of_the_same_attributes_are_still_taken(session: Session) -
         ["1"],
         [2.5],
     ]
+
+
+@pytest.mark.parametrize(
+    ("act", "starts"),
+    [
+        (lambda: setattr(config.Local, "max_concurrent", Unshowable()), "Local.max_concurrent: "),
+        (lambda: setattr(config.Display, "columns", [Unshowable()]), "Display.columns: "),
+        (
+            lambda: setattr(config.Display, "status_colours", {"failed": Unshowable()}),
+            "Display.status_colours: ",
+        ),
+        (lambda: Job().wait(until=Unshowable()), "unknown status a Unshowable object"),
+        (lambda: Job(backend=Unshowable()), "Job.backend: "),
+        (lambda: plugin(Unshowable()), "a plugin is named by a string, got a Unshowable"),
+    ],
+)
+def test_a_value_whose_repr_raises_gets_one_line_elsewhere_too(
+    session: Session, act: Callable[[], object], starts: str
+) -> None:
+    with pytest.raises(GangaError) as refused:
+        act()
+    text = str(refused.value)
+    assert "\n" not in text and starts in text and "repr() raises RuntimeError" in text

@@ -8,6 +8,8 @@ from typing import Any
 
 import traitlets
 
+from ganga_like.errors import safe_repr
+
 __all__ = ["INT_CEILING", "accepts", "number_problem"]
 
 # The largest whole number taken where no maximum is declared: counts and sizes past it
@@ -55,6 +57,5 @@ def number_problem(trait: traitlets.TraitType[Any, Any], value: Any) -> str | No
         or (low is not None and value < low)
         or (high is not None and value > high)
     ):
-        shown = repr(value) if len(repr(value)) <= 80 else f"{repr(value)[:77]}..."
-        return f"expected {accepts(trait)}, got {shown}"
+        return f"expected {accepts(trait)}, got {safe_repr(value)}"
     return None

@@ -36,9 +36,9 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 from ganga_like.config import plugins
 from ganga_like.config.lists import Where, refusal, split_commas
 from ganga_like.config.mistyped import mistyped_sections
-from ganga_like.config.numbers import number_problem
+from ganga_like.config.numbers import accepts, number_problem
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
-from ganga_like.errors import ConfigError
+from ganga_like.errors import ConfigError, safe_repr, shown_failed
 
 __all__ = [
     "CONFIG_NAME",
@@ -276,6 +276,10 @@ class ConfigStore:
                 except TraitError as exc:
                     why = refusal(name, option, trait, value, _short(exc), _where(source))
                     raise ConfigError(f"{source}: {name}.{option}: {why}") from None
+                except Exception as exc:
+                    raise ConfigError(
+                        f"{source}: {name}.{option}: {_odd(trait, value, exc)}"
+                    ) from None
         return section
 
     @staticmethod
@@ -321,6 +325,8 @@ class ConfigStore:
         except TraitError as exc:
             why = refusal(section, option, known[option], value, _short(exc), "config")
             raise ConfigError(f"{section}.{option}: {why}") from None
+        except Exception as exc:
+            raise ConfigError(f"{section}.{option}: {_odd(known[option], value, exc)}") from None
         previous = self._runtime[section].get(option, _UNSET)
         self._runtime[section][option] = getattr(probe, option)
         self._version += 1
@@ -381,6 +387,15 @@ def unknown_option(section: str, option: str) -> str:
     close = difflib.get_close_matches(option, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{section} has no option {option!r}{hint}"
+
+
+def _odd(trait: Any, value: Any, exc: Exception) -> str:
+    """The refusal of a value whose own methods raised while it was checked (its repr()
+    for traitlets' message, its __eq__...): one line, never its traceback."""
+    shown = safe_repr(value)
+    if not shown_failed(value):
+        shown += f" (checking it raised {type(exc).__name__})"
+    return f"expected {accepts(trait)}, got {shown}"
 
 
 def _where(source: str) -> Where:

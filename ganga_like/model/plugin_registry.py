@@ -12,7 +12,7 @@ import importlib.metadata
 from typing import Any
 
 from ganga_like.config import installed
-from ganga_like.errors import PluginError
+from ganga_like.errors import PluginError, safe_repr
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -60,6 +60,8 @@ def known_names() -> list[str]:
 
 def find(name: str, category: str | None = None) -> type[Any]:
     """The plugin class called ``name``; with ``category``, it must belong to it."""
+    if not isinstance(name, str):
+        raise PluginError(f"a plugin is named by a string, got {safe_repr(name)}")
     cls = _loaded.get(name)
     if cls is None:
         cls = _load(name)

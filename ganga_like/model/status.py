@@ -16,7 +16,7 @@ import enum
 from collections.abc import Iterable
 
 from ganga_like.config.choices import MASTER_STATUS_ORDERS
-from ganga_like.errors import IllegalTransitionError, UnknownStatusError
+from ganga_like.errors import IllegalTransitionError, UnknownStatusError, safe_repr
 
 __all__ = [
     "MASTER_STATUS_ORDERS",
@@ -59,11 +59,11 @@ class Status(enum.Enum):
         if isinstance(value, Status):
             return value
         try:
-            return _BY_LABEL[str(value).lower()]
-        except KeyError:
+            return _BY_LABEL[value.lower()]
+        except (KeyError, AttributeError, TypeError):  # not a status name, or not a string
             names = ", ".join(s.label for s in cls)
             raise UnknownStatusError(
-                f"unknown status {value!r}; expected one of: {names}"
+                f"unknown status {safe_repr(value)}; expected one of: {names}"
             ) from None
 
     @property

@@ -15,6 +15,8 @@ import types
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from ganga_like.errors import safe_repr, shown_failed
+
 __all__ = ["leaf_problem", "plain_pickle", "safe_repr", "shown_failed", "value_problem"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -25,38 +27,6 @@ _PLAIN = frozenset(
     {str, bytes, int, float, complex, bool, type(None), date, datetime, time, timedelta}
 )
 _CONTAINERS = frozenset({list, tuple, set, frozenset})
-
-# Longest repr() quoted in a message: the line stays one readable line.
-SHOWN_LIMIT = 80
-
-
-def safe_repr(value: Any, limit: int = SHOWN_LIMIT) -> str:
-    """``repr(value)`` on one line, shortened to ``limit`` characters; a description of
-    the value when its ``repr()`` raises (never an exception)."""
-    try:
-        text = repr(value)
-    except Exception as exc:
-        return f"a {_type_name(value)} object whose repr() raises {type(exc).__name__}"
-    if not isinstance(text, str):  # a __repr__ returning something else
-        return f"a {_type_name(value)} object"
-    text = text.replace("\n", "\\n").replace("\r", "\\r")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def shown_failed(value: Any) -> bool:
-    """Whether ``repr(value)`` raises."""
-    try:
-        repr(value)
-    except Exception:
-        return True
-    return False
-
-
-def _type_name(value: Any) -> str:
-    try:
-        return str(type(value).__name__)
-    except Exception:  # a metaclass that breaks even this
-        return "unknown"
 
 
 class _NoMainPickler(pickle.Pickler):
