@@ -14,6 +14,7 @@ Low level on purpose: this imports nothing from ganga_like but ``errors``, so ev
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -26,7 +27,14 @@ from pathlib import Path
 
 from ganga_like.errors import GangaError
 
-__all__ = ["Detached", "HelperNotReady", "import_path", "start_detached", "stop_detached"]
+__all__ = [
+    "Detached",
+    "HelperNotReady",
+    "import_path",
+    "send_ready_line",
+    "start_detached",
+    "stop_detached",
+]
 
 # The option through which a helper is told the descriptor of its ready pipe.
 READY_FD_OPTION = "--ready-fd"
@@ -130,6 +138,16 @@ def _read_ready_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> 
             raise HelperNotReady(_exited(proc), proc)
         data += chunk
     return data.split(b"\n", 1)[0].decode(errors="replace")
+
+
+def send_ready_line(fd: int, line: str) -> None:
+    """In a helper: write its one line on the ready pipe ``fd`` (-1: none was given) and
+    close it. A session that stopped waiting has closed its end: that is no error here."""
+    if fd < 0:
+        return
+    with contextlib.suppress(OSError):
+        os.write(fd, (" ".join(line.split()) + "\n").encode())
+        os.close(fd)
 
 
 def _exited(proc: subprocess.Popen[bytes]) -> str:

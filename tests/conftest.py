@@ -212,10 +212,16 @@ def gangadir_with_a_broken_job(gangadir: Path, vanishing_class: type) -> Path:
 
 @pytest.fixture
 def gangadir(tmp_path: Path) -> Iterator[Path]:
-    """A fresh gangadir; a repository server that a test's sessions started there (the
-    default mode starts one on demand) is stopped after the test, not left idling."""
+    """A fresh gangadir; a repository server and a Dask cluster that a test's sessions
+    started there (both are started on demand) are stopped after the test, not left
+    idling."""
     path = tmp_path / "gangadir"
     yield path
+    if (path / "dask").exists():
+        from ganga_like_dask.default_cluster import stop_cluster
+
+        with contextlib.suppress(Exception):
+            stop_cluster(path)
     repo_dir = path / "repository"
     if (repo_dir / shared.PID_NAME).exists():
         with contextlib.suppress(Exception):

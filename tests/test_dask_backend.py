@@ -1,6 +1,7 @@
 """The Dask backend end to end, beyond the conformance suite (which runs it against a real
-scheduler and two workers, see tests/backends.py): the LocalCluster a session starts by
-default, an unreachable scheduler, and a scheduler that stops answering for a while."""
+scheduler and two workers, see tests/backends.py): an unreachable scheduler, one that stops
+answering for a while, one killed, a worker killed mid-run. The gangadir's own cluster
+(``Dask()`` with no address) is tests/test_dask_default_cluster.py's."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_with_no_address_a_local_cluster_runs_the_job_and_brings_back_its_files(
     assert (bad.outputdir / "stderr").read_text() == "err b\n"
     assert (ok.outputdir / "result.a.dat").read_text() == f"a {j.id}.0\n"
     assert (ok.inputdir / "numbers.txt").read_text() == "42\n"
-    assert ok.backend.scheduler.startswith("tcp://127.0.0.1:")
+    assert ok.backend.scheduler.startswith("tls://127.0.0.1:")  # the gangadir's own cluster
     assert ok.backend.key and ok.backend.key != bad.backend.key
     assert ok.time["running"] <= ok.time["completed"]
 
@@ -155,49 +156,29 @@ def test_a_scheduler_that_stops_answering_leaves_jobs_as_they_are_until_it_answe
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == ["done 0\n", "done 1\n"]
 
 
-LOCAL_SUBMITTER = textwrap.dedent("""
-    import sys
-    from pathlib import Path
-    from ganga_like.runtime.session import open_session
-    from ganga_like.runtime.settings import Settings
-    from ganga_like import Dask, Executable, Job
-
-    open_session(Settings(gangadir=Path(sys.argv[1]), dask_n_workers=1))
-    program = "echo $$ > " + sys.argv[2] + "; sleep 60"
-    j = Job(application=Executable(exe="sh", args=["-c", program]), backend=Dask())
-    j.submit()
-    j.wait(timeout=60, until="running")
-    print(j.id, j.status, flush=True)
-""")
-
-
-def test_jobs_left_on_the_local_cluster_of_an_ended_process_are_failed_by_the_next_one(
-    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+def test_jobs_of_an_in_session_cluster_of_an_ended_process_are_failed(
+    session: Session, tmp_path: Path
 ) -> None:
-    pid_file = tmp_path / "pid"
-    done = subprocess.run(
-        [sys.executable, "-c", LOCAL_SUBMITTER, str(gangadir), str(pid_file)],
-        env=env_for,
-        capture_output=True,
+    """What an earlier version left: jobs on a LocalCluster kept inside a session, whose
+    process has ended (the gangadir's own cluster, a process of its own, replaced it)."""
+    from ganga_like.model.interfaces import ActiveRef, PollContext
+    from ganga_like.model.status import Status
+    from ganga_like_dask.backend import Dask as DaskBackend
+
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
         text=True,
-        timeout=120,
+        capture_output=True,
+        check=True,
     )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0", "running"]
-    # Its program did not outlive the process (its worker killed it on the way out).
-    wait_for(lambda: not _alive(int(pid_file.read_text())), 30, "the program to end")
-    from ganga_like.runtime.session import close_session, open_session
-    from ganga_like.runtime.settings import Settings
-
-    open_session(Settings(gangadir=gangadir, dask_timeout=2.0, monitor_max_interval=0.5))
-    try:
-        from ganga_like import jobs
-
-        j = jobs(0)
-        assert j.wait(timeout=120) == "failed"
-        assert "LocalCluster of process" in j.history[-1].cause
-    finally:
-        close_session()
+    owner = int(ended.stdout)
+    gangadir = session.settings.gangadir
+    ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 1.0})
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    ref = ActiveRef(0, None, 1, {"id": "ganga_like-0@1-x", "address": address, "owner": owner})
+    [report] = DaskBackend.poll(ctx, [ref])
+    assert report.status is Status.FAILED
+    assert report.reason == f"the Dask LocalCluster of process {owner} ended with it"
 
 
 def test_a_recorded_outcome_is_released_at_the_scheduler_and_read_back_from_disk(
@@ -254,3 +235,177 @@ def test_a_submission_in_parts_retried_after_a_conflict_keeps_each_subjobs_task_
     keys = [sj.backend.key for sj in j.subjobs]
     assert all(keys) and len(set(keys)) == 9
     assert j.wait(timeout=120) == "completed"
+
+
+@pytest.fixture
+def two_workers() -> Iterator[DaskCluster]:
+    """A scheduler and two workers of one thread each (no nanny: a killed worker stays
+    dead), so that each of two subjobs runs on its own worker."""
+    cluster = start_cluster(n_workers=2, nthreads=1)
+    try:
+        yield cluster
+    finally:
+        from ganga_like_dask import connection
+
+        connection.forget(cluster.address)
+        cluster.stop()
+
+
+def _gated(where: Path) -> tuple[Path, Path]:
+    """A program that records its pid and its run, then waits for the gate; and the gate."""
+    gate = where / "gate"
+    exe = where / "gated.sh"
+    exe.write_text(
+        textwrap.dedent(f"""\
+        #!/bin/sh
+        echo $$ > "{where}/pid.$1"
+        echo "$1" >> "{where}/ran"
+        while [ ! -e "{gate}" ]; do sleep 0.1; done
+        echo "done $1"
+        """)
+    )
+    exe.chmod(0o755)
+    return exe, gate
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        text = handle.read()
+    return int(text[text.rfind(b")") + 2 :].split()[1])
+
+
+def _kill_the_worker_of_subjob_0(where: Path, cluster: DaskCluster) -> None:
+    """Once both programs run, SIGKILL the worker running subjob 0's."""
+    for arg in (0, 1):
+        wait_for((where / f"pid.{arg}").exists, 120, f"the program of subjob {arg} to start")
+    worker = _parent(int((where / "pid.0").read_text()))
+    assert worker in [w.pid for w in cluster.workers]
+    os.kill(worker, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("retried", [False, True], ids=["alone", "with Retry"])
+def test_a_subjob_whose_worker_is_killed_fails_with_the_reason_and_is_never_run_twice_silently(
+    session: Session, tmp_path: Path, two_workers: DaskCluster, retried: bool
+) -> None:
+    from ganga_like import Retry
+
+    exe, gate = _gated(tmp_path)
+    j = Job(
+        application=Executable(exe=str(exe)),
+        splitter=ArgSplitter(args=[["0"], ["1"]]),
+        backend=Dask(address=two_workers.address),
+        retry=Retry(attempts=1, on=["failed"]) if retried else None,
+    )
+    j.submit()
+    _kill_the_worker_of_subjob_0(tmp_path, two_workers)
+    # Dask sends the task again, to the worker left (it runs it once subjob 1 is done).
+    gate.touch()
+    lost, survivor = j.subjobs
+    assert survivor.wait(timeout=120) == "completed"
+    causes = [entry.cause for entry in lost.history]
+    if not retried:
+        assert j.wait(timeout=120) == "failed"
+        assert lost.status == "failed"
+        assert "the Dask worker running it was lost" in causes[-1]
+        assert "not run a second time" in causes[-1]
+        assert sorted((tmp_path / "ran").read_text().split()) == ["0", "1"]
+        return
+    # Retried: a second attempt, said so in its history, after the first one's failure.
+    assert j.wait(timeout=120) == "completed"
+    assert sorted((tmp_path / "ran").read_text().split()) == ["0", "0", "1"]
+    failed_at = next(i for i, e in enumerate(lost.history) if e.new == "failed")
+    assert "the Dask worker running it was lost" in lost.history[failed_at].cause
+    assert [e.new for e in lost.history[failed_at + 1 :]][-1] == "completed"
+    assert "@2-" in lost.backend.key  # its second run, a task of its own
+    assert (lost.outputdir / "stdout").read_text() == "done 0\n"
+
+
+KILLED_SCHEDULER_WAITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from ganga_like.runtime.session import open_session
+    from ganga_like.runtime.settings import Settings
+    from ganga_like import Dask, Executable, GangaError, Job
+
+    open_session(Settings(gangadir=Path(sys.argv[1]), dask_timeout=2.0,
+                          monitor_max_interval=0.5))
+    j = Job(application=Executable(exe=sys.argv[3], args=["0"]),
+            backend=Dask(address=sys.argv[2]))
+    j.submit()
+    j.wait(timeout=120, until="running")
+    print("running", flush=True)
+    sys.stdin.readline()  # the scheduler is killed meanwhile
+    try:
+        j.wait(timeout=float(sys.argv[4]))
+    except GangaError:
+        pass  # still running when the wait ended: the one line is the monitor's
+    print(j.status, flush=True)
+""")
+
+
+def test_a_killed_scheduler_is_one_line_on_the_stderr_of_a_session_that_waits(
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path, own_cluster: DaskCluster
+) -> None:
+    exe, gate = _gated(tmp_path)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            KILLED_SCHEDULER_WAITER,
+            str(gangadir),
+            own_cluster.address,
+            str(exe),
+            "8",
+        ],
+        env=env_for,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "running"
+        os.killpg(own_cluster.scheduler.pid, signal.SIGKILL)
+        own_cluster.scheduler.wait(30)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        out, err = child.communicate(timeout=120)
+    finally:
+        gate.touch()
+        if child.poll() is None:
+            child.kill()
+    assert out.strip() == "running", err  # still: nothing says otherwise
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert f"cannot reach the Dask scheduler at {own_cluster.address}" in lines[0]
+
+
+def test_a_poll_between_the_cancel_and_the_record_of_a_kill_leaves_the_job_to_the_kill(
+    session: Session, tmp_path: Path, own_cluster: DaskCluster
+) -> None:
+    from ganga_like.gpi.proxy import unwrap
+    from ganga_like.model.interfaces import ActiveRef, PollContext
+    from ganga_like_dask.backend import Dask as DaskBackend
+
+    exe, gate = _gated(tmp_path)
+    j = Job(
+        application=Executable(exe=str(exe), args=["0"]), backend=Dask(address=own_cluster.address)
+    )
+    j.submit()
+    try:
+        assert j.wait(timeout=120, until="running") == "running"
+        # What kill() does first (cancel, stop the program), and a monitor cycle (this
+        # session's, or another's) that comes before kill() has recorded it.
+        session.monitor.stop()
+        impl = unwrap(j)
+        assert impl.backend.kill_bulk(session.submit_context(), [impl]) == {}
+        wait_for(lambda: not _alive(int((tmp_path / "pid.0").read_text())), 60, "the kill")
+        gangadir = session.settings.gangadir
+        ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 5.0})
+        ref = ActiveRef(j.id, None, 1, impl.backend.monitor_data(impl))
+        assert DaskBackend.poll(ctx, [ref]) == []  # not "failed": the kill is recorded next
+    finally:
+        gate.touch()
+    assert j.kill()
+    assert j.status == "killed" and j.history[-1].cause == "user: kill"

@@ -48,9 +48,11 @@ def address_problem(text: str) -> str | None:
 
 
 class SchedulerAddress(Text):
-    """A Dask scheduler's address, or empty for a LocalCluster."""
+    """A Dask scheduler's address, or empty for the gangadir's own cluster."""
 
-    info_text = "a Dask scheduler address such as 'tcp://host:8786', or '' for a LocalCluster"
+    info_text = (
+        "a Dask scheduler address such as 'tcp://host:8786', or '' for the gangadir's own cluster"
+    )
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", forbidden="", **kwargs)

@@ -12,6 +12,10 @@ are and are found again when it answers.
 
 from __future__ import annotations
 
+# distributed imports this on first use, and it refuses to be imported first once the
+# interpreter is exiting: a monitoring cycle still running then, in a session that never
+# used distributed before, must not fail on it. Imported with the backend instead.
+import concurrent.futures.thread  # noqa: F401
 import contextlib
 import json
 import logging
@@ -20,6 +24,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import psutil
@@ -40,15 +45,14 @@ from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_wo
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like.private import make_private_dirs, write_private
-from ganga_like_dask import scheduler_side, task
+from ganga_like_dask import default_cluster, scheduler_side, task
 from ganga_like_dask.address import SchedulerAddress
 from ganga_like_dask.connection import (
     DaskUnreachable,
     call,
     client_for,
-    local_cluster_address,
     on_scheduler,
-    own_cluster_address,
+    trust,
 )
 from ganga_like_dask.settings import Dask as DaskSection
 
@@ -64,15 +68,16 @@ _FINAL = {"completed": Status.COMPLETED, "failed": Status.FAILED, "killed": Stat
 
 class Dask(IBackend):
     """Runs each subjob as a task on a Dask ``distributed`` cluster: ``Dask(address=
-    "tcp://host:8786")`` for a running scheduler, ``Dask()`` for a LocalCluster this session
-    starts (``config Dask.n_workers`` workers) and keeps while it lives. The program runs
+    "tcp://host:8786")`` for a running scheduler, ``Dask()`` for the gangadir's own cluster
+    (``config Dask.n_workers`` workers), a detached process started on demand and shared by
+    the gangadir's sessions (:mod:`.default_cluster`). The program runs
     in a fresh directory on a worker, with its input files; stdout, stderr, the exit code
     and output files come back into the subjob's output directory."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "address": SchedulerAddress(
-            help="The Dask scheduler, e.g. 'tcp://host:8786'; empty: a LocalCluster "
-            "started by this session.",
+            help="The Dask scheduler, e.g. 'tcp://host:8786'; empty: the gangadir's own "
+            "cluster, started on demand.",
         ),
         "scheduler": traitlets.Unicode(
             "", help="The scheduler the (sub)job was sent to (set at submit)."
@@ -92,14 +97,22 @@ class Dask(IBackend):
     process_count: int
     launcher: str
 
-    def _address(self, section: DaskSection) -> str:
-        """The scheduler to use: ``address``, or this process's LocalCluster."""
+    def _scheduler(self, ctx: SubmitContext, section: DaskSection) -> tuple[str, dict[str, Any]]:
+        """The scheduler to use, and what each payload sent there carries besides: for
+        ``address``, nothing; for the gangadir's own cluster (started when none runs),
+        how this session's environment differs from its workers'."""
         if self.address:
-            return self.address
+            return self.address, {}
         try:
-            return local_cluster_address(section.n_workers, section.threads_per_worker)
-        except Exception as exc:  # anything LocalCluster raises: one line, nothing sent
-            raise BackendError(f"the Dask LocalCluster could not be started: {exc}") from None
+            record = default_cluster.ensure_cluster(
+                ctx.gangadir, section.n_workers, section.threads_per_worker, section.idle_exit
+            )
+        except BackendError:
+            raise
+        except Exception as exc:  # anything else starting it raises: one line, nothing sent
+            raise BackendError(f"the Dask cluster could not be started: {exc}") from None
+        trust(record.address, record.security())
+        return record.address, {"environment": default_cluster.environment_change(record)}
 
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
@@ -117,7 +130,22 @@ class Dask(IBackend):
                 failed={j.fqid: str(w) for (j, _), w in zip(jobs, words, strict=True)}
             )
         section = ctx.config_for(DaskSection)
-        address = self._address(section)
+        with contextlib.ExitStack() as stack:
+            if not self.address:  # the gangadir's cluster does not leave meanwhile
+                stack.enter_context(default_cluster.in_use(ctx.gangadir))
+            address, extra = self._scheduler(ctx, section)
+            return self._send(ctx, section, jobs, words, keep_going, address, extra)
+
+    def _send(
+        self,
+        ctx: SubmitContext,
+        section: DaskSection,
+        jobs: Sequence[tuple[Job, RunSpec]],
+        words: list[tuple[str, ...] | str],
+        keep_going: bool,
+        address: str,
+        extra: dict[str, Any],
+    ) -> SubmitOutcome:
         client = client_for(address, section.timeout)  # unreachable: raises, nothing sent
         outcome = SubmitOutcome(real_bulk=True)
         token = uuid.uuid4().hex[:8]
@@ -128,7 +156,7 @@ class Dask(IBackend):
                 if isinstance(launch, str):
                     outcome.failed[job.fqid] = launch
                 else:
-                    payloads.append(_payload(ctx, job, spec, token, launch))
+                    payloads.append({**_payload(ctx, job, spec, token, launch), **extra})
                     chosen.append(job)
             except OSError as exc:
                 outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
@@ -171,6 +199,8 @@ class Dask(IBackend):
                 by_address.setdefault(job.backend.scheduler, []).append(job)
         errors: dict[str, str] = {}
         for address, group in by_address.items():
+            if not group[0].backend.address and not _gangadir_cluster(ctx.gangadir, address):
+                continue  # the gangadir's cluster that ran them is gone, and they with it
             keys = [j.backend.key for j in group]
 
             def kill(c: Any, keys: list[str] = keys, t: float = section.timeout) -> None:
@@ -190,8 +220,8 @@ class Dask(IBackend):
         return {
             "id": backend.key,
             "address": backend.scheduler,
-            # The LocalCluster's process: once it has ended, so have its jobs.
-            "owner": os.getpid() if backend.scheduler == own_cluster_address() else 0,
+            # The gangadir's own cluster: once it has ended, so have its jobs.
+            "default": not backend.address,
         }
 
     @classmethod
@@ -207,6 +237,9 @@ class Dask(IBackend):
         new_running: set[str] = set()
         unreachable: BackendError | None = None
         for address, here in sorted(by_address.items()):
+            if here[0].backend_data.get("default") and not _gangadir_cluster(ctx.gangadir, address):
+                reports.extend(_ended_with_cluster(ctx, ref, address) for ref in here)
+                continue
             keys = [str(ref.backend_data["id"]) for ref in here]
 
             def observe(c: Any, k: list[str] = keys) -> Any:
@@ -241,7 +274,7 @@ class Dask(IBackend):
                     new_running.add(key)
                     if key in running:
                         continue  # reported by an earlier cycle
-                elif key in results:
+                elif key in results or answer[key][0] == "erred":
                     done.append(key)
                 reports.append(report)
             if done:
@@ -322,6 +355,17 @@ def _report(
 ) -> StatusReport | None:
     state, started, error = observed
     now = time.time()
+    if state == "cancelled":
+        return None  # killed just now: the session that killed it records that
+    if state == "killed":
+        return StatusReport(
+            ref.fqid,
+            Status.KILLED,
+            now,
+            reason="killed; the session that killed it did not record it",
+            started=started is not None,
+            started_at=started,
+        )
     if state == "memory" and result is not None:
         _write_outcome(str(ctx.workspace), ref, result)
         return _final(ref, result, now)
@@ -397,8 +441,35 @@ def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> No
     write_private(os.path.join(output, "__run__"), json.dumps(record).encode())
 
 
+def _gangadir_cluster(gangadir: Path, address: str) -> bool:
+    """Whether ``address`` is the live cluster of ``gangadir`` (then its clients connect
+    with the credentials it left there)."""
+    record = default_cluster.alive_record(gangadir)
+    if record is None or record.address != address:
+        return False
+    trust(address, record.security())
+    return True
+
+
+def _ended_with_cluster(ctx: PollContext, ref: ActiveRef, address: str) -> StatusReport:
+    """The report of a (sub)job whose gangadir cluster is gone: its recorded outcome if
+    it had one, else failed (the cluster was killed or stopped while it held the task)."""
+    now = time.time()
+    record = _read_record(str(ctx.workspace), ref)
+    if record is not None:
+        return _final(ref, record, now)
+    return StatusReport(
+        ref.fqid,
+        Status.FAILED,
+        now,
+        reason=f"the gangadir's Dask cluster ({address}) ended while it held this task",
+        started=False,
+    )
+
+
 def _owner_gone(refs: Sequence[ActiveRef]) -> int:
-    """The pid of the ended process whose LocalCluster ran ``refs`` (0: none such)."""
+    """The pid of the ended process whose in-session LocalCluster ran ``refs`` (0: none
+    such): jobs submitted by an earlier version, which kept its cluster in the session."""
     owners = {int(ref.backend_data.get("owner") or 0) for ref in refs}
     if len(owners) != 1:
         return 0

@@ -1,4 +1,4 @@
-"""Clients of Dask schedulers, one per address per process, and the session's LocalCluster.
+"""Clients of Dask schedulers, one per address per process.
 
 ``distributed`` is imported here, on first use, never when ``ganga_like`` is imported.
 Every call has a deadline: a scheduler that does not answer (gone, stopped, cut off) raises
@@ -20,8 +20,8 @@ __all__ = [
     "call",
     "client_for",
     "forget",
-    "local_cluster_address",
-    "own_cluster_address",
+    "quiet_distributed",
+    "trust",
 ]
 
 
@@ -34,58 +34,48 @@ class DaskUnreachable(BackendError):
 
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
-_cluster: Any = None
+# The TLS credentials of the schedulers that need them (the gangadir's own cluster).
+_securities: dict[str, Any] = {}
 _exit_registered = False
 
 
-def local_cluster_address(n_workers: int, threads_per_worker: int) -> str:
-    """The address of this process's LocalCluster, started on first use and kept for the
-    rest of the process (the jobs it runs end with it)."""
-    global _cluster, _exit_registered
+def trust(address: str, security: Any) -> None:
+    """Connect to ``address`` with ``security`` (a ``distributed`` Security) from now on."""
     with _lock:
-        if _cluster is None or _cluster.status.name in ("closing", "closed", "failed"):
-            from distributed import LocalCluster
-
-            if not _exit_registered:
-                atexit.register(_close_all)
-                _exit_registered = True
-            _cluster = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=n_workers,
-                threads_per_worker=threads_per_worker,
-                processes=True,
-                dashboard_address=None,
-            )
-        address: str = _cluster.scheduler_address
-        return address
+        _securities[address] = security
 
 
 def _close_all() -> None:
-    """At exit: close clients, then the LocalCluster, without the warnings ``distributed``
-    logs about workers leaving with results still held (by design: see scheduler_side)."""
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    """At exit: close the clients, without the warnings ``distributed`` logs about a
+    connection that ends (the schedulers and their jobs go on without this process)."""
+    quiet_distributed()
     with _lock:
         clients = list(_clients.values())
         _clients.clear()
-    if _cluster is not None:
-        from ganga_like_dask import task
-
-        # The subjobs still running on it end with it, not as orphans of its workers.
-        with contextlib.suppress(Exception), _cluster.get_client() as own:
-            own.run(task.kill_all)
     for client in clients:
         with contextlib.suppress(Exception):
             client.close(timeout=2)
-    if _cluster is not None:
-        with contextlib.suppress(Exception):
-            _cluster.close(timeout=5)
 
 
-def own_cluster_address() -> str:
-    """The address of this process's LocalCluster, "" when it has none."""
-    cluster = _cluster
-    return str(cluster.scheduler_address) if cluster is not None else ""
+def quiet_distributed() -> None:
+    """Keep ``distributed``'s own log lines (reconnection attempts, tracebacks of closed
+    connections) off this process's stderr: a scheduler that went away is said once, in
+    one line, by the monitor. On import, distributed gives several loggers a stderr
+    handler of their own (``distributed``, ``distributed.client``, ``tornado``...): each
+    such handler is replaced by nothing."""
+    import logging
+
+    import distributed  # noqa: F401  (configures its logging on import: undone here)
+
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if not isinstance(logger, logging.Logger):
+            continue
+        if name.split(".")[0] not in ("distributed", "tornado", "bokeh"):
+            continue
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
 
 
 def _short(exc: BaseException) -> str:
@@ -95,7 +85,12 @@ def _short(exc: BaseException) -> str:
 
 def client_for(address: str, timeout: float) -> Any:
     """A connected client of ``address`` (cached); DaskUnreachable when it does not answer."""
+    global _exit_registered
     with _lock:
+        if not _exit_registered:
+            quiet_distributed()
+            atexit.register(_close_all)
+            _exit_registered = True
         client = _clients.get(address)
         if client is not None:
             status = client.status
@@ -106,12 +101,12 @@ def client_for(address: str, timeout: float) -> Any:
             _clients.pop(address, None)
             with contextlib.suppress(Exception):
                 client.close(timeout=1)
-        client = _connect(address, timeout)
+        client = _connect(address, timeout, _securities.get(address))
         _clients[address] = client
         return client
 
 
-def _connect(address: str, timeout: float) -> Any:
+def _connect(address: str, timeout: float, security: Any) -> Any:
     """A new client of ``address``, made in a helper thread so that the wait is bounded:
     a scheduler that accepts the connection but does not answer (stopped) would otherwise
     hold the caller past any timeout. An abandoned client is closed when it connects."""
@@ -125,7 +120,7 @@ def _connect(address: str, timeout: float) -> Any:
     def connect() -> None:
         try:
             client = Client(  # type: ignore[no-untyped-call]
-                address, timeout=timeout, set_as_default=False
+                address, timeout=timeout, set_as_default=False, security=security
             )
         except Exception as exc:
             failed.append(exc)

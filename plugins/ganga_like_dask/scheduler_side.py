@@ -11,11 +11,30 @@ killed), whatever session comes next.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-__all__ = ["HOLDER", "cancel", "hold", "release", "states"]
+from ganga_like_dask.task import STARTED_ATTRIBUTE
+
+__all__ = ["HOLDER", "KILL_RECORD_PATIENCE", "cancel", "hold", "release", "states"]
 
 HOLDER = "ganga_like-held"
+# Keys cancelled by a kill, and when: a poll that comes between the cancel and the killing
+# session's record of the kill must not call them failed (``states`` says "cancelled"); one
+# that comes this many seconds later says "killed" (that session died before recording).
+CANCELLED_ATTRIBUTE = "_ganga_like_cancelled"
+KILL_RECORD_PATIENCE = 120.0
+# How long a cancelled key is remembered at all.
+CANCEL_MEMORY = 86400.0
+
+
+def _noted(dask_scheduler: Any, name: str) -> dict[str, float]:
+    """A dict kept on the scheduler under ``name`` (made on first use)."""
+    noted: dict[str, float] | None = getattr(dask_scheduler, name, None)
+    if noted is None:
+        noted = {}
+        setattr(dask_scheduler, name, noted)
+    return noted
 
 
 def hold(keys: list[str], dask_scheduler: Any = None) -> list[str]:
@@ -30,6 +49,13 @@ def hold(keys: list[str], dask_scheduler: Any = None) -> list[str]:
 def release(keys: list[str], dask_scheduler: Any = None) -> None:
     """Drop our hold of ``keys`` (their outcome is written): the scheduler forgets them."""
     _release(dask_scheduler, keys)
+    _forget_starts(dask_scheduler, keys)
+
+
+def _forget_starts(dask_scheduler: Any, keys: list[str]) -> None:
+    started: dict[str, float] = getattr(dask_scheduler, STARTED_ATTRIBUTE, {})
+    for key in keys:
+        started.pop(key, None)
 
 
 def _release(dask_scheduler: Any, keys: list[str]) -> None:
@@ -51,13 +77,26 @@ def states(
     """Per key: the task's state (``"unknown"`` when the scheduler does not know it), when
     its program started (from the workers' start events) and, for an erred task, its
     exception."""
-    wanted = set(keys)
-    started: dict[str, float] = {}
-    for _stamp, msg in dask_scheduler.get_events(topic):
-        if isinstance(msg, dict) and msg.get("key") in wanted:
-            started[msg["key"]] = msg["time"]
+    claimed: dict[str, float] = getattr(dask_scheduler, STARTED_ATTRIBUTE, {})
+    started = {k: claimed[k] for k in keys if k in claimed}
+    # A task that could not claim its start logged it as an event instead.
+    wanted = {
+        k
+        for k in keys
+        if k not in started and (ts := dask_scheduler.tasks.get(k)) and ts.state == "processing"
+    }
+    if wanted:
+        for _stamp, msg in dask_scheduler.get_events(topic):
+            if isinstance(msg, dict) and msg.get("key") in wanted:
+                started[msg["key"]] = msg["time"]
+    cancelled = _noted(dask_scheduler, CANCELLED_ATTRIBUTE)
+    now = time.time()
     answer: dict[str, tuple[str, float | None, str]] = {}
     for key in keys:
+        if key in cancelled:
+            late = now - cancelled[key] > KILL_RECORD_PATIENCE
+            answer[key] = ("killed" if late else "cancelled", started.get(key), "")
+            continue
         ts = dask_scheduler.tasks.get(key)
         if ts is None:
             answer[key] = ("unknown", None, "")
@@ -69,9 +108,15 @@ def states(
 
 def cancel(keys: list[str], dask_scheduler: Any = None) -> None:
     """Cancel ``keys`` for every client (queued ones never start) and drop our hold."""
+    cancelled = _noted(dask_scheduler, CANCELLED_ATTRIBUTE)
+    now = time.time()
+    for key in [k for k, when in cancelled.items() if now - when > CANCEL_MEMORY]:
+        del cancelled[key]
+    cancelled.update((k, now) for k in keys)
     wanted = [k for k in keys if (ts := dask_scheduler.tasks.get(k)) is not None and ts.who_wants]
     if wanted and HOLDER in dask_scheduler.clients:
         # force: released for every client that holds it, the submitting one included.
         dask_scheduler.stimulus_cancel(
             wanted, HOLDER, force=True, reason="killed through ganga_like", msg=None
         )
+    _forget_starts(dask_scheduler, keys)

@@ -19,13 +19,19 @@ class Dask(Configurable):
     n_workers = Int(
         min(os.cpu_count() or 1, 4),
         min=1,
-        help="Worker processes of the LocalCluster a session starts for Dask() with no "
-        "address (default: the number of cores, at most 4).",
+        help="Worker processes of the gangadir's own cluster, which Dask() with no address "
+        "runs on (default: the number of cores, at most 4); read when it starts.",
     ).tag(config=True)
     threads_per_worker = Int(
         1,
         min=1,
-        help="Subjobs each worker of that LocalCluster runs at once.",
+        help="Subjobs each worker of that cluster runs at once; read when it starts.",
+    ).tag(config=True)
+    idle_exit = Float(
+        60.0,
+        min=0.0,
+        help="Seconds the gangadir's own cluster stays with no task to hold before it exits "
+        "(it is started again by the next submission that needs it).",
     ).tag(config=True)
     timeout = Float(
         10.0,

@@ -19,11 +19,16 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["STARTED_TOPIC", "kill_all", "kill_keys", "run"]
+__all__ = ["STARTED_ATTRIBUTE", "STARTED_TOPIC", "claim_start", "kill_all", "kill_keys", "run"]
 
-# The scheduler event topic a task logs its start under (the poll reads it to tell a
-# running subjob from one still queued on a worker).
+# Where the scheduler keeps, per key, when its program started (``claim_start``): the poll
+# reads it to tell a running subjob from one still queued on a worker, and a task sent
+# again after its worker was lost finds it there and does not run its program twice.
+STARTED_ATTRIBUTE = "_ganga_like_started"
+# The scheduler event topic a task logs its start under when it could not claim it.
 STARTED_TOPIC = "ganga_like-started"
+# Longest wait for the scheduler to answer a claim.
+CLAIM_TIMEOUT = 30.0
 # SIGTERM first; what is still alive this many seconds later gets SIGKILL.
 KILL_GRACE = 3.0
 
@@ -43,10 +48,53 @@ def _log_started(key: str, start: float) -> None:
         pass
 
 
+def claim_start(key: str, start: float, dask_scheduler: Any = None) -> float | None:
+    """Run in the scheduler: note that the program of ``key`` starts at ``start``; when it
+    had started before, that earlier time instead (and nothing is noted)."""
+    started: dict[str, float] | None = getattr(dask_scheduler, STARTED_ATTRIBUTE, None)
+    if started is None:
+        started = {}
+        setattr(dask_scheduler, STARTED_ATTRIBUTE, started)
+    earlier = started.get(key)
+    if earlier is None:
+        started[key] = start
+    return earlier
+
+
+def _claim(key: str, start: float) -> float | None:
+    """The time an earlier run of ``key`` started, if there was one (its worker was lost
+    and the scheduler sent the task again); None: this is its first run."""
+    try:
+        from distributed import get_client, get_worker
+
+        get_worker()
+    except (ImportError, ValueError):  # not on a worker (called directly)
+        return None
+    try:
+        client = get_client()
+        earlier: float | None = client.sync(  # type: ignore[no-untyped-call]
+            client._run_on_scheduler, claim_start, key, start, callback_timeout=CLAIM_TIMEOUT
+        )
+    except Exception:  # the scheduler did not answer: run, and say when it started
+        _log_started(key, start)
+        return None
+    return earlier
+
+
+def _not_again(result: dict[str, Any], earlier: float) -> dict[str, Any]:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(earlier))
+    result["start"] = earlier
+    result["end"] = time.time()
+    result["reason"] = (
+        f"the Dask worker running it was lost (its program started at {when}); "
+        "the task was sent again and is not run a second time"
+    )
+    return result
+
+
 def run(payload: dict[str, Any]) -> dict[str, Any]:
     """Run one subjob in a fresh work directory; its outcome, files included."""
     key: str = payload["key"]
-    work = tempfile.mkdtemp(prefix="ganga_like-")
     result: dict[str, Any] = {
         "state": "failed",
         "exit_code": None,
@@ -57,11 +105,15 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         "stderr": b"",
         "outputs": {},
     }
+    earlier = _claim(key, time.time())
+    if earlier is not None:
+        return _not_again(result, earlier)
+    work = tempfile.mkdtemp(prefix="ganga_like-")
     try:
         for name, data in payload["inputs"]:
             with open(os.path.join(work, name), "wb") as handle:
                 handle.write(data)
-        env = {**os.environ, **payload["env"]}
+        env = _environment(payload)
         out_path = os.path.join(work, ".ganga_like.stdout")
         err_path = os.path.join(work, ".ganga_like.stderr")
         with open(out_path, "wb") as out, open(err_path, "wb") as err, _lock:
@@ -87,7 +139,6 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                 return result
             _running[key] = proc
         result["start"] = time.time()
-        _log_started(key, result["start"])
         code = proc.wait()
         result["end"] = time.time()
         with _lock:
@@ -107,6 +158,19 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _environment(payload: dict[str, Any]) -> dict[str, str]:
+    """The worker's environment, changed to the submitting session's where the payload
+    says how (the gangadir's own cluster), plus the application's variables."""
+    env = dict(os.environ)
+    change = payload.get("environment")
+    if change:
+        for name in change["unset"]:
+            env.pop(name, None)
+        env.update(change["set"])
+    env.update(payload["env"])
+    return env
 
 
 def _read(path: str) -> bytes:
@@ -142,11 +206,15 @@ def kill_keys(keys: list[str]) -> list[str]:
 
 
 def kill_all() -> list[str]:
-    """Kill every program this worker process runs (its cluster is closing: the programs,
-    in process groups of their own, would otherwise outlive it); the keys killed."""
+    """Kill every program this worker process runs and wait until they are gone (its
+    cluster is closing: the programs, in process groups of their own, would otherwise
+    outlive it); the keys killed."""
     with _lock:
         keys = list(_running)
-    return kill_keys(keys)
+        procs = [_running[k] for k in keys]
+    killed = kill_keys(keys)
+    _finish(procs)
+    return killed
 
 
 def _finish(procs: list[subprocess.Popen[bytes]]) -> None:

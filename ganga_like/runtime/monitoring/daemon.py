@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganga_like.detached import HelperNotReady, start_detached, stop_detached
+from ganga_like.detached import HelperNotReady, send_ready_line, start_detached, stop_detached
 from ganga_like.errors import GangaError
 from ganga_like.private import write_private
 from ganga_like.repository.storage import ensure_private_dir
@@ -193,14 +193,6 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
 # -- the daemon process ---------------------------------------------------------------
 
 
-def _answer(fd: int, line: str) -> None:
-    if fd < 0:
-        return
-    with contextlib.suppress(OSError):
-        os.write(fd, (" ".join(line.split()) + "\n").encode())
-        os.close(fd)
-
-
 def run(settings: Settings, ready_fd: int = -1) -> int:
     """The daemon's life: hold the daemon lock, monitor with priority, until SIGTERM."""
     from ganga_like.runtime.session import Session
@@ -212,7 +204,7 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(lock_fd)
-        _answer(ready_fd, f"running {daemon_pid(gangadir) or 0}")
+        send_ready_line(ready_fd, f"running {daemon_pid(gangadir) or 0}")
         return 0
     stop_event = threading.Event()
     session: Any = None
@@ -220,7 +212,7 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
         try:
             session = Session(dataclasses.replace(settings, gangadir=gangadir, monitoring=False))
         except GangaError as exc:
-            _answer(ready_fd, f"error {exc}")
+            send_ready_line(ready_fd, f"error {exc}")
             return 1
         monitor = session.monitor
         monitor.lease = MonitorLease(gangadir, kind="daemon")
@@ -244,7 +236,7 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
         os.replace(tmp, gangadir / PID_NAME)
         log.info("monitor daemon %d started for %s", os.getpid(), gangadir)
         _write_figures(gangadir, monitor, started, 0)
-        _answer(ready_fd, f"ready {os.getpid()}")
+        send_ready_line(ready_fd, f"ready {os.getpid()}")
         while not stop_event.wait(STATUS_EVERY):
             _write_figures(gangadir, monitor, started, last["polled"])
         _write_figures(gangadir, monitor, started, last["polled"])
