@@ -49,6 +49,15 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def _written(info: Path) -> bool:
+    """Whether the scheduler has written its file whole (it is not written atomically: a
+    loaded machine shows it empty or cut for a moment)."""
+    try:
+        return "address" in json.loads(info.read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def start_cluster(n_workers: int = 2, nthreads: int = 2) -> DaskCluster:
     """Start a scheduler and ``n_workers`` workers; return once every worker is connected."""
     directory = Path(tempfile.mkdtemp(prefix="ganga_like-dask-"))
@@ -68,7 +77,7 @@ def start_cluster(n_workers: int = 2, nthreads: int = 2) -> DaskCluster:
     )
     cluster = DaskCluster(directory, scheduler)
     try:
-        wait_for(info.exists, 60, "the Dask scheduler to start")
+        wait_for(lambda: _written(info), 60, "the Dask scheduler to start")
         for n in range(n_workers):
             cluster.workers.append(
                 _spawn(

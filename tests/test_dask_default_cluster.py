@@ -198,6 +198,7 @@ def test_the_cluster_is_private_and_leaves_once_idle_with_nothing_active(
     # Nothing held any more: it leaves by itself, and takes its record along.
     wait_for(lambda: not _alive(pid), PATIENCE, "the idle cluster to leave")
     assert not (directory / "cluster.json").exists()
+    assert not list(directory.glob("tls-*"))  # nor its credentials
     # The next submission starts another.
     again = Job(application=Executable(exe="echo", args=["again"]), backend=Dask())
     again.submit()
@@ -230,6 +231,7 @@ def test_a_killed_cluster_fails_the_subjobs_it_held_and_a_new_one_takes_its_plac
     assert j.wait(timeout=PATIENCE) == "completed"
     assert _cluster_pid(gangadir) != pid
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == ["done 0\n", "done 1\n"]
+    assert not list((gangadir / "dask").glob(f"tls-{pid}.*"))  # the dead one's credentials
 
 
 def test_ganga_script_runs_a_dask_job(

@@ -36,6 +36,7 @@ from ganga_like_dask.default_cluster import (
     RECORD_NAME,
     USE_LOCK,
     cluster_dir,
+    credential_paths,
     read_record,
 )
 
@@ -100,12 +101,16 @@ def _start(n_workers: int, threads_per_worker: int) -> Any:
 def _write_record(gangadir: Path, cluster: Any) -> None:
     directory = cluster_dir(gangadir)
     make_private_dirs(directory)
-    security = cluster.security
+    # The client's credentials as files of their own: a Security given their text keeps
+    # them in temporary files that go at interpreter exit, under a monitor still polling.
+    cert, key = credential_paths(gangadir, os.getpid())
+    write_private(cert, cluster.security.tls_client_cert.encode())
+    write_private(key, cluster.security.tls_client_key.encode())
     record = {
         "pid": os.getpid(),
         "address": cluster.scheduler_address,
-        "cert": security.tls_client_cert,
-        "key": security.tls_client_key,
+        "cert": str(cert),
+        "key": str(key),
         "environ": dict(os.environ),
     }
     tmp = directory / f".{RECORD_NAME}.{os.getpid()}"
@@ -168,6 +173,9 @@ def _forget_record(gangadir: Path) -> None:
     if record is not None and record.pid == os.getpid():
         with contextlib.suppress(FileNotFoundError):
             os.unlink(cluster_dir(gangadir) / RECORD_NAME)
+    for path in credential_paths(gangadir, os.getpid()):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _close(gangadir: Path, cluster: Any) -> None:

@@ -7,15 +7,17 @@ with this interpreter and ``sys.path``, shared by every session of the gangadir,
 once it has held no task for ``Dask.idle_exit`` seconds. Files in ``<gangadir>/dask/``
 (0700; each file 0600):
 
-``cluster.json``      ``pid``, ``address`` (``tls://127.0.0.1:PORT``), the TLS certificate and
-                      key a client needs, the environment its workers started with
+``cluster.json``      ``pid``, ``address`` (``tls://127.0.0.1:PORT``), where the TLS
+                      certificate and key a client needs are, the environment its workers
+                      started with
+``tls-PID.pem``, ``tls-PID.key``  that certificate and key
 ``cluster.lock``      flock held while a session looks for the cluster or starts one
 ``cluster.use.lock``  flock held shared by a session while it submits, and exclusively by
                       a cluster that leaves, so that it never leaves under a submission
 ``cluster.log``       the cluster's log
 
-Its scheduler speaks TLS with a certificate it makes at start and writes only into
-``cluster.json``: without that file (the user's own) no one can connect to it.
+Its scheduler speaks TLS with a certificate it makes at start and writes only into that
+directory: without those files (the user's own) no one can connect to it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "ClusterRecord",
     "alive_record",
     "cluster_dir",
+    "credential_paths",
     "ensure_cluster",
     "environment_change",
     "in_use",
@@ -63,7 +66,7 @@ class ClusterRecord:
 
     pid: int
     address: str
-    cert: str
+    cert: str  # the paths of the client's certificate and key
     key: str
     environ: dict[str, str]
 
@@ -81,6 +84,21 @@ class ClusterRecord:
 
 def cluster_dir(gangadir: Path) -> Path:
     return Path(gangadir) / DIR_NAME
+
+
+def credential_paths(gangadir: Path, pid: int) -> tuple[Path, Path]:
+    """Where the cluster process ``pid`` keeps the client's TLS certificate and key."""
+    directory = cluster_dir(gangadir)
+    return directory / f"tls-{pid}.pem", directory / f"tls-{pid}.key"
+
+
+def _forget_dead_credentials(gangadir: Path) -> None:
+    """Remove the credentials of cluster processes that are gone (killed: they could not)."""
+    for path in cluster_dir(gangadir).glob("tls-*.*"):
+        pid = path.name.split("-", 1)[1].split(".", 1)[0]
+        if pid.isdigit() and not is_helper(int(pid), gangadir):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
 
 def read_record(gangadir: Path) -> ClusterRecord | None:
@@ -173,6 +191,7 @@ def ensure_cluster(
             return record
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / RECORD_NAME)  # a dead cluster's
+        _forget_dead_credentials(gangadir)
         _start(gangadir, n_workers, threads_per_worker, idle_exit)
         record = alive_record(gangadir)
         if record is None:
