@@ -11,6 +11,7 @@ import contextlib
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -277,21 +278,22 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
             # Shared mode leaves the job submitting: its wait can only run out, so it is
             # kept short there (its one-line outcome is still checked).
             patience = "30" if mode == "embedded" else "1"
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "ganga_like.cli",
-                    str(script),
-                    str(small / "ballast"),
-                    "60000",
-                    patience,
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            with _paused_runner(gangadir, tmp_path / "warm"):
+                result = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "ganga_like.cli",
+                        str(script),
+                        str(small / "ballast"),
+                        "60000",
+                        patience,
+                    ],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
         finally:
             _free_and_stop(small, gangadir)
         assert result.returncode == 1, result
@@ -301,11 +303,12 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
         assert "No space left on device" in result.stderr
         line = result.stderr.rstrip()
         # Both modes alike: the file storage (the session's, or the server's) gives back
-        # what its failed commit took, and the rollback fits...
+        # what its failed commit took, and the rollback fits (the runner, paused, writes
+        # nothing of the tasks it received and of their cancellation meanwhile)...
         if not line.endswith("the job is new again"):
             # ...unless, with the server, another writer of the same small disk (the
-            # runner's files, the client cache) took that room first: then the job is left
-            # submitting, the line says so, and the next start recovers it.
+            # client cache) took that room first: then the job is left submitting, the
+            # line says so, and the next start recovers it.
             assert mode == "shared" and line.endswith("which recovers it"), line
             again = subprocess.run(
                 [sys.executable, "-m", "ganga_like.cli", "jobs"],
@@ -350,6 +353,32 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) 
         finally:
             os.close(fd)
         assert journal.read_bytes() == b'{"first": 1}\n' + lines
+
+
+@contextlib.contextmanager
+def _paused_runner(gangadir: Path, warm: Path) -> Iterator[None]:
+    """The gangadir's Local runner, alive and stopped (SIGSTOP) until the block ends: what
+    it is sent stays queued, and nothing it would write (the tasks' files, their events,
+    their cancellation) takes room on the disk meanwhile, however the machine schedules
+    the processes. Resumed at the end, it acts on its queue (cancelled tasks never run)."""
+    from ganga_like_local.backend import runner_dir
+    from ganga_like_local.runner import client as runner_client
+    from ganga_like_local.runner.launch import runner_pid
+    from ganga_like_local.runner.protocol import TaskSpec
+
+    directory = runner_dir(gangadir)
+    journal = warm / "journal.jsonl"
+    task = TaskSpec("warm", ["true"], {}, str(warm), str(warm), [], [], str(journal))
+    runner_client.submit(directory, [task], dict(os.environ), 1, idle_exit_seconds=300)
+    assert wait_until(lambda: _finals(journal) == ["warm"], 120)
+    pid = runner_pid(directory)
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def _free_and_stop(small: Path, gangadir: Path) -> None:
