@@ -127,13 +127,13 @@ def test_missing_script(env_for: dict[str, str]) -> None:
     assert result.returncode == 2 and "no such script" in result.stderr
 
 
-def test_process_exits_within_a_second_of_the_script_end_with_jobs_running(
+def test_process_exits_at_the_script_end_without_waiting_for_its_running_jobs(
     tmp_path: Path, env_for: dict[str, str]
 ) -> None:
     script = tmp_path / "long.py"
     script.write_text(
         "import time\n"
-        "j = Job(application=Executable(exe='sleep'), splitter=ArgSplitter(args=[[30], [30]]))\n"
+        "j = Job(application=Executable(exe='sleep'), splitter=ArgSplitter(args=[[120], [120]]))\n"
         "j.submit()\n"
         "print(time.time(), flush=True)\n"
     )
@@ -141,7 +141,10 @@ def test_process_exits_within_a_second_of_the_script_end_with_jobs_running(
     ended = time.time()
     assert result.returncode == 0, result.stderr
     script_end = float(result.stdout.strip())
-    assert ended - script_end < 1.0
+    print(f"the process exited {ended - script_end:.2f} s after its script ended")
+    # The subjobs sleep 120 s: an exit that waited for them would take that long. The bound
+    # is loose so that a loaded machine cannot fail it (idle, the exit takes under a second).
+    assert ended - script_end < 10.0
     # the repository was released and the jobs go on in the runner
     later = tmp_path / "later.py"
     later.write_text("j = jobs(0)\nprint(j.status)\nj.kill()\nprint(j.status)\n")

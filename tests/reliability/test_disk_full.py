@@ -11,7 +11,6 @@ import contextlib
 import errno
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.repository_check import check_repository
 
+from ..test_local_runner import paused_runner
 from ..waiting import wait_until
 from .conftest import shared_settings
 
@@ -264,6 +264,7 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
     mode: str, tmp_path: Path
 ) -> None:
     from ganga_like.repository.connection import Repository as Repo
+    from ganga_like_local.backend import runner_dir
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -278,7 +279,10 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
             # Shared mode leaves the job submitting: its wait can only run out, so it is
             # kept short there (its one-line outcome is still checked).
             patience = "30" if mode == "embedded" else "1"
-            with _paused_runner(gangadir, tmp_path / "warm"):
+            # The runner, alive and stopped (SIGSTOP), keeps what it is sent queued: nothing
+            # it would write (the tasks' files and events, their cancellation) takes room
+            # on the disk meanwhile, however the machine schedules the processes.
+            with paused_runner(tmp_path, runner_dir(gangadir)):
                 result = subprocess.run(
                     [
                         sys.executable,
@@ -353,32 +357,6 @@ def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) 
         finally:
             os.close(fd)
         assert journal.read_bytes() == b'{"first": 1}\n' + lines
-
-
-@contextlib.contextmanager
-def _paused_runner(gangadir: Path, warm: Path) -> Iterator[None]:
-    """The gangadir's Local runner, alive and stopped (SIGSTOP) until the block ends: what
-    it is sent stays queued, and nothing it would write (the tasks' files, their events,
-    their cancellation) takes room on the disk meanwhile, however the machine schedules
-    the processes. Resumed at the end, it acts on its queue (cancelled tasks never run)."""
-    from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
-    from ganga_like_local.runner.launch import runner_pid
-    from ganga_like_local.runner.protocol import TaskSpec
-
-    directory = runner_dir(gangadir)
-    journal = warm / "journal.jsonl"
-    task = TaskSpec("warm", ["true"], {}, str(warm), str(warm), [], [], str(journal))
-    runner_client.submit(directory, [task], dict(os.environ), 1, idle_exit_seconds=300)
-    assert wait_until(lambda: _finals(journal) == ["warm"], 120)
-    pid = runner_pid(directory)
-    assert pid is not None
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
 
 
 def _free_and_stop(small: Path, gangadir: Path) -> None:
