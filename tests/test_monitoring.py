@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,12 +188,31 @@ def test_a_backend_that_is_down_leaves_jobs_stale_not_failed_and_recovers(
 
 def test_the_monitor_backs_off_when_nothing_changes(gangadir: Path) -> None:
     session = open_session(
-        Settings(gangadir=gangadir, monitor_min_interval=0.05, monitor_max_interval=0.8)
+        Settings(
+            gangadir=gangadir, monitoring=False, monitor_min_interval=0.05, monitor_max_interval=0.8
+        )
     )
+    monitor = session.monitor
+    starts: list[float] = []
+    run_once = monitor.run_once
+
+    def timed_cycle() -> CycleResult:  # the monitor's own cycle, its start noted
+        starts.append(time.monotonic())
+        return run_once()
+
+    monitor.run_once = timed_cycle  # type: ignore[method-assign]
     try:
         Job()
-        time.sleep(2.0)
-        # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 0.8 ... : about 6 cycles in 2 s, not 40
-        assert 3 <= session.monitor.cycles <= 10
+        monitor.start()
+        deadline = time.monotonic() + 60  # a guard against a monitor that stopped polling
+        while len(starts) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(starts) >= 6
+        gaps = [later - earlier for earlier, later in itertools.pairwise(starts[:6])]
+        # Waits of 0.1, 0.2, 0.4, 0.8 and 0.8 s between the cycles, not 0.05 s each; a slow
+        # machine only makes them longer.
+        assert all(
+            gap >= wait - 0.01 for gap, wait in zip(gaps, [0.1, 0.2, 0.4, 0.8, 0.8], strict=True)
+        ), gaps
     finally:
         close_session()
