@@ -16,6 +16,7 @@ from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
 from ganga_like.runtime.monitoring import cycle_hold, daemon
 from ganga_like.runtime.monitoring.lease import lease_holder
+from ganga_like.runtime.monitoring.monitor import CycleResult
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL
@@ -50,27 +51,45 @@ def test_only_the_lease_holder_polls(gangadir: Path, cleanup: list[subprocess.Po
     assert lease_holder(gangadir) == (os.getpid(), "session")
 
 
-def test_a_dead_holders_lease_is_taken_over_within_seconds(
+def test_a_dead_holders_lease_is_taken_over_by_the_next_cycle(
     gangadir: Path, cleanup: list[subprocess.Popen[str]]
 ) -> None:
     holder = python(HOLDER, child_env(gangadir))
     cleanup.append(holder)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
     session = open_session(shared_settings(gangadir))
+    monitor = session.monitor
+    cycles: list[tuple[float, float, bool]] = []  # each cycle's start, end, lease held after
+    run_once = monitor.run_once
+
+    def noted_cycle() -> CycleResult:
+        started = time.monotonic()
+        result = run_once()
+        cycles.append((started, time.monotonic(), monitor.lease.held))
+        return result
+
+    monitor.run_once = noted_cycle  # type: ignore[method-assign]
     j = Job(
         application=Executable(exe="sleep"), splitter=ArgSplitter(args=[["0.3"] for _ in range(4)])
     )
     j.submit()
-    time.sleep(0.5)
-    assert not session.monitor.lease.held
+    assert wait_until(lambda: len(cycles) >= 2, 60)  # cycles while the holder lives
+    assert not monitor.lease.held
     assert lease_holder(gangadir) == (holder.pid, "session")
+    killed = time.monotonic()
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     died = time.monotonic()
-    assert wait_until(lambda: session.monitor.lease.held, 10)
+    assert wait_until(lambda: monitor.lease.held, 60)  # a guard against a hang
     takeover = time.monotonic() - died
     print(f"lease taken over {takeover:.2f} s after its holder was killed")
-    assert takeover < 3.0
+    assert wait_until(lambda: any(start > died for start, _end, _held in cycles), 60)
+    # No cycle took the lease while its holder lived; the first cycle that started after
+    # it died took it (if the one under way then had not). The monitor of a session
+    # without the lease tries every Monitor.lease_timeout (0.5 s here): on an idle machine
+    # the takeover is that soon, and the figure above says how soon it was.
+    assert not any(held for _start, end, held in cycles if end < killed), cycles
+    assert [held for start, _end, held in cycles if start > died][:1] == [True], cycles
     assert j.wait(timeout=60) == "completed"
 
 
