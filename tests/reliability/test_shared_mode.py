@@ -222,26 +222,37 @@ def test_listing_from_a_second_process_is_fast_with_a_warm_cache(
         t0 = time.perf_counter()
         from ganga_like import jobs
         from ganga_like.runtime.session import current_session
-        current_session()
+        cache = current_session().repo.db.storage._cache
         t1 = time.perf_counter()
+        added = cache.getStats()[0]
         text = repr(jobs)
         t2 = time.perf_counter()
-        print(text.count("job"), f"{t1 - t0:.3f}", f"{t2 - t1:.3f}")
+        fetched = cache.getStats()[0] - added  # records the server had to send
+        print(text.count("job"), f"{t1 - t0:.3f}", f"{t2 - t1:.3f}", fetched)
     """
     env = child_env(gangadir)
     cold = run_python(code, env)
     warm = run_python(code, env)
     assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
-    rows, _open, listing = warm.stdout.split()
+    rows, _open, listing, fetched = warm.stdout.split()
     assert int(rows) >= 1000
     print(
         "listing 1,000 jobs from a second process:",
         cold.stdout.split()[2],
         "s cold,",
         listing,
-        "s warm",
+        "s warm; records fetched from the server:",
+        cold.stdout.split()[3],
+        "cold,",
+        fetched,
+        "warm",
     )
-    assert float(listing) < 1.0  # the benchmark asserts 0.2 s on a quiet machine
+    # What makes it fast, whatever the machine's load: the warm listing reads its records
+    # from the client cache the first process left, not from the server (the benchmark
+    # asserts the time, 0.2 s, on a quiet machine).
+    assert int(cold.stdout.split()[3]) >= 1000
+    assert int(fetched) < 10
+    assert float(listing) < 10.0  # a guard against a hang
 
 
 def test_a_gangadir_too_deep_for_a_socket_path_still_works(
