@@ -27,6 +27,9 @@ SUBJOBS = 200
 # What a run of a master logs: submitting, submitted, running, its end (and a margin for a
 # master the monitor sees submitted again only while its submission is being recorded).
 MASTER_ENTRIES = 6
+# Bytes the repository may grow by per subjob (1.5 kB of 1,024 bytes), from before
+# submit() to the master ended.
+BUDGET = 1536
 
 
 def _writes_of(path: Path, start: int, oid: bytes) -> int:
@@ -41,7 +44,7 @@ def _writes_of(path: Path, start: int, oid: bytes) -> int:
 def test_subjobs_run_one_after_another_log_and_rewrite_the_master_a_few_times(
     gangadir: Path,
 ) -> None:
-    session = open_session(
+    open_session(
         Settings(
             gangadir=gangadir,
             repository_mode="embedded",
@@ -69,5 +72,4 @@ def test_subjobs_run_one_after_another_log_and_rewrite_the_master_a_few_times(
     assert len(entries) <= MASTER_ENTRIES, entries
     assert ("running", "submitted") not in entries
     assert writes <= MASTER_ENTRIES + 2, writes
-    assert after > before
-    assert session is not None
+    assert (after - before) / SUBJOBS <= BUDGET, (after - before) / SUBJOBS

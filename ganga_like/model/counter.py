@@ -12,13 +12,20 @@ index then change a few times per run, not twice per subjob.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from persistent import Persistent
+from ZODB.POSException import ConflictError
 
+from ganga_like.model import status_column
+from ganga_like.model.compact_state import pack_state, unpack_state
 from ganga_like.model.status import Status, master_status
 
 __all__ = ["StatusCounter", "derive"]
+
+_NONE_PENDING: Mapping[int, str] = MappingProxyType({})
 
 # Subjobs being submitted, waiting or running: while any is, a master's run goes on.
 _LIVE = frozenset({Status.SUBMITTING, Status.SUBMITTED, Status.RUNNING, Status.COMPLETING})
@@ -54,10 +61,26 @@ class StatusCounter(Persistent):  # type: ignore[misc]
     # True once the master has shown running since it last had no subjob live (stored
     # only while true).
     started: bool = False
+    # Subjob status labels by id not yet written into the master's status chunks
+    # (model.status_column); stored only while there are some.
+    pending: Mapping[int, str] = _NONE_PENDING
+    # How many times the pending labels were written into the chunks (a conflict tells a
+    # side that wrote them from one that only added to them).
+    folds: int = 0
+
+    # Stored as a tuple of these (model.compact_state): the record every subjob change
+    # rewrites carries no attribute names. Append-only.
+    _state_fields = ("counts", "run_seconds", "started", "pending", "folds")
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: dict[str, int] = {}
+
+    def __getstate__(self) -> Any:
+        return pack_state(super().__getstate__(), self._state_fields)
+
+    def __setstate__(self, state: Any) -> None:
+        super().__setstate__(unpack_state(state, self._state_fields))
 
     def add(self, status: Status, n: int = 1) -> None:
         counts = dict(self.counts)
@@ -84,6 +107,35 @@ class StatusCounter(Persistent):  # type: ignore[misc]
             else:
                 del self.started  # back to the class default: not stored
 
+    def note_status(
+        self, chunks: tuple[status_column.StatusChunk, ...], index: int, label: str
+    ) -> None:
+        """Subjob ``index`` now has status ``label``: pending, or written into ``chunks``
+        with the others pending once there are ``status_column.PENDING`` of them."""
+        if index not in self.pending and status_column.status_of(chunks, index) == label:
+            return  # what its chunk says already
+        # Kept even when back to what its chunk says: a conflict tells each side's changes
+        # by the labels that differ from the old state's.
+        pending = {**self.pending, index: label}
+        if len(pending) < status_column.PENDING:
+            self._set_pending(pending)
+            return
+        for subjob, written in pending.items():
+            status_column.set_status(chunks, subjob, written)
+        self._set_pending({})
+        self.folds += 1
+
+    def _set_pending(self, pending: dict[int, str]) -> None:
+        if pending:
+            self.pending = pending
+        elif "pending" in self.__dict__:
+            del self.pending  # none: back to the class default, not stored
+
+    def column(self, chunks: tuple[status_column.StatusChunk, ...]) -> status_column.StatusColumn:
+        """The master's subjob statuses as a reader sees them (``chunks`` and the pending
+        labels over them)."""
+        return status_column.StatusColumn(chunks, self.pending)
+
     def get(self, status: Status) -> int:
         return self.counts.get(status.label, 0)
 
@@ -96,28 +148,71 @@ class StatusCounter(Persistent):  # type: ignore[misc]
     def derived_status(self) -> Status:
         return derive(self.by_status(), self.started)
 
-    def _p_resolveConflict(
-        self, old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
-    ) -> dict[str, Any]:
-        o, c, n = old["counts"], committed["counts"], new["counts"]
-        merged = {}
-        for label in set(o) | set(c) | set(n):
-            value = c.get(label, 0) + n.get(label, 0) - o.get(label, 0)
-            if value:
-                merged[label] = value
-        state: dict[str, Any] = {"counts": merged}
-        seconds = (
-            committed.get("run_seconds", 0.0)
-            + new.get("run_seconds", 0.0)
-            - old.get("run_seconds", 0.0)
-        )
-        if seconds:
-            state["run_seconds"] = seconds
-        # Three-way, then as the merged counts say: the fact is dropped when no subjob is
-        # live any more, set when the counts alone show running.
-        before, theirs, ours = (s.get("started", False) for s in (old, committed, new))
-        started = ours if theirs == before else theirs
-        counts = {Status.parse(label): n for label, n in merged.items() if n}
-        if _shows_running(counts, started):
-            state["started"] = True
-        return state
+    def _p_resolveConflict(self, old: Any, committed: Any, new: Any) -> Any:
+        packed = any(isinstance(state, tuple) for state in (old, committed, new))
+        fields = self._state_fields
+        merged = _merge(*(unpack_state(state, fields) for state in (old, committed, new)))
+        return pack_state(merged, fields) if packed else merged
+
+
+def _merge(old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Two sides' changes of a counter (its attribute dicts) from a common old state."""
+    o, c, n = old["counts"], committed["counts"], new["counts"]
+    merged = {}
+    for label in set(o) | set(c) | set(n):
+        value = c.get(label, 0) + n.get(label, 0) - o.get(label, 0)
+        if value:
+            merged[label] = value
+    state: dict[str, Any] = {"counts": merged}
+    seconds = (
+        committed.get("run_seconds", 0.0)
+        + new.get("run_seconds", 0.0)
+        - old.get("run_seconds", 0.0)
+    )
+    if seconds:
+        state["run_seconds"] = seconds
+    # Three-way, then as the merged counts say: the fact is dropped when no subjob is
+    # live any more, set when the counts alone show running.
+    before, theirs, ours = (s.get("started", False) for s in (old, committed, new))
+    started = ours if theirs == before else theirs
+    counts = {Status.parse(label): n for label, n in merged.items() if n}
+    if _shows_running(counts, started):
+        state["started"] = True
+    folds, pending = _merge_pending(old, committed, new)
+    if folds:
+        state["folds"] = folds
+    if pending:
+        state["pending"] = pending
+    return state
+
+
+def _merge_pending(
+    old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
+) -> tuple[int, dict[int, str]]:
+    """The pending labels of two sides that changed different subjobs: one side's changes
+    over the other's pending labels, that of the side which wrote them into the chunks if
+    one did."""
+    o, c, n = (s.get("pending", {}) for s in (old, committed, new))
+    fo, fc, fn = (s.get("folds", 0) for s in (old, committed, new))
+    if fc != fo and fn != fo:
+        # Both wrote the old pending labels and their own changes into the chunks, which
+        # merge position by position (a label one side changed again after the old state
+        # is written two ways there: that chunk conflicts, and the transaction is retried
+        # as every conflict is). What each left pending stays so.
+        if any(c[index] != label for index, label in n.items() if index in c):
+            raise ConflictError("the same subjob's status changed in two ways")
+        return max(fc, fn), {**c, **n}
+    # A label is never dropped from pending but by writing it: what differs from the old
+    # state is what a side changed.
+    base, changes, folds = (n, c, fn) if fn != fo else (c, n, fc)
+    neither_wrote = fc == fo == fn
+    merged = dict(base)
+    for index, label in changes.items():
+        before = o.get(index)
+        if label == before:
+            continue
+        theirs = base.get(index, before)
+        if neither_wrote and theirs != before and theirs != label:
+            raise ConflictError("the same subjob's status changed in two ways")
+        merged[index] = label
+    return folds, merged

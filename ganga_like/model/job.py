@@ -24,9 +24,9 @@ from ganga_like.model.periods import MasterPeriod, job_timeline
 from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
     StatusChunk,
+    StatusColumn,
     all_statuses,
     extend_chunks,
-    set_status,
     status_of,
 )
 from ganga_like.model.subjob_builder import SubjobsBuilder
@@ -246,7 +246,7 @@ class Job(GangaObject):
             master._counter.move(old, new)
             chunks = master._status_chunks
             if chunks is not None:
-                set_status(chunks, self.id, new.label)
+                master._counter.note_status(chunks, self.id, new.label)
             # A run ends once: leaving one final state for another (freezing, forcing)
             # adds no running time.
             if new.final and not old.final and old is not Status.SUBMITTING:
@@ -471,17 +471,21 @@ class Job(GangaObject):
 
     def subjob_status(self, index: int) -> str | None:
         """Subjob ``index``'s status label without loading it; None if not known so."""
-        chunks = self._status_chunks
-        return status_of(chunks, index) if chunks is not None else None
+        column = self.status_chunks()
+        return status_of(column, index) if column is not None else None
 
-    def status_chunks(self) -> tuple[StatusChunk, ...] | None:
-        """The chunks themselves (model.status_column), or None."""
-        return self._status_chunks
+    def status_chunks(self) -> StatusColumn | None:
+        """The chunks with the changes not written into them yet (model.status_column),
+        for ``status_of``; or None."""
+        chunks, counter = self._status_chunks, self._counter
+        if chunks is None or counter is None:
+            return None
+        return counter.column(chunks)
 
     def subjob_statuses(self) -> list[str] | None:
         """Every subjob's status label by id, without loading any; None if not known so."""
-        chunks = self._status_chunks
-        return all_statuses(chunks) if chunks is not None else None
+        column = self.status_chunks()
+        return all_statuses(column) if column is not None else None
 
     def run_seconds(self) -> float:
         """Seconds spent running: of the job itself, or summed over a master's subjobs."""

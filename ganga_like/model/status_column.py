@@ -9,19 +9,28 @@ subjob. Reading a status from here loads one chunk per ``CHUNK`` subjobs and no 
 Two sessions changing different subjobs of one chunk at once do not conflict: a chunk
 merges the two changes position by position; only the same position changed two ways is
 a conflict (and the subjob record itself conflicts then too).
+
+A chunk of ``CHUNK`` labels is a few kB: rewriting it at every change of one subjob made
+subjobs run one after another cost kilobytes each. So a change goes first into the
+master's status counter (``model.counter``), a record every change rewrites anyway, as a
+pending label by subjob id; once ``PENDING`` of them gather they are written into their
+chunks at once. A reader takes the chunks with the pending labels over them
+(:class:`StatusColumn`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from persistent import Persistent
 from ZODB.POSException import ConflictError
 
 __all__ = [
     "CHUNK",
+    "PENDING",
     "StatusChunk",
+    "StatusColumn",
     "all_statuses",
     "build_chunks",
     "extend_chunks",
@@ -32,6 +41,9 @@ __all__ = [
 # Small enough that a commit changing a few subjobs rewrites little (about 2.5 kB per
 # chunk), large enough that 1,000,000 subjobs take fewer than 1,000 records.
 CHUNK = 1024
+# Pending changes the counter holds before they are written into the chunks: a change then
+# rewrites about 6 bytes per pending label, and a chunk once per PENDING changes.
+PENDING = 32
 
 
 class StatusChunk(Persistent):  # type: ignore[misc]
@@ -74,7 +86,7 @@ def extend_chunks(
     """The chunks with subjobs ``first``, ``first + 1``, ... appended (a resplit adds
     subjobs after the last); None when ``first`` does not follow the last position (the
     chunks can no longer stand for every subjob, and the subjobs are read instead)."""
-    total = sum(len(chunk.labels) for chunk in chunks)
+    total = _length(chunks)
     if first != total:
         return None
     remaining = list(labels)
@@ -86,10 +98,21 @@ def extend_chunks(
     return (*chunks, *build_chunks(remaining))
 
 
-def status_of(chunks: tuple[StatusChunk, ...], index: int) -> str | None:
+class StatusColumn(NamedTuple):
+    """Every subjob's status as a reader sees it: the chunks, and the labels changed since
+    they were written (by subjob id), which win."""
+
+    chunks: tuple[StatusChunk, ...]
+    pending: Mapping[int, str]
+
+
+def status_of(column: StatusColumn | tuple[StatusChunk, ...], index: int) -> str | None:
+    if isinstance(column, StatusColumn):
+        pending = column.pending.get(index)
+        return pending if pending is not None else status_of(column.chunks, index)
     chunk, position = divmod(index, CHUNK)
-    if 0 <= chunk < len(chunks):
-        labels = chunks[chunk].labels
+    if 0 <= chunk < len(column):
+        labels = column[chunk].labels
         if position < len(labels):
             label: str = labels[position]
             return label
@@ -102,8 +125,16 @@ def set_status(chunks: tuple[StatusChunk, ...], index: int, label: str) -> None:
         chunks[chunk].set(position, label)
 
 
-def all_statuses(chunks: tuple[StatusChunk, ...]) -> list[str]:
+def all_statuses(column: StatusColumn | tuple[StatusChunk, ...]) -> list[str]:
+    chunks, pending = column if isinstance(column, StatusColumn) else (column, {})
     result: list[str] = []
     for chunk in chunks:
         result.extend(chunk.labels)
+    for index, label in pending.items():
+        if index < len(result):
+            result[index] = label
     return result
+
+
+def _length(chunks: tuple[StatusChunk, ...]) -> int:
+    return sum(len(chunk.labels) for chunk in chunks)
