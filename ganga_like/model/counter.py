@@ -171,10 +171,11 @@ def _merge(old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]) 
     )
     if seconds:
         state["run_seconds"] = seconds
-    # Three-way, then as the merged counts say: the fact is dropped when no subjob is
-    # live any more, set when the counts alone show running.
-    before, theirs, ours = (s.get("started", False) for s in (old, committed, new))
-    started = ours if theirs == before else theirs
+    # Either side's (a side that dropped it saw no subjob live but its own: the other
+    # side's live ones say the run went on), then as the merged counts say: dropped when
+    # no subjob is live, set when they show running. When each side alone would have
+    # shown a different status, the master shows running if either did.
+    started = bool(committed.get("started", False) or new.get("started", False))
     counts = {Status.parse(label): n for label, n in merged.items() if n}
     if _shows_running(counts, started):
         state["started"] = True

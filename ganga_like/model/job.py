@@ -19,7 +19,7 @@ from persistent import Persistent
 from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
-from ganga_like.model.history import make_entry
+from ganga_like.model.history import Entry, HistoryChunk, align_moved_history, make_entry, spill
 from ganga_like.model.periods import MasterPeriod, job_timeline
 from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
@@ -62,6 +62,8 @@ class Job(GangaObject):
         "metadata",
         "_postprocessing",
         "_created",
+        "_history_older",
+        "_history_moved",
     )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "id": traitlets.Int(
@@ -139,7 +141,6 @@ class Job(GangaObject):
     postprocessors: tuple[Any, ...]
     retry: Any
     metadata: dict[str, Any]
-    history: tuple[tuple[float, str, str, str], ...]
     exit_code: int | None
     submit_count: int
 
@@ -158,6 +159,10 @@ class Job(GangaObject):
     # When the job was created (unix time); None for a subjob (made by its submission, so
     # its first logged change says when) and for jobs stored before this was recorded.
     _created: float | None = None
+    # The older part of a long event log (model.history): the newest of its chunks, and
+    # how many entries they hold; the record keeps the recent ones under "history".
+    _history_older: HistoryChunk | None = None
+    _history_moved: int = 0
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)
@@ -168,6 +173,41 @@ class Job(GangaObject):
         assert isinstance(clone, Job)
         clone._created = _time.time()  # a copy is a new job
         return clone
+
+    # -- the event log ---------------------------------------------------------------
+
+    @property
+    def history(self) -> tuple[Entry, ...]:
+        """The event log, oldest entry first: the older chunks' entries, then the recent
+        ones this record holds."""
+        recent: tuple[Entry, ...] = self.stored().get("history", ())
+        older = self._history_older
+        return recent if older is None else (*older.all_entries(), *recent)
+
+    @history.setter
+    def history(self, entries: tuple[Entry, ...]) -> None:
+        # The whole log, as read: the entries already in chunks are not written again.
+        self._keep_recent(tuple(entries)[self._history_moved :])
+
+    def _log(self, entry: Entry) -> None:
+        """Append ``entry`` to the event log, rewriting only its recent part."""
+        self._keep_recent((*self.stored().get("history", ()), entry))
+
+    def _keep_recent(self, recent: tuple[Entry, ...]) -> None:
+        recent, older, moved = spill(recent, self._history_older)
+        if moved:
+            self._history_older = older
+            self._history_moved += moved
+        self.stored()["history"] = recent
+        self._p_changed = True
+
+    def _merge_states(
+        self, old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]
+    ) -> dict[str, Any]:
+        """As every object's, with a log that one side moved partly into chunks: the
+        other side's appended entries follow what that side left in the record."""
+        old, committed, new = align_moved_history(old, committed, new)
+        return super()._merge_states(old, committed, new)
 
     # -- identity --------------------------------------------------------------------
 
@@ -215,7 +255,7 @@ class Job(GangaObject):
             before = self.current_status().label
             self._postprocessing = ("done", state[1], "", state[3])
             after = self.current_status().label
-            self.history = (*self.history, make_entry(_time.time(), before, after, cause))
+            self._log(make_entry(_time.time(), before, after, cause))
 
     def fail_postprocessing(self, reason: str, written: tuple[str, ...] = ()) -> None:
         """Postprocessing of the completed job failed: it is failed, the log says why."""
@@ -225,7 +265,7 @@ class Job(GangaObject):
         if self._subjobs:
             before = self.current_status().label
             self._postprocessing = ("failed", attempts, reason, written)
-            self.history = (*self.history, make_entry(_time.time(), before, "failed", cause))
+            self._log(make_entry(_time.time(), before, "failed", cause))
         else:
             self._postprocessing = ("failed", attempts, reason, written)
             self.change_status(Status.FAILED, cause)
@@ -240,7 +280,7 @@ class Job(GangaObject):
             self._forget_postprocessing()
         when = _time.time() if when is None else when
         self.status = new.label
-        self.history = (*self.history, make_entry(when, old.label, new.label, cause))
+        self._log(make_entry(when, old.label, new.label, cause))
         master = self._master
         if master is not None and master._counter is not None:
             master._counter.move(old, new)
@@ -387,7 +427,7 @@ class Job(GangaObject):
         """An event-log entry that is not a status change (a master's resubmit, a kill...)."""
         when = _time.time() if when is None else when
         label = self.current_status().label
-        self.history = (*self.history, make_entry(when, label, label, cause))
+        self._log(make_entry(when, label, label, cause))
 
     # -- as the registry lists it (ganga_like.repository.stored) -----------------------
 
@@ -405,12 +445,9 @@ class Job(GangaObject):
         and ``time`` show them too."""
         if not self._subjobs:
             return  # any other job logged its change when its status was set
-        history = self.history
-        if history and history[-1][2] != label:
-            self.history = (
-                *history,
-                make_entry(_time.time(), history[-1][2], label, "derived from its subjobs"),
-            )
+        recent = self.stored().get("history", ())  # the last entry is always among them
+        if recent and recent[-1][2] != label:
+            self._log(make_entry(_time.time(), recent[-1][2], label, "derived from its subjobs"))
 
     # -- subjobs ---------------------------------------------------------------------
 
