@@ -278,9 +278,12 @@ def _kill_the_worker_of_subjob_0(where: Path, cluster: DaskCluster) -> None:
     """Once both programs run, SIGKILL the worker running subjob 0's."""
     for arg in (0, 1):
         wait_for((where / f"pid.{arg}").exists, 120, f"the program of subjob {arg} to start")
-    worker = _parent(int((where / "pid.0").read_text()))
+    program = int((where / "pid.0").read_text())
+    worker = _parent(program)
     assert worker in [w.pid for w in cluster.workers]
     os.kill(worker, signal.SIGKILL)
+    # Its program ends with it: it would otherwise run on, unseen, beside a second attempt.
+    wait_for(lambda: not _alive(program), 60, "the program of the killed worker to end")
 
 
 @pytest.mark.parametrize("retried", [False, True], ids=["alone", "with Retry"])

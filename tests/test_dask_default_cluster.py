@@ -219,14 +219,15 @@ def test_a_killed_cluster_fails_the_subjobs_it_held_and_a_new_one_takes_its_plac
     pid = _cluster_pid(gangadir)
     os.kill(pid, signal.SIGKILL)
     try:
+        # Its programs end with it (they would otherwise run on beside a second attempt).
+        wait_for(lambda: not any(_alive(p) for p in programs), 60, "the programs to end")
         assert j.wait(timeout=PATIENCE) == "failed"
     finally:
-        gate.gate.touch()  # the programs it left behind end
+        gate.gate.touch()
     for sj in j.subjobs:
         assert sj.status == "failed"
         assert "Dask cluster" in sj.history[-1].cause
         assert "ended while it held this task" in sj.history[-1].cause
-    wait_for(lambda: not any(_alive(p) for p in programs), 60, "the programs to end")
     j.resubmit()
     assert j.wait(timeout=PATIENCE) == "completed"
     assert _cluster_pid(gangadir) != pid

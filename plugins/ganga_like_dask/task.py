@@ -9,14 +9,17 @@ file system with the session.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import glob
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["STARTED_ATTRIBUTE", "STARTED_TOPIC", "claim_start", "kill_all", "kill_keys", "run"]
@@ -130,6 +133,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
+                    preexec_fn=_ends_with_its_worker(),
                 )
             except FileNotFoundError:
                 result["reason"] = f"program not found: {payload['argv'][0]}"
@@ -158,6 +162,31 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# prctl(2): the signal a process gets when the thread that started it dies.
+PR_SET_PDEATHSIG = 1
+
+
+def _ends_with_its_worker() -> Callable[[], None] | None:
+    """What the program's process does before it starts (Linux): ask for SIGKILL when the
+    worker thread that started it, and waits for it, dies. Killed with its worker (or its
+    whole cluster), a program in a process group of its own would otherwise run on unseen,
+    beside a second attempt of its subjob."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    worker = os.getpid()
+
+    def arrange() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != worker:  # the worker died before the request was in place
+            os._exit(137)
+
+    return arrange
 
 
 def _environment(payload: dict[str, Any]) -> dict[str, str]:
