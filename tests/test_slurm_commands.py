@@ -875,6 +875,35 @@ def test_sbatch_bad_account(slurm: None, tmp_path: Path) -> None:
 
 
 @pytest.mark.slurm
+def test_an_array_is_found_by_its_name_as_the_array_once_its_elements_run(
+    slurm: None, tmp_path: Path
+) -> None:
+    """Each running element has a job id of its own: the name must give the array's,
+    from squeue and, once squeue has forgotten it, from the accounting."""
+    name = f"find-me-{os.getpid()}-{time.time_ns()}"
+    gate = tmp_path / "gate"
+    wait = ElementCommand(["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.1; done"])
+    script = render_script(BatchScriptSpec(name, {0: wait, 1: wait}, stdout=str(tmp_path / "o")))
+    array = commands.sbatch(script)
+    try:
+        _wait_for(
+            lambda: [r.state for r in commands.squeue([array]).values()] == ["RUNNING"] * 2,
+            120,
+            "both elements to run",
+        )
+        assert commands.find_jobs_by_name([name, "no-such-name"]) == {name: array}
+        gate.touch()
+        _wait_for(
+            lambda: commands.find_ended_jobs_by_name([name]) == {name: array},
+            120,
+            "the accounting to have it",
+        )
+    finally:
+        gate.touch()
+        commands.scancel([array])
+
+
+@pytest.mark.slurm
 def test_partitions_from_the_cluster(slurm: None) -> None:
     before = commands.COMMAND_COUNTS.copy()
     partitions = commands.scontrol_show_partitions()

@@ -411,7 +411,8 @@ def find_by_name_command(names: Sequence[str]) -> list[str]:
         "--me",
         "--states=all",
         f"--name={','.join(names)}",
-        "--format=%A|%j",
+        # %F: an array's own id on every row (%A is each running element's own job id).
+        "--format=%F|%j",
     ]
 
 
@@ -435,6 +436,43 @@ def find_jobs_by_name(names: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT)
     if result.returncode != 0:
         raise _fail(args, result)
     return parse_names(result.stdout, names)
+
+
+# How far back the accounting is searched for a job of a given name: a session killed
+# while submitting may be followed by the next one days later.
+HISTORY_SEARCH = "now-30days"
+
+
+def find_ended_by_name_command(names: Sequence[str]) -> list[str]:
+    return [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--starttime={HISTORY_SEARCH}",
+        f"--name={','.join(names)}",
+        "--format=JobID,JobName",
+    ]
+
+
+def find_ended_jobs_by_name(
+    names: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, str]:
+    """As :func:`find_jobs_by_name`, from the accounting (jobs squeue has forgotten):
+    name -> job id (an array's id for an array element), in ONE sacct call."""
+    if not names:
+        return {}
+    args = find_ended_by_name_command(names)
+    result = _run(args, timeout=timeout)
+    if result.returncode != 0:
+        raise _fail(args, result)
+    found: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        job_id, _, name = line.strip().partition("|")
+        base = job_id.split("_", 1)[0]
+        if base.isdigit() and name in names:
+            found.setdefault(name, base)
+    return found
 
 
 # --- partitions and ping ----------------------------------------------------
