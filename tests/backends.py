@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +40,14 @@ class BackendCase:
     # Ends what a test left running: given the gangadir and the backend ids of the
     # subjobs still active when its session closed.
     leftovers: Callable[[Path, list[str]], None] = lambda gangadir, ids: None
+    # The points of a submission where a test stops the submitting process to kill it
+    # (ganga_like.model.stop_points): the core's, and the backend's own.
+    stop_points: tuple[str, ...] = ("handed-over", "before-commit")
+    # What executes a subjob, given its program's pid: the process a test kills to kill
+    # it (by default the program's parent: the Local runner, the pilot's runner, the
+    # Dask worker); and what the subjob's cause then says.
+    executor: Callable[[int], int] = lambda pid: _parent(pid)
+    executor_killed: str = ""
 
 
 class CaseSettings(Settings):
@@ -48,6 +59,12 @@ class CaseSettings(Settings):
 
     def backend_settings(self) -> dict[str, Any]:
         return {**super().backend_settings(), **self.extra}
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rfind(b")") + 2 :].split()[1])
 
 
 def _local() -> Any:
@@ -123,12 +140,15 @@ def _slurm_available() -> None:
         )
 
 
+BATCH_STOP_POINTS = ("scheduler-accepted", "handed-over", "before-commit")
+
 BACKENDS: list[BackendCase] = [
     BackendCase(
         "Local",
         _local,
         settings={"local_max_concurrent": 4, "local_idle_exit": 5.0},
         leftovers=_local_leftovers,
+        executor_killed="the runner died while it ran",
     ),
     BackendCase(
         "Slurm",
@@ -148,6 +168,10 @@ BACKENDS: list[BackendCase] = [
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
         leftovers=_slurm_leftovers,
+        stop_points=BATCH_STOP_POINTS,
+        # The batch step runs the program itself (exec): killing it kills the step.
+        executor=lambda pid: pid,
+        executor_killed="(signal 9)",
     ),
     BackendCase(
         "SlurmPilot",
@@ -164,6 +188,9 @@ BACKENDS: list[BackendCase] = [
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
         leftovers=_slurm_leftovers,
+        stop_points=BATCH_STOP_POINTS,
+        # The pilot's runner, in the allocation: a new one there reports what it ran.
+        executor_killed="the runner died while it ran",
     ),
     BackendCase(
         "Dask",
@@ -178,9 +205,32 @@ BACKENDS: list[BackendCase] = [
 CASES = {case.name: case for case in BACKENDS}
 
 
-def case_params() -> list[Any]:
-    """One pytest param per backend, with its id and marks."""
-    return [pytest.param(case, id=case.name, marks=case.marks) for case in BACKENDS]
+# Known defects of a backend, each skipping exactly the fault cases it breaks (see
+# tests/test_backend_conformance.py); lifting one is deleting its line in KNOWN_DEFECTS.
+DASK_CLUSTER_ENDS_WITH_SESSION = pytest.mark.skip(
+    reason="Dask's default cluster ends with its session"
+)
+DASK_WORKER_KILL_RERUNS_UNRECORDED = pytest.mark.skip(reason="Dask's worker kill reruns unrecorded")
+DASK_CANNOT_SAY_WHAT_IT_RECEIVED = pytest.mark.skip(
+    reason="Dask cannot say what it received (no received_bulk): an interrupted submission "
+    "is rolled back, and what had started runs again at the next submit()"
+)
+# (backend, fault) -> its mark; a fault is the name case_params() is given.
+KNOWN_DEFECTS: dict[tuple[str, str], pytest.MarkDecorator] = {
+    ("Dask", "submitter-killed"): DASK_CANNOT_SAY_WHAT_IT_RECEIVED,
+    ("Dask", "executor-killed"): DASK_WORKER_KILL_RERUNS_UNRECORDED,
+}
+
+
+def case_params(fault: str = "") -> list[Any]:
+    """One pytest param per backend, with its id and marks; for the cases of ``fault``,
+    the marks of its known defects too."""
+    params = []
+    for case in BACKENDS:
+        known = KNOWN_DEFECTS.get((case.name, fault))
+        marks = (*case.marks, known) if known is not None else case.marks
+        params.append(pytest.param(case, id=case.name, marks=marks))
+    return params
 
 
 def open_case_session(case: BackendCase, gangadir: Path, **fields: Any) -> Session:
@@ -188,3 +238,81 @@ def open_case_session(case: BackendCase, gangadir: Path, **fields: Any) -> Sessi
     return open_session(
         CaseSettings(case.backend_settings, gangadir=gangadir, **{**case.settings, **fields})
     )
+
+
+INTERRUPTED_SUBMITTER = textwrap.dedent("""
+    import sys
+    import time
+    from pathlib import Path
+    from tests.backends import CASES, open_case_session
+    from ganga_like import ArgSplitter, Executable, Job, Retry
+
+    case = CASES[sys.argv[1]]
+    open_case_session(case, Path(sys.argv[2]))
+    mode = sys.argv[5]
+    gate = Path(sys.argv[6]) if mode == "resubmit" else None
+    # To be resubmitted: each subjob fails (exit code 3) until the file "fixed" exists.
+    extra = [3] if gate is not None else []
+    j = Job(application=Executable(exe=sys.argv[3]),
+            splitter=ArgSplitter(args=[[i, *extra] for i in range(int(sys.argv[4]))]),
+            backend=case.make())
+    if mode == "retry":
+        j.retry = Retry(attempts=1, on=["failed"])
+    j.submit()
+    if mode == "retry":
+        time.sleep(300)  # the monitor of this process retries, and is stopped there
+    if gate is not None:
+        gate.touch()
+        assert j.wait(timeout=300) == "failed", j.status
+        (gate.parent / "fixed").touch()
+        gate.unlink()  # the runs again wait for it
+        j.resubmit()
+    print("the submission was not stopped", flush=True)
+""")
+
+
+def kill_9_submitter_at(
+    case: BackendCase,
+    gangadir: Path,
+    env: dict[str, str],
+    exe: Path,
+    count: int,
+    point: str,
+    part: int = 0,
+    resubmit_gate: Path | None = None,
+    retry: bool = False,
+) -> None:
+    """Run a process submitting job 0 of ``count`` subjobs running ``exe <i>`` (handed
+    over ``part`` at a time; 0: as usual) that stops at ``point`` (see
+    ganga_like.model.stop_points), and kill -9 it there. With ``resubmit_gate`` (the
+    gate file of tests.test_backend_conformance.Gated), the subjobs run ``exe <i> 3``,
+    all fail, and the process resubmits them once fixed (its points are then reached a
+    second time: ``point`` should say ``#2``). With ``retry``, the job has a
+    ``Retry(attempts=1)`` and the process waits for its monitor to retry, and stop."""
+    from ganga_like.model.stop_points import STOP_VARIABLE
+    from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
+
+    from .waiting import wait_for
+
+    stopped = gangadir.parent / "stopped-here"
+    env = {**env, STOP_VARIABLE: f"{point}:{stopped}"}
+    if part:
+        env[TEST_PART_VARIABLE] = str(part)
+    args = [case.name, str(gangadir), str(exe), str(count)]
+    if resubmit_gate is not None:
+        args += ["resubmit", str(resubmit_gate)]
+    else:
+        args.append("retry" if retry else "submit")
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_SUBMITTER, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: stopped.exists() or child.poll() is not None, 300, f"the stop at {point}")
+        assert child.poll() is None, child.communicate()
+    finally:
+        child.kill()  # SIGKILL: nothing of the submitter runs any more
+        child.communicate()

@@ -23,7 +23,7 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job, PythonFunction
 from ganga_like.runtime.session import Session, close_session
 
-from .backends import BackendCase, case_params, open_case_session
+from .backends import BackendCase, case_params, kill_9_submitter_at, open_case_session
 from .waiting import wait_for
 
 # Longest a job of a few short subjobs may take to end on a loaded machine.
@@ -118,6 +118,10 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+
+
+def _histories(job: Any) -> dict[int, list[tuple[str, str]]]:
+    return {s.id: [(h.new, h.cause) for h in s.history] for s in job.subjobs}
 
 
 def _stdout(job: Any) -> str:
@@ -319,3 +323,81 @@ def test_a_monitor_stopped_mid_run_and_restarted_loses_and_repeats_nothing(
         assert steps[0] == "submitted" and steps[-1] == "completed", steps
         assert len(steps) == len(set(steps)), steps  # no transition applied twice
     assert gated.runs() == ["0", "1", "2", "3"]
+
+
+# -- faults: a process killed (kill -9) at the worst moments ---------------------------------
+
+SUBJOBS = 5
+
+
+# (stop point, subjobs handed over per part (0: one part), subjobs never handed over)
+SUBMITTER_KILLS = [
+    ("scheduler-accepted", 0, 0),
+    ("handed-over", 0, 0),
+    ("handed-over#2", 2, 1),
+    ("before-commit", 0, 0),
+]
+
+
+@pytest.mark.parametrize("case", case_params("submitter-killed"), indirect=True)
+@pytest.mark.parametrize(
+    "point, part, never", [pytest.param(*kill, id=kill[0]) for kill in SUBMITTER_KILLS]
+)
+def test_kill_9_of_the_submitter_after_the_hand_over_runs_each_subjob_exactly_once(
+    case: BackendCase,
+    gangadir: Path,
+    env_for: dict[str, str],
+    gated: Gated,
+    point: str,
+    part: int,
+    never: int,
+) -> None:
+    if point.partition("#")[0] not in case.stop_points:
+        pytest.skip(f"{case.name} has no {point} point")
+    kill_9_submitter_at(case, gangadir, env_for, gated.exe, SUBJOBS, point, part)
+    session = open_case_session(case, gangadir)  # recovers the interrupted submission
+    try:
+        from ganga_like import jobs
+
+        j = jobs(0)
+        recovered = [(s.id, s.status) for s in j.subjobs]
+        if j.status == "new" or any(status == "new" for _, status in recovered):
+            j.submit()  # the one user action: submit what the backend never received
+        gated.open()
+        assert j.wait(timeout=PATIENCE) == "completed"
+        assert gated.runs() == [str(i) for i in range(SUBJOBS)]  # each ran once
+        assert [_stdout(s) for s in j.subjobs] == [f"done {i}\n" for i in range(SUBJOBS)]
+        # What the backend had received was recorded, not rolled back.
+        assert len(recovered) == SUBJOBS
+        assert sum(status == "new" for _, status in recovered) == never, recovered
+    finally:
+        _cleanup(case, session, gangadir)
+
+
+@pytest.mark.parametrize("case", case_params("submitter-killed"), indirect=True)
+@pytest.mark.parametrize("point", ["scheduler-accepted", "handed-over", "before-commit"])
+def test_kill_9_of_the_resubmitter_after_the_hand_over_runs_each_subjob_once_more(
+    case: BackendCase, gangadir: Path, env_for: dict[str, str], gated: Gated, point: str
+) -> None:
+    """As above, for a resubmission of failed subjobs: what the backend received is
+    recorded and followed, never run a third time."""
+    if point not in case.stop_points:
+        pytest.skip(f"{case.name} has no {point} point")
+    kill_9_submitter_at(
+        case, gangadir, env_for, gated.exe, SUBJOBS, f"{point}#2", resubmit_gate=gated.gate
+    )
+    session = open_case_session(case, gangadir)  # recovers the interrupted resubmission
+    try:
+        from ganga_like import jobs
+
+        j = jobs(0)
+        recovered = [(s.id, s.status) for s in j.subjobs]
+        if any(status in ("failed", "killed") for _, status in recovered):
+            j.resubmit()  # what a user does with what was not received
+        gated.open()
+        assert j.wait(timeout=PATIENCE) == "completed", _histories(j)
+        assert gated.runs() == sorted([str(i) for i in range(SUBJOBS)] * 2)  # once more each
+        # What the backend had received was recorded, not failed.
+        assert all(status in ("submitted", "running") for _, status in recovered), recovered
+    finally:
+        _cleanup(case, session, gangadir)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from ganga_like.errors import JobError
+from ganga_like.errors import BackendError, JobError
 from ganga_like.model.interfaces import (
     ActiveRef,
     IBackend,
@@ -20,12 +20,22 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import run_spec
 
 from . import polling
 from .commands import CommandError
 from .planning import Batch, Member, compress
-from .records import log_submission, prepare_workspace, unconfirmed_submissions
+from .records import (
+    HandOver,
+    handed_over,
+    handover_key,
+    keep_handover,
+    log_submission,
+    logged_outcomes,
+    prepare_workspace,
+    unconfirmed_submissions,
+)
 from .retry import RetrySettings
 from .scheduler import BatchScheduler
 from .script import read_missing_output
@@ -212,6 +222,9 @@ class BatchBackend(IBackend):
             path = os.path.join(log_dir, batch.name + scheduler.script_suffix)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
+            keep_handover(
+                log_dir, batch.name, {handover_key(m.job): m.index for m in members}, batch.queue
+            )
             self.before_submit(batch, members)
         except OSError as exc:
             message = f"cannot keep the batch script in {log_dir}: {exc}"
@@ -220,6 +233,7 @@ class BatchBackend(IBackend):
             scheduler_id = scheduler.submit_with_retry(
                 text, batch.name, settings, settings.command_timeout
             )
+            stop_point("scheduler-accepted")
         except CommandError as exc:
             message = exc.as_submit_failure(scheduler.submit_name)
             log_submission(log_dir, batch.name, "not submitted: " + message.replace("\n", " "))
@@ -243,6 +257,75 @@ class BatchBackend(IBackend):
             f"submitted {scheduler_id} {scheduler.queue_word}={batch.queue} {what}",
         )
         return scheduler_id, errors, False
+
+    # -- recovery of a submission a crash interrupted ----------------------------------
+
+    def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
+        """The jobs a kept script handed over that the scheduler accepted: its log line
+        says so, or (a crash between the submission and the line) the scheduler lists a
+        job of the script's unique name. Each is given its scheduler id, as its submission
+        would have (``record_received``), so that it is followed."""
+        scheduler = self.scheduler
+        settings = self.batch_settings(ctx)
+        found: set[str] = set()
+        by_dir: dict[str, dict[str, Job]] = {}
+        for job in jobs:
+            top = ctx.paths(job.master if job.master is not None else job).location
+            by_dir.setdefault(self.log_dir(top), {})[handover_key(job)] = job
+        arrays: list[str] = []
+        for log_dir, wanted in by_dir.items():
+            handovers = handed_over(log_dir, set(wanted))
+            ids = self._accepted(log_dir, {h.name for h in handovers.values()}, settings)
+            for key, handover in handovers.items():
+                scheduler_id = ids.get(handover.name)
+                if scheduler_id is None:
+                    continue
+                job = wanted[key]
+                element = (
+                    scheduler_id
+                    if handover.index is None
+                    else scheduler.element_id(scheduler_id, handover.index)
+                )
+                self.record_received(job, handover, element)
+                found.add(job.fqid)
+                if handover.index is not None and scheduler_id not in arrays:
+                    arrays.append(scheduler_id)
+        if arrays:
+            self._assign("id", ",".join(arrays))
+        return found
+
+    def _accepted(self, log_dir: str, names: set[str], settings: BatchSettings) -> dict[str, str]:
+        """name -> scheduler id of the kept scripts ``names`` the scheduler accepted."""
+        scheduler = self.scheduler
+        ids: dict[str, str] = {}
+        outcomes = logged_outcomes(log_dir)
+        unlogged = sorted(n for n in names if n not in outcomes)
+        for name in names & set(outcomes):
+            words = outcomes[name].split()
+            if len(words) >= 2 and words[0] == "submitted":
+                ids[name] = words[1]
+        if unlogged:
+            timeout = settings.command_timeout
+            try:
+                seen: dict[str, str] = scheduler.retry(
+                    lambda: scheduler.find_submitted(unlogged, timeout=timeout), settings
+                )
+            except CommandError as exc:
+                raise BackendError(
+                    f"cannot ask {scheduler.label} what it received: {exc.message}"
+                ) from None
+            for name in unlogged:
+                if name in seen:
+                    ids[name] = seen[name]
+                    # Logged now: a later recovery must not take it for a submission
+                    # nobody saw and cancel it, recorded as it is.
+                    log_submission(log_dir, name, f"submitted {seen[name]} (found by recovery)")
+        return ids
+
+    def record_received(self, job: Job, handover: HandOver, scheduler_id: str) -> None:
+        """Record on ``job`` that the scheduler received it as ``scheduler_id`` (a crash
+        interrupted its submission before this was recorded)."""
+        job.backend._assign("id", scheduler_id)
 
     # -- kill --------------------------------------------------------------------------
 

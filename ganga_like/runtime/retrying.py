@@ -39,6 +39,7 @@ from ganga_like.model.interfaces import (
 )
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import run_spec
 from ganga_like.repository.registry import Registry, active_key
 from ganga_like.repository.retry import RetryPolicy, retried
@@ -214,7 +215,9 @@ def _retry(
 def _hand_over(ctx: SubmitContext, backend: IBackend, job: Job) -> SubmitOutcome:
     try:
         spec = run_spec(job, ctx.paths(job))
-        return backend.submit_bulk(ctx, [(job, spec)], keep_going=True)
+        outcome = backend.submit_bulk(ctx, [(job, spec)], keep_going=True)
+        stop_point("handed-over")
+        return outcome
     except GangaError as exc:
         return SubmitOutcome(failed={job.fqid: str(exc)})
     except Exception as exc:  # a plugin's bug must not leave the job submitting

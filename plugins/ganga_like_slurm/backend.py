@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
+from ganga_like.batch.records import HandOver
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
@@ -243,6 +244,16 @@ class Slurm(BatchBackend):
         backend._assign("id", scheduler_id)
         backend._assign("actual_partition", batch.queue)
         backend._assign("pilot_run", "")
+
+    def record_received(self, job: Job, handover: HandOver, scheduler_id: str) -> None:
+        backend = job.backend
+        backend._assign("id", scheduler_id)
+        backend._assign("actual_partition", handover.queue)
+        pilot = handover.extra.get(pilot_run.HANDOVER_PILOT)
+        backend._assign("pilot_run", handover.name if pilot else "")
+        if pilot and job.master is not None:
+            job.master.backend._assign("id", scheduler_id)
+            job.master.backend._assign("actual_partition", handover.queue)
 
     # -- pilots (see .pilot_run): one allocation runs the subjobs --------------------
 

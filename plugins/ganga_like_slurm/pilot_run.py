@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ganga_like.batch.records import log_submission
+from ganga_like.batch.records import handover_key, keep_handover, log_submission
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
@@ -45,6 +45,7 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import launcher_words, resolve_launcher
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like.private import make_private_dirs
 
@@ -86,6 +87,9 @@ __all__ = [
 ]
 
 JOURNAL = "pilot-events.jsonl"
+# In a pilot's kept hand-over (see ganga_like.batch.records): it is a pilot, whose name
+# is the subjobs' ``pilot_run``.
+HANDOVER_PILOT = "pilot"
 PILOT_DIR = "pilot"
 RUNNER_MODULE = "ganga_like_local.runner"
 # The runner looks at its queue this often (kill requests: its clients cannot signal it
@@ -318,12 +322,20 @@ def submit(
         os.makedirs(log_dir, exist_ok=True)
         with open(os.path.join(log_dir, name + ".sh"), "w", encoding="utf-8") as f:
             f.write(text)
+        keep_handover(
+            log_dir,
+            name,
+            {handover_key(job): None for job in members},
+            partition,
+            {HANDOVER_PILOT: True},
+        )
     except (OSError, ScriptError) as exc:
         message = f"cannot write the pilot's files: {exc}"
         outcome.failed.update({j.fqid: message for j in members})
         return outcome
     try:
         pilot_id = submission.sbatch_with_retry(text, name, settings)
+        stop_point("scheduler-accepted")
     except SlurmCommandError as exc:
         message = exc.as_submit_failure("sbatch")
         log_submission(log_dir, name, "not submitted: " + message.replace("\n", " "))

@@ -135,6 +135,17 @@ class SlurmScheduler(BatchScheduler):
     def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
         return submission.find_jobs_by_name(names, timeout=timeout)
 
+    def find_submitted(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
+        found = submission.find_jobs_by_name(names, timeout=timeout)
+        rest = [n for n in names if n not in found]
+        if rest:
+            try:
+                found.update(commands.find_ended_jobs_by_name(rest, timeout=timeout))
+            except commands.SlurmCommandError as exc:
+                if not self.history_unavailable(exc):
+                    raise
+        return found
+
     def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
         commands.scancel(targets, timeout=timeout)
 

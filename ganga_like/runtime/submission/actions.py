@@ -33,6 +33,7 @@ from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import run_spec
 from ganga_like.runtime.submission.split_submission import SplitSubmission, check_split
 from ganga_like.runtime.submission.splitting import build_subjobs, calling_splitter
@@ -145,6 +146,7 @@ def _submit(session: Session, job: Job, keep_going: bool) -> bool:
             return
         job.change_status(Status.SUBMITTED, "user: submit")
         registry.follow(job, job.backend.monitor_data(job))
+        stop_point("before-commit")
 
     try:
         _record(session, job, record_outcome, f"recording the submission of job {job.fqid}")
@@ -485,6 +487,7 @@ def _hand_over(
         outcome.failed.update(result.failed)
         outcome.not_attempted.extend(result.not_attempted)
         outcome.real_bulk = result.real_bulk
+        stop_point("handed-over")
     return outcome
 
 
@@ -663,6 +666,7 @@ def _run_again(
             elif Status.parse(target.status) is Status.SUBMITTING:
                 target.change_status(Status.SUBMITTED, f"user: {verb}")
                 registry.follow(target, target.backend.monitor_data(target))
+        stop_point("before-commit")
 
     def roll_back() -> None:
         session.registry().submitting.pop(master.id, None)

@@ -24,6 +24,7 @@ from ganga_like.errors import JobError
 from ganga_like.model.interfaces import SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.repository.savepoints import write_out
 from ganga_like.runtime.submission.splitting import split_parts
@@ -118,6 +119,7 @@ class SplitSubmission:
             self._reached += len(part)
             self._record_part(part)
         self._finish()
+        stop_point("before-commit")
 
     def _first_parts(self) -> Iterator[list[Job]]:
         """The parts, the first one as made by ``check_split`` (then let go)."""
