@@ -401,3 +401,36 @@ def test_kill_9_of_the_resubmitter_after_the_hand_over_runs_each_subjob_once_mor
         assert all(status in ("submitted", "running") for _, status in recovered), recovered
     finally:
         _cleanup(case, session, gangadir)
+
+
+@pytest.mark.parametrize("case", case_params("submitter-killed"), indirect=True)
+@pytest.mark.parametrize("point", ["scheduler-accepted", "handed-over"])
+def test_kill_9_of_the_monitor_handing_a_retry_over_runs_it_once(
+    case: BackendCase, gangadir: Path, env_for: dict[str, str], tmp_path: Path, point: str
+) -> None:
+    """The monitor's retry of a failed subjob, its process killed once the backend has it:
+    the next session's monitor records it received instead of handing it over again."""
+    if point not in case.stop_points:
+        pytest.skip(f"{case.name} has no {point} point")
+    ran = tmp_path / "ran"
+    exe = tmp_path / "fails-first.sh"
+    exe.write_text(
+        f'#!/bin/sh\necho "$1" >> "{ran}"\n'
+        f'[ -e "{tmp_path}/ok.$1" ] && exit 0\ntouch "{tmp_path}/ok.$1"\nexit 3\n'
+    )
+    exe.chmod(0o755)
+    # The first hand-over is the submission's, the second a retry's.
+    kill_9_submitter_at(case, gangadir, env_for, exe, SUBJOBS, f"{point}#2", retry=True)
+    session = open_case_session(case, gangadir)  # its monitor finishes the retries
+    try:
+        from ganga_like import jobs
+
+        j = jobs(0)
+        assert j.wait(timeout=PATIENCE) == "completed", _histories(j)
+        assert [s.status for s in j.subjobs] == ["completed"] * SUBJOBS, _histories(j)
+        assert sorted(ran.read_text().split()) == sorted([str(i) for i in range(SUBJOBS)] * 2)
+        for s in j.subjobs:
+            attempts = [h.new for h in s.history].count("submitted")
+            assert attempts == 2, [(h.new, h.cause) for h in s.history]
+    finally:
+        _cleanup(case, session, gangadir)

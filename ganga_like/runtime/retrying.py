@@ -191,6 +191,9 @@ def _retry(
             log.warning("job %s: cannot ask the backend what it received: %s", job.fqid, exc)
             received = set()
         if job.fqid in received:
+            # What the backend recorded on it (its scheduler id) is in this transaction:
+            # committed first, as after a hand-over, or the job is followed by its old id.
+            _commit(tm)
             transact(lambda: _record(registry(), find(), key, None, "received before a restart"))
             return 1
         try:
@@ -203,13 +206,17 @@ def _retry(
         message = "not attempted"
     # What the backend stored (scheduler ids) is in this transaction: commit it first,
     # then record the outcome (retried on conflicts, without calling the backend again).
+    _commit(tm)
+    transact(lambda: _record(registry(), find(), key, message, ""))
+    return 1
+
+
+def _commit(tm: transaction.TransactionManager) -> None:
     try:
         tm.commit()
     except Exception:
         tm.abort()
         raise
-    transact(lambda: _record(registry(), find(), key, message, ""))
-    return 1
 
 
 def _hand_over(ctx: SubmitContext, backend: IBackend, job: Job) -> SubmitOutcome:
