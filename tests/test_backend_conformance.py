@@ -11,6 +11,8 @@ they end and never sleeps for a fixed time.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ganga_like import ArgSplitter, Executable, Job, PythonFunction
+from ganga_like import ArgSplitter, Executable, Job, PythonFunction, Retry
 from ganga_like.runtime.session import Session, close_session
 
 from .backends import BackendCase, case_params, kill_9_submitter_at, open_case_session
@@ -434,3 +436,42 @@ def test_kill_9_of_the_monitor_handing_a_retry_over_runs_it_once(
             assert attempts == 2, [(h.new, h.cause) for h in s.history]
     finally:
         _cleanup(case, session, gangadir)
+
+
+@pytest.mark.parametrize("case", case_params("executor-killed"), indirect=True)
+@pytest.mark.parametrize("retried", [False, True], ids=["no-retry", "retry"])
+def test_kill_9_of_what_runs_a_subjob_ends_it_with_the_reason_and_records_every_run(
+    case: BackendCase, backend_session: Session, gated: Gated, retried: bool
+) -> None:
+    """What executes a subjob (the Local runner, the Slurm job step, the pilot's
+    allocation, the Dask worker) killed while it runs: the subjob ends saying why, and a
+    run again (a Retry's, or the backend's own) is an attempt its history records: the
+    program ran exactly as many times as the history shows the subjob ``submitted``."""
+    j = gated.job(case, [[0], [1]])
+    if retried:
+        j.retry = Retry(attempts=1, on=["failed"])
+    j.submit()
+    victim = j.subjobs[0]
+    assert victim.wait(timeout=PATIENCE, until="running") == "running"
+    program = gated.pid(0)
+    os.kill(case.executor(program), signal.SIGKILL)
+
+    def ended() -> bool:
+        backend_session.sync()
+        return any(h.new in ("failed", "killed") for h in victim.history)
+
+    wait_for(ended, PATIENCE, "the subjob to end")
+    # Ended means ended: no program of it runs on, unrecorded, beside a run again.
+    wait_for(lambda: not _alive(program), 60, "the killed subjob's program to end")
+    gated.open()
+    final = j.wait(timeout=PATIENCE)
+    histories = {s.id: [(h.new, h.cause) for h in s.history] for s in j.subjobs}
+    ends = [cause for new, cause in histories[0] if new in ("failed", "killed")]
+    assert ends and all(case.executor_killed in cause for cause in ends[:1]), histories[0]
+    runs = gated.runs()
+    for s in j.subjobs:
+        attempts = [new for new, _ in histories[s.id]].count("submitted")
+        assert runs.count(str(s.id)) == attempts, (s.id, runs, histories[s.id])
+    if retried:
+        assert final == "completed", histories
+        assert runs.count("0") == 2

@@ -95,6 +95,8 @@ RUNNER_MODULE = "ganga_like_local.runner"
 # The runner looks at its queue this often (kill requests: its clients cannot signal it
 # from another machine).
 SCAN_SECONDS = 1.0
+# How many times a pilot starts its runner: again after it was killed, twice at most.
+RUNNER_STARTS = 3
 _sequence = itertools.count()
 
 
@@ -252,10 +254,17 @@ def render(backend: Slurm, name: str, top: str, partition: str) -> str:
         "--idle-exit=0",
         "--kill-tasks-on-exit",
     ]
-    lines.append(
-        " ".join(["exec", *(shlex.quote(w) for w in words)])
-        + ' --cores="$cores" --memory="$memory"'
-    )
+    runner = " ".join(shlex.quote(w) for w in words) + ' --cores="$cores" --memory="$memory"'
+    # A runner killed (kill -9, the OOM killer) leaves its tasks running, orphaned, and the
+    # tasks it had not started undone: a new one in the same allocation finds them in its
+    # directory, kills and reports the first (failed, "the runner died while it ran") and
+    # runs the others, as the Local backend revives its runner. At most RUNNER_STARTS.
+    lines += [
+        f"for start in $(seq {RUNNER_STARTS}); do",
+        f"    {runner} && exit 0",
+        "done",
+        "exit 1",
+    ]
     return "\n".join(lines) + "\n"
 
 
