@@ -17,6 +17,7 @@ from ganga_like import (
     Dask,
     DatasetSplitter,
     Executable,
+    FileChecker,
     GangaDataset,
     GangaError,
     GenericSplitter,
@@ -247,6 +248,20 @@ def test_a_value_that_cannot_be_stored_is_refused_when_set(session: Session) -> 
         (lambda: GangaDataset(files=["a\0"]), "GangaDataset.files", "NUL byte"),
         (lambda: TextMerger(files=["out\0"]), "TextMerger.files", "NUL byte"),
         (lambda: LocalFile("in\0.txt"), "LocalFile.namePattern", "NUL byte"),
+        # A merger's files are inside the subjobs' output directories: outside them it
+        # would read, and with overwrite=True replace, the user's own files.
+        (
+            lambda: TextMerger(files=["/home/me/notes.txt"], overwrite=True),
+            "TextMerger.files",
+            "(this is an absolute path), not the str '/home/me/notes.txt'",
+        ),
+        (lambda: CustomMerger(files=["../../x"]), "CustomMerger.files", "through '..'"),
+        (lambda: FileChecker(files=["~/notes"]), "FileChecker.files", "absolute path"),
+        (
+            lambda: GangaDataset(files=["/data/a.root", "root://eos//b.root"]),
+            "GangaDataset.files",
+            "(GangaDataset fetches nothing), got the root:// URL 'root://eos//b.root'",
+        ),
     ],
 )
 def test_nonsense_is_refused_when_set_in_one_line(
@@ -296,6 +311,11 @@ def test_sound_values_of_the_same_attributes_are_still_taken(session: Session) -
     ]
     assert Retry(attempts=100, grow={"walltime": 100, "memory": 1.5}).attempts == 100
     assert LocalFile("C:data.txt").namePattern == "C:data.txt"
+    assert TextMerger(files=["sub/*.txt", "a..b", ".hidden"]).files == [
+        "sub/*.txt",
+        "a..b",
+        ".hidden",
+    ]
     assert GenericSplitter(attribute="application.args", values=[["1"], [2.5]]).values == [
         ["1"],
         [2.5],

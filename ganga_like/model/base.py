@@ -371,8 +371,16 @@ _DICT_ELEMENT = re.compile(
 )
 
 
+# traitlets' words when an element's trait raised a message of its own instead of calling
+# error(): "expected <traitlets.traitlets.List object at 0x...>, not the str 'MESSAGE'".
+_OWN_ELEMENT_MESSAGE = re.compile(r"expected <traitlets\.[^>]+>, not the str (['\"])(.*)\1\.?$")
+
+
 def _short(exc: traitlets.TraitError) -> str:
     text = str(exc)
+    own = _OWN_ELEMENT_MESSAGE.search(text)
+    if own is not None:
+        return own.group(2)
     element = _DICT_ELEMENT.match(text)
     if element is not None:
         side, expected, given = element.groups()

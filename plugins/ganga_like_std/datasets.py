@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.model.interfaces import IDataset
-from ganga_like.model.text import Text
+from ganga_like_std.files import LocalPath
 
 __all__ = ["GangaDataset"]
 
@@ -18,7 +18,9 @@ class GangaDataset(IDataset):
     separated); with ``treat_as_inputfiles=True`` they are also copied next to it."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
-        "files": traitlets.List(Text(what="a file path"), help="Paths of the files."),
+        "files": traitlets.List(
+            LocalPath(what="a file path", owner="GangaDataset"), help="Paths of the files."
+        ),
         "treat_as_inputfiles": traitlets.Bool(
             False, help="Also copy the files into the job's work directory."
         ),

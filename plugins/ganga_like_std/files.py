@@ -31,6 +31,10 @@ class LocalPath(Text):
     """A path (or glob) on this machine: no NUL byte, and not a URL, which would be taken
     for a relative path and fail at submission with a mangled name."""
 
+    def __init__(self, *, owner: str = "LocalFile", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.owner = owner  # named in the refusal: it is what takes local paths only
+
     def validate(self, obj: Any, value: Any) -> str:
         text = super().validate(obj, value)
         scheme = _URL.match(text)
@@ -38,7 +42,7 @@ class LocalPath(Text):
             prefix = scheme.group().lower()
             tool = _COPY_TOOLS.get(prefix, "")
             raise traitlets.TraitError(
-                f"expected a path on this machine (LocalFile fetches nothing), got the "
+                f"expected a path on this machine ({self.owner} fetches nothing), got the "
                 f"{prefix} URL {text!r}: copy the file here first{tool} and give its local path"
             )
         return text

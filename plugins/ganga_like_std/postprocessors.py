@@ -20,9 +20,8 @@ import traitlets
 from ganga_like.errors import PostProcessError
 from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
-from ganga_like.model.text import Text
 from ganga_like_std.expressions import MetadataExpression
-from ganga_like_std.traits import PythonModule, module_problem
+from ganga_like_std.traits import OutputName, PythonModule, module_problem
 
 __all__ = [
     "CheckedJob",
@@ -81,7 +80,7 @@ class _Merger(IPostProcessor):
     kind = "merger"
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files": traitlets.List(
-            Text(what="a file name or wildcard"),
+            OutputName(what="a file name or wildcard"),
             help="Names or wildcards of the subjobs' output files to merge.",
         ),
         "ignorefailed": traitlets.Bool(
@@ -266,7 +265,7 @@ class FileChecker(_Checker):
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "files": traitlets.List(
-            Text(what="a file name or wildcard"), help="Output files to search (wildcards)."
+            OutputName(what="a file name or wildcard"), help="Output files to search (wildcards)."
         ),
         "searchStrings": traitlets.List(traitlets.Unicode(), help="Strings to look for."),
         "failIfFound": traitlets.Bool(

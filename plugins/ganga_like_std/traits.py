@@ -11,7 +11,7 @@ import traitlets
 
 from ganga_like.model.text import Text
 
-__all__ = ["Arg", "PythonModule", "SplitArg", "module_problem"]
+__all__ = ["Arg", "OutputName", "PythonModule", "SplitArg", "module_problem"]
 
 
 class Arg(Text):
@@ -27,6 +27,26 @@ class Arg(Text):
             return str(value)
         result: str = super().validate(obj, value)
         return result
+
+
+class OutputName(Text):
+    """A name or wildcard of a file in a job's output directory, relative to it: an
+    absolute path or a ``..`` would reach outside it, where a merger would read (and, told
+    to overwrite, replace) the user's own files."""
+
+    def validate(self, obj: Any, value: Any) -> str:
+        text = super().validate(obj, value)
+        outside = None
+        if os.path.isabs(text) or text.startswith("~"):
+            outside = "an absolute path"
+        elif ".." in text.replace("\\", "/").split("/"):
+            outside = "a path through '..'"
+        if outside is not None:
+            # Through error(): in a list, the list words the message.
+            self.error(
+                obj, value, info=f"{self.info_text} inside the output directory (this is {outside})"
+            )
+        return text
 
 
 _PLAIN = (str, int, float, bool, bytes, type(None))
