@@ -412,3 +412,34 @@ def test_a_poll_between_the_cancel_and_the_record_of_a_kill_leaves_the_job_to_th
         gate.touch()
     assert j.kill()
     assert j.status == "killed" and j.history[-1].cause == "user: kill"
+
+
+def test_a_recovering_session_finds_at_the_scheduler_what_an_interrupted_submission_sent(
+    session: Session, tmp_path: Path, own_cluster: DaskCluster
+) -> None:
+    from ganga_like.gpi.proxy import unwrap
+
+    exe, gate = _gated(tmp_path)
+    j = Job(
+        application=Executable(exe=str(exe)),
+        splitter=ArgSplitter(args=[["0"], ["1"]]),
+        backend=Dask(address=own_cluster.address),
+    )
+    j.submit()
+    try:
+        master = unwrap(j)
+        keys = [sj.backend.key for sj in j.subjobs]
+        # What a session recovering the submission has: the subjobs made again, without
+        # their keys, and (here) a third one that was never sent.
+        ctx = session.submit_context()
+        assert ctx.build_subjobs is not None
+        rebuilt = ctx.build_subjobs(master, [{}, {}, {}])
+        for sj in rebuilt:
+            sj.__dict__["submit_count"] = 1
+        found = master.backend.received_bulk(ctx, rebuilt)
+        assert found == {f"{j.id}.0", f"{j.id}.1"}
+        assert [sj.backend.key for sj in rebuilt] == [*keys, ""]
+        assert rebuilt[0].backend.scheduler == own_cluster.address
+    finally:
+        gate.touch()
+    assert j.wait(timeout=120) == "completed"

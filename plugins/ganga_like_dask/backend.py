@@ -17,12 +17,12 @@ from __future__ import annotations
 # used distributed before, must not fail on it. Imported with the backend instead.
 import concurrent.futures.thread  # noqa: F401
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -148,7 +148,7 @@ class Dask(IBackend):
     ) -> SubmitOutcome:
         client = client_for(address, section.timeout)  # unreachable: raises, nothing sent
         outcome = SubmitOutcome(real_bulk=True)
-        token = uuid.uuid4().hex[:8]
+        token = _token(ctx, jobs[0][0])
         payloads: list[dict[str, Any]] = []
         chosen: list[Job] = []
         for index, ((job, spec), launch) in enumerate(zip(jobs, words, strict=True)):
@@ -190,6 +190,38 @@ class Dask(IBackend):
             job.backend._assign("scheduler", address)
         del client
         return outcome
+
+    def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
+        """For the recovery of an interrupted submission: the fqids of ``jobs`` whose tasks
+        the scheduler knows, or whose programs have started there (a task its submitting
+        client let go of when it died may have run all the same); each found gets its
+        key and scheduler back, to be followed. None when the scheduler does not answer.
+        The gangadir's own cluster, when it is gone, received nothing that still runs."""
+        section = ctx.config_for(DaskSection)
+        address = self.address
+        if not address:
+            record = default_cluster.alive_record(ctx.gangadir)
+            if record is None:
+                return set()
+            address = record.address
+            trust(address, record.security())
+        by_key = {_key(job, _token(ctx, job)): job for job in jobs}
+        timeout = section.timeout
+
+        def known(c: Any) -> list[str]:
+            found: list[str] = on_scheduler(c, timeout, scheduler_side.known, list(by_key))
+            return found
+
+        try:
+            found = call(address, timeout, known)
+        except DaskUnreachable:
+            return None
+        for key in found:
+            backend = getattr(by_key[key], "backend", None)
+            if backend is not None:  # (a bare skeleton of a subjob has none)
+                backend._assign("key", key)
+                backend._assign("scheduler", address)
+        return {by_key[key].fqid for key in found}
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
         section = ctx.config_for(DaskSection)
@@ -295,6 +327,16 @@ class Dask(IBackend):
 
 def _key(job: Job, token: str) -> str:
     return f"ganga_like-{job.fqid}@{job.submit_count}-{token}"
+
+
+def _token(ctx: SubmitContext, job: Job) -> str:
+    """What sets a gangadir's job apart at a scheduler that several gangadirs share, and
+    from an earlier job that had its id: the gangadir and when the top-level job was made.
+    The same for the same job whoever asks, so that a session recovering an interrupted
+    submission finds the keys it was given (``received_bulk``)."""
+    top = job.master or job
+    identity = f"{Path(ctx.gangadir).resolve()}|{top._created_at()!r}|{top.id}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
 def _root(workspace: str, job: Job) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ganga_like_dask.task import STARTED_ATTRIBUTE
 
-__all__ = ["HOLDER", "KILL_RECORD_PATIENCE", "cancel", "hold", "release", "states"]
+__all__ = ["HOLDER", "KILL_RECORD_PATIENCE", "cancel", "hold", "known", "release", "states"]
 
 HOLDER = "ganga_like-held"
 # Keys cancelled by a kill, and when: a poll that comes between the cancel and the killing
@@ -40,10 +40,21 @@ def _noted(dask_scheduler: Any, name: str) -> dict[str, float]:
 def hold(keys: list[str], dask_scheduler: Any = None) -> list[str]:
     """Hold ``keys``; those the scheduler does not know yet (their graph still on the
     way: the caller tries them again)."""
-    known = [k for k in keys if k in dask_scheduler.tasks]
-    if known:
-        dask_scheduler.client_desires_keys(keys=known, client=HOLDER)
+    present = [k for k in keys if k in dask_scheduler.tasks]
+    if present:
+        dask_scheduler.client_desires_keys(keys=present, client=HOLDER)
+        # A key given again (after an interrupted submission was rolled back) is new.
+        cancelled = _noted(dask_scheduler, CANCELLED_ATTRIBUTE)
+        for key in present:
+            cancelled.pop(key, None)
     return [k for k in keys if k not in dask_scheduler.tasks]
+
+
+def known(keys: list[str], dask_scheduler: Any = None) -> list[str]:
+    """The ``keys`` the scheduler knows, or whose program has started (its task may be
+    forgotten since: its submitting client died before the task was held)."""
+    started: dict[str, float] = getattr(dask_scheduler, STARTED_ATTRIBUTE, {})
+    return [k for k in keys if k in dask_scheduler.tasks or k in started]
 
 
 def release(keys: list[str], dask_scheduler: Any = None) -> None:
