@@ -270,3 +270,45 @@ def test_an_odd_name_keeps_one_row_per_job(env_for: dict[str, str]) -> None:
         assert max(len(line) for line in lines) < 120
         assert "first line⏎second line  third" in lines[3]
         assert "xxxxx…" in lines[4] and "plain" in lines[5]
+
+
+def test_removing_a_subjob_says_nothing_was_removed_and_fails(env_for: dict[str, str]) -> None:
+    make_jobs(
+        env_for,
+        """
+        j = Job(application=Executable(exe="true"), splitter=ArgSplitter(args=[["1"], ["2"]]))
+        j.submit()
+        j.wait(timeout=120)
+        Job(name="plain")
+    """,
+    )
+    alone = ganga(["remove", "--yes", "0.1"], env_for)
+    assert alone.returncode == 1
+    assert alone.stderr == (
+        "ganga: subjob 0.1 cannot be removed on its own (nothing removed); remove its "
+        "master with: ganga remove 0\n"
+    )
+    assert alone.stdout == "remove: 0 of 1 job(s) done\n"
+    with_another = ganga(["remove", "--yes", "0.1", "1"], env_for)
+    assert with_another.returncode == 1
+    assert with_another.stdout == "remove: 1 of 2 job(s) done\n"
+    assert ids(env_for) == [0]
+    assert info(env_for)[0] == ("completed", 1)
+
+
+def test_a_query_naming_an_unknown_status_says_so_with_a_suggestion(
+    twelve: dict[str, str],
+) -> None:
+    for query, word, suggestion in (
+        ("status=complete", "complete", "completed"),
+        ("status<>runing", "runing", "running"),
+        ("status=new,FAILED", "FAILED", "failed"),
+    ):
+        listed = ganga(["jobs", query], twelve)
+        assert listed.returncode == 2, listed
+        first = listed.stderr.splitlines()[0]
+        assert first == f"ganga: unknown status '{word}'; did you mean '{suggestion}'?", first
+        refused = ganga(["remove", "--yes", query], twelve)
+        assert refused.returncode == 2
+    assert len(ids(twelve)) == 12
+    assert ids(twelve, "status=new,failed") == list(range(12))

@@ -26,6 +26,7 @@ from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.query import Condition, Query, QueryError, Range, RelativeTime, matches, parse
 from ganga_like.query.ast import EQUALITY_OPERATORS, GLOB_OPERATORS, OPERATORS
+from ganga_like.query.errors import QuerySyntaxError
 from ganga_like.runtime.search import KNOWN_ROOTS, getter_for, search
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
@@ -226,6 +227,21 @@ def _same_answer(
     assert got == expected, f"{query}"
 
 
+def _refused_by_the_gpi(*queries: Query) -> bool:
+    """Whether a query compares ``status`` with ``=`` or ``<>`` to a text no status has:
+    the GPI's ``query()`` refuses it (a mistake, not a query that matches nothing), which
+    is checked here instead of its answer."""
+    labels = {s.label for s in Status}
+    for condition in (c for q in queries for c in q.conditions):
+        values = condition.value if isinstance(condition.value, tuple) else (condition.value,)
+        unknown = any(isinstance(v, str) and v not in labels for v in values)
+        if condition.path == ("status",) and condition.op in EQUALITY_OPERATORS and unknown:
+            with pytest.raises(QuerySyntaxError, match=r"^unknown status '"):
+                jobs.query("; ".join(str(q) for q in queries))
+            return True
+    return False
+
+
 def _all_jobs(session: Session) -> list[JobImpl]:
     return list(session.registry().jobs.values())
 
@@ -251,6 +267,8 @@ def test_the_indexed_search_selects_what_evaluating_every_job_selects(
 def test_jobs_query_selects_what_evaluating_every_job_selects(
     repository: Session, query: Query
 ) -> None:
+    if _refused_by_the_gpi(query):
+        return
     _same_answer(
         query, lambda: [str(i) for i in jobs.query(str(query)).ids()], _all_jobs(repository)
     )
@@ -262,6 +280,8 @@ def test_a_query_on_a_slice_selects_what_both_queries_select(
     repository: Session, first: Query, then: Query
 ) -> None:
     both = Query(first.conditions + then.conditions)
+    if _refused_by_the_gpi(first, then):
+        return
     try:
         part = jobs.query(str(first))
     except QueryError:
@@ -281,6 +301,8 @@ def test_a_query_on_a_slice_selects_what_both_queries_select(
 def test_a_query_on_subjobs_selects_what_evaluating_every_subjob_selects(
     repository: Session, query: Query
 ) -> None:
+    if _refused_by_the_gpi(query):
+        return
     for master in (j for j in _all_jobs(repository) if j.is_master):
         subjobs = list(master.iter_subjobs())
         _same_answer(

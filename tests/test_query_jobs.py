@@ -80,6 +80,14 @@ def test_a_malformed_query_points_at_the_character_and_runs_nothing(session: Ses
     assert "expected an operator" in text and "^" in text
     with pytest.raises(GangaError, match="did you mean 'status'"):
         jobs.query("stauts=failed")
+    for query in ("status=complete", "status=new,complete", "status<>complete"):
+        with pytest.raises(QuerySyntaxError, match="unknown status 'complete'; did you mean "):
+            jobs.query(query)
+        with pytest.raises(QuerySyntaxError, match="unknown status 'complete'; did you mean "):
+            jobs.select(name="x").query(query)
+    with pytest.raises(GangaError, match="unknown status 'complete'; did you mean 'completed'"):
+        jobs.select(status="complete")
+    assert len(jobs.query("status~complete*")) == 0  # a pattern is no status name
 
 
 def test_slices_and_subjobs_can_be_queried_too(population: dict[str, Job]) -> None:

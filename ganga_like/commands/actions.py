@@ -23,7 +23,7 @@ from ganga_like.commands.context import (
     session_for,
 )
 from ganga_like.commands.lookup import Selection, select
-from ganga_like.errors import GangaError
+from ganga_like.errors import GangaError, JobError
 from ganga_like.model.job import Job
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.submission import actions as job_actions
@@ -71,7 +71,16 @@ def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def remove_parser(parser: argparse.ArgumentParser) -> Any:
-    return _parser(parser, "remove", job_actions.remove)
+    return _parser(parser, "remove", _remove)
+
+
+def _remove(session: Session, job: Job) -> bool:
+    if job.master is not None:
+        raise JobError(
+            f"subjob {job.fqid} cannot be removed on its own (nothing removed); "
+            f"remove its master with: ganga remove {job.master.id}"
+        )
+    return job_actions.remove(session, job)
 
 
 def freeze_parser(parser: argparse.ArgumentParser) -> Any:
@@ -131,10 +140,14 @@ def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
         failures = 0
         for job in found:
             try:
-                action(session, job)
+                done = action(session, job)
             except GangaError as exc:
                 failures += 1
                 error(_about(job.fqid, str(exc)))
+                continue
+            if done is False:  # refused without a reason of its own: never counted as done
+                failures += 1
+                error(f"job {job.fqid}: nothing done")
         print(f"{verb}: {len(found) - failures} of {len(found)} job(s) done")
         session.monitor.run_once()
         return ERROR if failures else OK

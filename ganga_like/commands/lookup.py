@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 from ganga_like.commands.context import UsageError
 from ganga_like.model.job import Job
-from ganga_like.query import parse
-from ganga_like.runtime.search import KNOWN_ROOTS, search
+from ganga_like.runtime.search import parse_job_query, search
 from ganga_like.runtime.session import Session
 
 __all__ = ["Selection", "find_job", "matching_jobs", "select"]
@@ -28,7 +27,7 @@ def find_job(session: Session, text: str) -> Job | None:
 
 
 def matching_jobs(session: Session, text: str) -> list[Job]:
-    query = parse(text, known_roots=KNOWN_ROOTS)
+    query = parse_job_query(text)
     registry = session.registry()
     found = [registry.get(i) for i in search(registry, query)]
     return [j for j in found if j is not None]

@@ -461,10 +461,9 @@ class JobSlice:
     def query(self, text: str) -> JobSlice:
         """The jobs matching a query, e.g. ``"status=failed; name~scan*; time.submitted>2d-ago"``
         (see the query language reference)."""
-        from ganga_like.query import parse
-        from ganga_like.runtime.search import KNOWN_ROOTS, filter_jobs
+        from ganga_like.runtime.search import filter_jobs, parse_job_query
 
-        query = parse(text, known_roots=KNOWN_ROOTS)
+        query = parse_job_query(text)
         return JobSlice(filter_jobs(self._impls(), query), self._title)
 
     def _bulk(
@@ -750,10 +749,9 @@ class JobRegistry(JobSlice):
     def query(self, text: str) -> JobSlice:
         """The jobs matching a query; status, name and id conditions are answered from the
         repository's indexes without loading jobs."""
-        from ganga_like.query import parse
-        from ganga_like.runtime.search import KNOWN_ROOTS, search
+        from ganga_like.runtime.search import parse_job_query, search
 
-        query = parse(text, known_roots=KNOWN_ROOTS)
+        query = parse_job_query(text)
         session = _session()
         session.refresh()
         registry = session.registry()

@@ -12,6 +12,7 @@ them, back to the state the job had.
 
 from __future__ import annotations
 
+import difflib
 import enum
 from collections.abc import Iterable
 
@@ -61,9 +62,15 @@ class Status(enum.Enum):
         try:
             return _BY_LABEL[value.lower()]
         except (KeyError, AttributeError, TypeError):  # not a status name, or not a string
-            names = ", ".join(s.label for s in cls)
+            labels = [s.label for s in cls]
+            close = (
+                difflib.get_close_matches(value.lower(), labels, n=1)
+                if isinstance(value, str)
+                else []
+            )
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise UnknownStatusError(
-                f"unknown status {safe_repr(value)}; expected one of: {names}"
+                f"unknown status {safe_repr(value)}; {hint}expected one of: {', '.join(labels)}"
             ) from None
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from ganga_like.query import dates
 from ganga_like.query.ast import (
@@ -52,19 +52,32 @@ _PATH_PREFIX = re.compile(IDENTIFIER.pattern + r"(?:\." + IDENTIFIER.pattern + r
 _MAX_DIGITS = 1000
 
 
-def parse(text: str, *, known_roots: Collection[str] | None = None) -> Query:
+def parse(
+    text: str,
+    *,
+    known_roots: Collection[str] | None = None,
+    known_values: Mapping[str, Collection[str]] | None = None,
+) -> Query:
     """Parse ``text``; raise QuerySyntaxError at the first problem.
 
     With ``known_roots``, the first name of every path must be one of them (so a typo
     like ``stauts=failed`` is an error instead of a query that silently matches nothing).
+    With ``known_values``, a text compared with ``=`` or ``<>`` to a path it names (e.g.
+    ``"status"``) must be one of that path's values, for the same reason.
     """
-    return _Parser(text, known_roots).parse_query()
+    return _Parser(text, known_roots, known_values).parse_query()
 
 
 class _Parser:
-    def __init__(self, text: str, known_roots: Collection[str] | None) -> None:
+    def __init__(
+        self,
+        text: str,
+        known_roots: Collection[str] | None,
+        known_values: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self._text = text
         self._known_roots = known_roots
+        self._known_values = known_values or {}
         self._tokens: Iterator[Token] = tokenize(text)
         self._token = next(self._tokens)
 
@@ -90,7 +103,7 @@ class _Parser:
         path = self._path()
         written = self._token.text  # "!=" stays "!=" in messages, though it means "<>"
         op = self._operator(path)
-        values = [self._value(op, written)]
+        values = [self._known(path, op, self._token.position, self._value(op, written))]
         while self._token.kind is TokenKind.COMMA:
             if op in ORDER_OPERATORS:
                 raise self._error(
@@ -98,7 +111,8 @@ class _Parser:
                     self._token.position,
                 )
             self._advance()
-            values.append(self._value(op, ","))
+            position = self._token.position
+            values.append(self._known(path, op, position, self._value(op, ",")))
         if self._token.kind not in (TokenKind.SEMI, TokenKind.END):
             separators = "';'" if op in ORDER_OPERATORS else "',', ';'"
             raise self._error(
@@ -161,6 +175,18 @@ class _Parser:
             raise self._error(f"{message}; expected one of: {_OPERATOR_LIST}", token.position)
         self._advance()
         return op
+
+    def _known(self, path: tuple[str, ...], op: str, position: int, value: Item) -> Item:
+        """``value``, unless it is a text ``path`` never holds (``status=complete``)."""
+        name = ".".join(path)
+        allowed = self._known_values.get(name)
+        if allowed is None or op not in ("=", "<>") or not isinstance(value, str):
+            return value
+        if value in allowed:
+            return value
+        close = difflib.get_close_matches(value.lower(), list(allowed), n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
+        raise self._error(f"unknown {name} '{value}'; {hint}", position)
 
     def _value(self, op: str, after: str) -> Item:
         token = self._token

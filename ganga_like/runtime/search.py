@@ -29,10 +29,18 @@ from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
-from ganga_like.query import Condition, Getter, Query, QueryError, index_hints, matches
+from ganga_like.query import Condition, Getter, Query, QueryError, index_hints, matches, parse
 from ganga_like.repository.registry import Registry
 
-__all__ = ["KNOWN_ROOTS", "candidate_ids", "filter_jobs", "getter_for", "search"]
+__all__ = [
+    "KNOWN_ROOTS",
+    "KNOWN_VALUES",
+    "candidate_ids",
+    "filter_jobs",
+    "getter_for",
+    "parse_job_query",
+    "search",
+]
 
 
 class _KnownRoots(Collection[str]):
@@ -56,6 +64,15 @@ class _KnownRoots(Collection[str]):
 
 
 KNOWN_ROOTS = _KnownRoots()
+# The texts a job's attribute can hold, when they are few: ``status=complete`` is a
+# mistake to point out, not a query that matches nothing.
+KNOWN_VALUES = {"status": tuple(s.label for s in Status)}
+
+
+def parse_job_query(text: str) -> Query:
+    """A query on jobs: its attributes and statuses checked as they are parsed."""
+    return parse(text, known_roots=KNOWN_ROOTS, known_values=KNOWN_VALUES)
+
 
 # Job ids are keys of an IOBTree: 32-bit signed integers. A bound beyond them is clamped,
 # which narrows nothing that could exist (the evaluator still compares the real values).
