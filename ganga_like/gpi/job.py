@@ -349,12 +349,23 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None, progress: 
                         "them; nothing to wait for"
                     )
                 raise JobError(f"job {job.fqid} is new: submit it first; nothing to wait for")
+            if status is Status.SUBMITTING:
+                _check_left_submitting(session, job)
             if deadline is not None and time.monotonic() >= deadline:
                 raise JobError(f"job {job.fqid}: still {status} after waiting {timeout} s")
             session.poke_monitor()
             # Woken by this process's monitor as soon as it commits; the timeout covers
             # commits made by another process (the lease holder).
             session.monitor.wait_for_commit(seen, 0.05)
+
+
+def _check_left_submitting(session: Any, job: JobImpl) -> None:
+    """A job this session said stays submitting until ganga next starts: nothing changes
+    before then, so waiting says that line again at once."""
+    for fqid in (job.fqid, job.master.fqid if job.master is not None else None):
+        line = session.left_submitting.get(fqid)
+        if line is not None:
+            raise JobError(f"{line}; nothing to wait for")
 
 
 def _report_progress(bar: Progress, job: JobImpl, status: Status) -> None:

@@ -61,6 +61,9 @@ class Session:
         # without the extension); the shell turns this off and commits per cell.
         self.autocommit = True
         self.recovered: list[str] = []
+        # Jobs this session left submitting for the next start to recover (fqid -> the
+        # line it said): waiting on one would only run out its timeout.
+        self.left_submitting: dict[str, str] = {}
         self._seen_commits = -1
         self._refreshed_at = 0.0
         try:

@@ -373,6 +373,31 @@ def _free_and_stop(small: Path, gangadir: Path) -> None:
         shared.stop_server(gangadir / "repository")
 
 
+def _gated_env(tmp_path: Path, mode: str) -> tuple[dict[str, str], Path]:
+    """The environment of a script that pauses its (re)submission after the first slice
+    until the test creates the gate file it returns (once the disk is full)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
+    gate = tmp_path / "gate"
+    env["TEST_GATE"] = str(gate)  # the script pauses on it
+    return env, gate
+
+
+def _gated_script(
+    env: dict[str, str], gangadir: Path, script: Path, text: str
+) -> subprocess.Popen[str]:
+    script.write_text(text)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ganga_like.cli", str(script)],
+        env={**env, "GANGA_DIR": str(gangadir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 RESUBMIT_ON_A_FULL_DISK = """
 import os
 import sys
@@ -398,25 +423,11 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
     from ganga_like.repository.connection import Repository as Repo
     from ganga_like_local.backend import JOURNAL
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
-    env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
-    gate = tmp_path / "gate"  # the submitter goes on once the disk is full
-    env["TEST_GATE"] = str(gate)  # the script pauses its resubmit on it
-    script = tmp_path / "resubmit.py"
-    script.write_text(RESUBMIT_ON_A_FULL_DISK)
+    env, gate = _gated_env(tmp_path, mode)
     with _tmpfs(tmp_path / "small", "4m") as small:
         gangadir = small / "gangadir"
-        env["GANGA_DIR"] = str(gangadir)
         runners = gangadir / "local-runner"
-        child = subprocess.Popen(
-            [sys.executable, "-m", "ganga_like.cli", str(script)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        child = _gated_script(env, gangadir, tmp_path / "resubmit.py", RESUBMIT_ON_A_FULL_DISK)
         try:
             assert child.stdout is not None
             assert child.stdout.readline().strip() == "resubmitting"
@@ -454,3 +465,58 @@ def test_a_resubmission_whose_outcome_cannot_be_written_leaves_the_session_as_th
             assert "submitting" not in seen or 0 in repo.registry().submitting
         finally:
             repo.close()
+
+
+LEFT_SUBMITTING = """
+import os
+import time
+from ganga_like import *
+
+j = Job(application=Executable(exe="/bin/true"),
+        splitter=ArgSplitter(args=[[str(i)] for i in range(100)]))
+os.environ["GANGA_LIKE_TEST_PAUSE_AFTER_FIRST_SLICE"] = os.environ["TEST_GATE"]
+print("submitting", flush=True)
+try:
+    j.submit()  # the disk fills up and the runner's queue goes while it pauses
+except GangaError as exc:
+    print("SUBMIT", exc, flush=True)
+started = time.monotonic()
+try:
+    j.wait(timeout=120)
+except GangaError as exc:
+    print("WAITED", round(time.monotonic() - started), exc, flush=True)
+"""
+
+
+def test_waiting_on_a_job_left_submitting_says_so_at_once(tmp_path: Path) -> None:
+    """A submission whose outcome cannot be written and whose hand-over cannot be
+    cancelled leaves the job submitting for the next start: ``wait()`` in the same session
+    answers with that line at once, not after its whole timeout."""
+    env, gate = _gated_env(tmp_path, "shared")
+    with _tmpfs(tmp_path / "small", "4m") as small:
+        gangadir = small / "gangadir"
+        queue = gangadir / "local-runner" / "queue"
+        child = _gated_script(env, gangadir, tmp_path / "left.py", LEFT_SUBMITTING)
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "submitting"
+            journal = gangadir / "workspace" / "0"
+            assert wait_until(lambda: journal.is_dir() and queue.is_dir())
+            # The first slice is handed over; the cancellation will find no queue to
+            # post to, and the outcome no room.
+            queue.rename(queue.with_name("queue.gone"))
+            queue.write_text("")
+            _fill(small / "ballast")
+            gate.touch()
+            out, err = child.communicate(timeout=240)
+        finally:
+            if child.poll() is None:
+                child.kill()
+            _free_and_stop(small, gangadir)
+    submitted = next(line for line in out.splitlines() if line.startswith("SUBMIT "))
+    assert "stays submitting until ganga next starts, which recovers it" in submitted, out
+    waited = next(line for line in out.splitlines() if line.startswith("WAITED "))
+    assert waited == f"WAITED 0 {submitted.removeprefix('SUBMIT ')}; nothing to wait for", (
+        out,
+        err,
+    )

@@ -279,20 +279,31 @@ def _undo_submission(
     if problems:
         session.repo.abort()
         first = next(iter(problems.values()))
-        return JobError(
+        return _left_submitting(
+            session,
+            job,
             f"{reason}; what the backend received could not be cancelled "
             f"({first}): it stays submitting until ganga next starts, which "
-            "recovers it"
+            "recovers it",
         )
     try:
         _record(session, job, roll_back, f"rolling back the submission of job {job.fqid}")
     except RepositoryWriteError:
         session.repo.abort()
-        return JobError(
+        return _left_submitting(
+            session,
+            job,
             f"{reason}; what the backend received was cancelled, and it stays "
-            "submitting until ganga next starts, which recovers it"
+            "submitting until ganga next starts, which recovers it",
         )
     return JobError(f"{reason}; what the backend received was cancelled and {result}")
+
+
+def _left_submitting(session: Session, job: Job, line: str) -> JobError:
+    """The error saying ``job`` stays submitting; the session remembers the line, which
+    ``wait()`` on the job answers at once."""
+    session.left_submitting[job.fqid] = line
+    return JobError(line)
 
 
 def describe_job(job: Job) -> dict[str, str]:
