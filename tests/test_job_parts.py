@@ -15,8 +15,8 @@ from ganga_like import (
     Executable,
     GangaDataset,
     Job,
-    JobError,
     LocalFile,
+    SchemaError,
     jobs,
 )
 from ganga_like.commands.listing import _attributes
@@ -149,12 +149,12 @@ def test_a_part_added_to_the_schema_is_listed_shown_split_described_and_searchab
     assert jobs.query("auxdata=GangaDataset").ids() == [j.id]
 
 
-def test_a_job_without_a_required_part_is_not_submitted(session: Session) -> None:
+def test_a_required_part_cannot_be_taken_away(session: Session) -> None:
     j = Job(application=Executable(exe="echo"))
-    j.backend = None
-    with pytest.raises(JobError, match=r"needs an application and a backend to be submitted"):
-        j.submit()
-    assert j.status == "new"
+    for part in ("application", "backend"):
+        with pytest.raises(SchemaError, match=rf"^Job.{part} cannot be None: a job needs one"):
+            setattr(j, part, None)
+    assert j.submit(dry_run=False) is True and j.status != "new"
 
 
 def test_a_dataset_copies_its_files_next_to_the_program_only_when_asked(

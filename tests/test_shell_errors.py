@@ -56,3 +56,43 @@ def test_ctrl_c_in_wait_is_one_line_and_the_job_goes_on(shell_env: dict[str, str
         shell.run("j.kill()")
     finally:
         shell.exit()
+
+
+def test_actions_given_odd_arguments_answer_in_one_line_and_lose_no_job(
+    shell_env: dict[str, str],
+) -> None:
+    shell = Shell(shell_env)
+    try:
+        shell.run("for i in range(12): Job(name=f'j{i}')")
+        assert shell.run("jobs.remove(10)") == "Out[2]: []"
+        assert shell.run("jobs.ids()") == "Out[3]: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11]"
+        for typed, line in (
+            (
+                "jobs.remove(True)",
+                "ERROR: jobs.remove(): expected job ids, not the bool True; "
+                "options are keywords, e.g. keep_going=True",
+            ),
+            (
+                "jobs(0).submit(True)",
+                "ERROR: Job.submit() takes its options as keywords, "
+                "submit(keep_going=..., dry_run=...); not by position the bool True",
+            ),
+            (
+                "jobs.select(nosuch=1)",
+                "ERROR: jobs.select() has no option 'nosuch' (options: "
+                "status, name, backend, application)",
+            ),
+            (
+                "jobs(0).application = None",
+                "ERROR: Job.application cannot be None: a job needs one, e.g. Executable()",
+            ),
+        ):
+            assert _lines(shell.run(typed)) == [line], typed
+        out = shell.run("jobs.query('status=complete')")
+        assert _lines(out)[0] == "ERROR: unknown status 'complete'; did you mean 'completed'?"
+        assert "Traceback" not in out
+        shell.run("import copy")
+        assert shell.run("copy.copy(jobs(0)).id").endswith(": 12")
+        assert shell.run("len(jobs)").endswith(": 12")
+    finally:
+        shell.exit()

@@ -11,6 +11,7 @@ from typing import Any
 
 from ganga_like.errors import GangaError, JobError, SchemaError
 from ganga_like.gpi import results
+from ganga_like.gpi.arguments import keyword_options, shown_name, wanted_ids
 from ganga_like.gpi.display import table
 from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
@@ -183,7 +184,8 @@ class Job(GPIObject):
 
     # -- actions ---------------------------------------------------------------------
 
-    def submit(self, keep_going: bool = False, dry_run: bool = False) -> bool | str:
+    @keyword_options
+    def submit(self, *, keep_going: bool = False, dry_run: bool = False) -> bool | str:
         """Split (if a splitter is set) and submit; see the user guide for keep_going.
 
         ``dry_run=True`` returns what would be sent to the backend (e.g. the batch
@@ -203,11 +205,13 @@ class Job(GPIObject):
             bar.update(count, count, f"{count} subjobs submitted")
         return result
 
-    def kill(self, keep_going: bool = True) -> bool:
+    @keyword_options
+    def kill(self, *, keep_going: bool = True) -> bool:
         """Kill the job (a master: all its active subjobs)."""
         return actions.kill(_session(), self._live("kill()"), keep_going)
 
-    def resubmit(self, keep_going: bool = True, backend: Any = None) -> bool:
+    @keyword_options
+    def resubmit(self, *, keep_going: bool = True, backend: Any = None) -> bool:
         """Resubmit a failed/killed job; for a master, its failed/killed subjobs.
 
         ``backend``: a changed copy of the job's backend, e.g. ``Slurm(resources=
@@ -216,28 +220,34 @@ class Job(GPIObject):
         job = self._live("resubmit()")
         return actions.resubmit(_session(), job, keep_going, _resubmit_backend(backend))
 
+    @keyword_options
     def remove(self) -> bool:
         """Remove the job, its subjobs and its workspace (running ones are killed first)."""
         return actions.remove(_session(), self._live("remove()"))
 
+    @keyword_options
     def freeze(self) -> bool:
         """Settle a finished job or subjob: completed -> completed_frozen, failed or
         killed -> failed_frozen. A master's status and resubmit() ignore frozen subjobs."""
         return lifecycle.freeze(_session(), self._live("freeze()"))
 
+    @keyword_options
     def unfreeze(self) -> bool:
         """A frozen job or subjob back to the state it was frozen in."""
         return lifecycle.unfreeze(_session(), self._live("unfreeze()"))
 
+    @keyword_options
     def resplit(self, splitter: Any) -> bool:
         """Split this finished subjob again with ``splitter``: the pieces run as new
         subjobs of the same master (the next ids), and this subjob is frozen."""
         return lifecycle.resplit(_session(), self._live("resplit()"), unwrap(splitter))
 
+    @keyword_options
     def copy(self) -> Job:
         """A new job with the same description (also for a subjob: a new top-level job)."""
         return wrap(actions.copy_job(_session(), self._job))  # type: ignore[no-any-return]
 
+    @keyword_options
     def runPostProcessors(self) -> bool:
         """Run the job's postprocessors again now (mergers, then checkers); True when the
         job is completed afterwards."""
@@ -245,6 +255,7 @@ class Job(GPIObject):
         session.sync()  # what the monitor recorded (completed, postprocessing under way)
         return postprocessing.run_by_hand(session.repo, self._live("runPostProcessors()"))
 
+    @keyword_options
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(_session(), self._live("force_status()"), status)
@@ -447,6 +458,18 @@ class JobSlice:
     def ids(self) -> list[int]:
         return [j.id for j in self._impls()]
 
+    # ``copy.copy(jobs)`` could mean new jobs (as ``copy.copy(j)`` is ``j.copy()``) or a
+    # list of the same ones: neither is guessed.
+    def __copy__(self) -> JobSlice:
+        raise JobError(
+            f"copy.copy() of {shown_name(self)} is not done: {shown_name(self)}.copy() makes "
+            f"new jobs of them, list({shown_name(self)}) lists them"
+        )
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JobSlice:
+        return self.__copy__()
+
+    @keyword_options
     def select(
         self,
         ids: Iterable[int] | range | int | None = None,
@@ -469,6 +492,7 @@ class JobSlice:
         ]
         return JobSlice(out, self._title)
 
+    @keyword_options
     def query(self, text: str) -> JobSlice:
         """The jobs matching a query, e.g. ``"status=failed; name~scan*; time.submitted>2d-ago"``
         (see the query language reference)."""
@@ -494,43 +518,95 @@ class JobSlice:
                 bar.update(done + 1, len(impls), f"{len(errors)} errors" if errors else "")
         return errors
 
-    def submit(self, keep_going: bool = True) -> list[str]:
-        """Submit every job; with keep_going, errors are collected and returned."""
-        return self._bulk(
+    # Each action acts on every job of the slice, or (ids given) on those of its jobs only:
+    # ``jobs.remove(10)`` removes job 10. Options are keywords (see gpi.arguments).
+
+    @keyword_options
+    def submit(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Submit every job (or those of the ids given); with keep_going, errors are
+        collected and returned."""
+        return self._only("submit", ids)._bulk(
             lambda j: actions.submit(_session(), j, keep_going), keep_going, "submitting"
         )
 
-    def kill(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.kill(_session(), j, keep_going), keep_going, "killing")
+    @keyword_options
+    def kill(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Kill every job (or those of the ids given)."""
+        return self._only("kill", ids)._bulk(
+            lambda j: actions.kill(_session(), j, keep_going), keep_going, "killing"
+        )
 
-    def resubmit(self, keep_going: bool = True, backend: Any = None) -> list[str]:
-        """Resubmit every job (see Job.resubmit; ``backend`` is given to each)."""
+    @keyword_options
+    def resubmit(self, *ids: Any, keep_going: bool = True, backend: Any = None) -> list[str]:
+        """Resubmit every job, or those of the ids given (see Job.resubmit; ``backend`` is
+        given to each)."""
+        chosen = self._only("resubmit", ids)
         changed = _resubmit_backend(backend)
-        return self._bulk(
+        return chosen._bulk(
             lambda j: actions.resubmit(_session(), j, keep_going, changed),
             keep_going,
             "resubmitting",
         )
 
-    def remove(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: actions.remove(_session(), j), keep_going, "removing")
+    @keyword_options
+    def remove(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Remove every job (or those of the ids given: ``jobs.remove(10)``)."""
+        return self._only("remove", ids)._bulk(
+            lambda j: actions.remove(_session(), j), keep_going, "removing"
+        )
 
-    def freeze(self, keep_going: bool = True) -> list[str]:
-        """Freeze every job (see Job.freeze); with keep_going, errors are returned."""
-        return self._bulk(lambda j: lifecycle.freeze(_session(), j), keep_going, "freezing")
+    @keyword_options
+    def freeze(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Freeze every job, or those of the ids given (see Job.freeze); with keep_going,
+        errors are returned."""
+        return self._only("freeze", ids)._bulk(
+            lambda j: lifecycle.freeze(_session(), j), keep_going, "freezing"
+        )
 
-    def unfreeze(self, keep_going: bool = True) -> list[str]:
-        return self._bulk(lambda j: lifecycle.unfreeze(_session(), j), keep_going, "unfreezing")
+    @keyword_options
+    def unfreeze(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Unfreeze every job (or those of the ids given)."""
+        return self._only("unfreeze", ids)._bulk(
+            lambda j: lifecycle.unfreeze(_session(), j), keep_going, "unfreezing"
+        )
 
-    def copy(self, keep_going: bool = True) -> JobSlice:
+    @keyword_options
+    def copy(self, *ids: Any, keep_going: bool = True) -> JobSlice:
+        """New jobs with the descriptions of every job (or of those of the ids given)."""
         copies = []
-        for job in self._impls():
+        for job in self._only("copy", ids)._impls():
             try:
                 copies.append(actions.copy_job(_session(), job))
             except GangaError:
                 if not keep_going:
                     raise
         return JobSlice(copies, self._title)
+
+    # What an action's positional ids name.
+    _item = "job"
+
+    def _only(self, verb: str, ids: tuple[Any, ...]) -> JobSlice:
+        """This slice, or (ids given) a slice of its items of those ids, in that order; an
+        id it does not hold is one line, before anything is done."""
+        if not ids:
+            return self
+        where = f"{shown_name(self)}.{verb}()"
+        chosen = wanted_ids(where, ids, self._item)
+        found = self._by_ids(chosen)
+        missing = [str(i) for i in chosen if i not in found]
+        if missing:
+            raise JobError(
+                f"{where}: no {self._item} {', '.join(missing)} in {self._title}; nothing done"
+            )
+        return self._sliced([found[i] for i in chosen])
+
+    def _by_ids(self, ids: list[int]) -> dict[int, Any]:
+        wanted = set(ids)
+        items = ((getattr(item, "id", None), item) for item in self._impls())
+        return {i: item for i, item in items if i in wanted}
+
+    def _sliced(self, items: list[Any]) -> JobSlice:
+        return JobSlice(items, self._title)
 
 
 def _wanted_ids(ids: object, maxid: object) -> Callable[[int], bool] | None:
@@ -664,13 +740,26 @@ class SubjobSlice(JobSlice):
     def __call__(self, subjob_id: int) -> Job:
         return wrap(self._master.subjob(subjob_id))  # type: ignore[no-any-return]
 
-    def submit(self, keep_going: bool = True) -> list[str]:
+    _item = "subjob"
+
+    @property
+    def _shown_as(self) -> str:
+        return f"jobs({self._master.id}).subjobs"
+
+    def _by_ids(self, ids: list[int]) -> dict[int, Any]:
+        found = ((i, self._master.find_subjob(i)) for i in ids if storable_id(i))
+        return {i: subjob for i, subjob in found if subjob is not None}
+
+    def submit(self, *ids: Any, **options: Any) -> list[str]:
         raise JobError(
             "subjobs cannot be submitted on their own; submit the master or resubmit subjobs"
         )
 
-    def remove(self, keep_going: bool = True) -> list[str]:
-        raise JobError("subjobs cannot be removed on their own; remove the master")
+    def remove(self, *ids: Any, **options: Any) -> list[str]:
+        raise JobError(
+            f"subjobs cannot be removed on their own; remove the master: jobs({self._master.id})"
+            ".remove()"
+        )
 
 
 _IMPL_SLOT: Any = GPIObject.__dict__["_impl"]
@@ -707,8 +796,17 @@ class JobRegistry(JobSlice):
     """All jobs in the repository: ``jobs(3)``, ``jobs((3, 1))``, ``jobs("3.1")``,
     ``jobs[-1]``, ``jobs["name"]`` (the most recent job so named), slices, ``select(...)``."""
 
+    _shown_as = "jobs"
+
     def __init__(self) -> None:
         self._title = "jobs"
+
+    def _by_ids(self, ids: list[int]) -> dict[int, Any]:
+        session = _session()
+        session.refresh()
+        registry = session.registry()
+        found = ((i, registry.get(i)) for i in ids if storable_id(i))
+        return {i: job for i, job in found if job is not None}
 
     def _impls(self) -> list[JobImpl]:
         return list(_session().registry().jobs.values())
@@ -757,6 +855,7 @@ class JobRegistry(JobSlice):
         _session().refresh()
         return table(self._impls(), self._title)
 
+    @keyword_options
     def query(self, text: str) -> JobSlice:
         """The jobs matching a query; status, name and id conditions are answered from the
         repository's indexes without loading jobs."""
@@ -780,6 +879,11 @@ def _resubmit_backend(value: Any) -> Any:
     if value is None:
         return None
     return JobImpl._validate("backend", unwrap(value))
+
+
+def storable_id(value: int) -> bool:
+    """Whether an id fits a repository key (a signed 64-bit int): any other is no job's."""
+    return -(2**63) <= value < 2**63
 
 
 def unwrap_job(value: Any) -> JobImpl:

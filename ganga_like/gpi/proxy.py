@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ZODB.broken import Broken
 
 from ganga_like.errors import BrokenObjectError, JobError, SchemaError, TemplateError
+from ganga_like.gpi.arguments import keyword_options
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import (
     Component,
@@ -279,10 +280,19 @@ class GPIObject:
 
     # -- behaviour -------------------------------------------------------------------
 
+    @keyword_options
     def copy(self) -> GPIObject:
         """An unattached copy (for a Job: a new job in the repository)."""
         impl = object.__getattribute__(self, "_impl")
         return wrap(impl._copy())  # type: ignore[no-any-return]
+
+    # ``copy.copy(j)`` and ``copy.deepcopy(j)`` are ``j.copy()``: a proxy's slots are no
+    # state of its own to copy, and its object's copy is always deep.
+    def __copy__(self) -> GPIObject:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> GPIObject:
+        return self.copy()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, GPIObject):

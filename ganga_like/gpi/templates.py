@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.job import JobSlice, description_filter, refuse_positional
+from ganga_like.gpi.arguments import keyword_options
+from ganga_like.gpi.job import JobSlice, description_filter, refuse_positional, storable_id
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
@@ -87,6 +88,7 @@ class JobTemplate(GPIObject):
     def resubmit(self, *args: Any, **kwargs: Any) -> bool:
         raise _not_submittable("resubmitted")
 
+    @keyword_options
     def remove(self) -> bool:
         """Remove the template from the repository (jobs made of it stay)."""
         impl = self._template
@@ -96,6 +98,7 @@ class JobTemplate(GPIObject):
             what=f"removing template {impl.id}",
         )
 
+    @keyword_options
     def copy(self) -> JobTemplate:
         """A new template with the same description."""
         return JobTemplate(self)
@@ -131,6 +134,7 @@ class TemplateSlice(JobSlice):
                 f"{self._title}: index {index} out of range ({len(impls)} templates)"
             ) from None
 
+    @keyword_options
     def select(
         self,
         ids: Iterable[int] | range | int | None = None,
@@ -149,26 +153,41 @@ class TemplateSlice(JobSlice):
             return TemplateSlice([], self._title)
         return TemplateSlice([item for item in self._impls() if matches(item)], self._title)
 
+    @keyword_options
     def query(self, text: str) -> JobSlice:
         raise TemplateError("templates have no query(); use templates.select(...)")
 
-    def submit(self, keep_going: bool = True) -> list[str]:
+    _item = "template"
+
+    def _sliced(self, items: list[Any]) -> TemplateSlice:
+        return TemplateSlice(items, self._title)
+
+    def submit(self, *ids: Any, **options: Any) -> list[str]:
         raise _not_submittable("submitted")
 
-    def kill(self, keep_going: bool = True) -> list[str]:
+    def kill(self, *ids: Any, **options: Any) -> list[str]:
         raise _not_submittable("killed (it never runs)")
 
-    def resubmit(self, keep_going: bool = True, backend: Any = None) -> list[str]:
+    def resubmit(self, *ids: Any, **options: Any) -> list[str]:
         raise _not_submittable("resubmitted")
 
-    def remove(self, keep_going: bool = True) -> list[str]:
-        """Remove every template of the slice."""
-        for item in self._impls():
+    def freeze(self, *ids: Any, **options: Any) -> list[str]:
+        raise _not_submittable("frozen (it never runs)")
+
+    def unfreeze(self, *ids: Any, **options: Any) -> list[str]:
+        raise _not_submittable("unfrozen (it never runs)")
+
+    @keyword_options
+    def remove(self, *ids: Any, keep_going: bool = True) -> list[str]:
+        """Remove every template of the slice (or those of the ids given)."""
+        for item in self._only("remove", ids)._impls():
             wrap(item).remove()
         return []
 
-    def copy(self, keep_going: bool = True) -> TemplateSlice:
-        copies = [JobTemplate(wrap(item)) for item in self._impls()]
+    @keyword_options
+    def copy(self, *ids: Any, keep_going: bool = True) -> TemplateSlice:
+        """New templates with the descriptions of every template (or of the ids given)."""
+        copies = [JobTemplate(wrap(item)) for item in self._only("copy", ids)._impls()]
         return TemplateSlice([c._template for c in copies], self._title)
 
 
@@ -176,8 +195,16 @@ class TemplateRegistry(TemplateSlice):
     """All templates in the repository: ``templates(2)``, ``templates["name"]`` (the most
     recent template so named), ``templates[-1]``, slices, ``select(...)``."""
 
+    _shown_as = "templates"
+
     def __init__(self) -> None:
         self._title = "templates"
+
+    def _by_ids(self, ids: list[int]) -> dict[int, Any]:
+        _session().refresh()
+        table = _table()
+        found = ((i, table.get(i)) for i in ids if storable_id(i))
+        return {i: item for i, item in found if item is not None}
 
     def _impls(self) -> list[Any]:
         session = _session()

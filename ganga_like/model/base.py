@@ -182,6 +182,13 @@ class GangaObject(Persistent):  # type: ignore[misc]
         problem = number_problem(trait, value)
         if problem is not None:
             raise SchemaError(f"{where}: {problem}")
+        if value is None and trait.metadata.get("required"):
+            # Else accepted here and found missing only at submit(), with a raw error.
+            example = getattr(trait, "default_plugin", None)
+            raise SchemaError(
+                f"{where} cannot be None: a job needs one"
+                + (f", e.g. {example}()" if example else "")
+            )
         try:
             checked = trait._validate(cls._checker(), value)
         except traitlets.TraitError as exc:

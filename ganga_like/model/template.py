@@ -108,16 +108,22 @@ def copy_description(source: GangaObject, target: GangaObject) -> None:
     skip: set[str] = set()
     if isinstance(source, Job) and source.master is not None:
         skip = {part.name for part in job_parts().master_only}
-    for name, value in state.items():
+    have = type(source)._schema
+    copied = [
+        name
+        for name, trait in type(target)._schema.items()
+        if trait.metadata.get("copyable", True) and name in have and name not in skip
+    ]
+    # Only what is copied must be whole: a master's subjob tree is persistent and not a
+    # component, but it is no part of the description.
+    for name in copied:
+        value = state.get(name)
         if isinstance(value, Persistent) and not isinstance(value, GangaObject):
             raise BrokenObjectError(
                 f"cannot copy {type(source).__name__.lower()} {source.id}: its {name} "
                 f"({type(value).__name__}) comes from a missing plugin"
             )
-    have = type(source)._schema
-    for name, trait in type(target)._schema.items():
-        if not trait.metadata.get("copyable", True) or name not in have or name in skip:
-            continue
+    for name in copied:
         if name in state:
             target.__dict__[name] = _copy_value(state[name])
         else:

@@ -1,0 +1,212 @@
+"""Every GPI action on jobs and templates, called with arguments of any type, either
+refuses in one line (and, refusing its arguments, changes nothing) or touches only the jobs
+and templates it names: ``jobs``, a slice, ``j.subjobs``, one job or subjob, ``templates``,
+a template slice, one template; against a real repository and the real Local backend."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from ganga_like import (
+    ArgSplitter,
+    Executable,
+    GangaError,
+    Job,
+    JobTemplate,
+    Local,
+    SchemaError,
+    jobs,
+    templates,
+)
+from ganga_like.runtime.session import Session
+
+JOB_ACTIONS = ("submit", "kill", "resubmit", "remove", "freeze", "unfreeze", "copy")
+ONE_JOB_ACTIONS = (*JOB_ACTIONS, "force_status", "copy.copy", "copy.deepcopy")
+ACTIVE = ("submitting", "submitted", "running", "completing")
+
+
+def _objects() -> st.SearchStrategy[Any]:
+    """GPI objects, made when drawn (the session is open by then)."""
+    makers: list[Callable[[], Any]] = [
+        Local,
+        lambda: Executable(exe="true"),
+        lambda: ArgSplitter(args=[["1"]]),
+        lambda: jobs[0] if len(jobs) else None,
+        lambda: jobs,
+        lambda: templates,
+    ]
+    return st.sampled_from(makers).map(lambda make: make())
+
+
+ANY_VALUE = st.one_of(
+    st.integers(-2, 15),
+    st.integers(),
+    st.text(max_size=6),
+    st.sampled_from(["0", "1.0", "Local", "completed", "status=new", "failed"]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(-1, 15), max_size=3),
+    st.tuples(st.integers(0, 15), st.integers(0, 15)),
+    st.builds(range, st.integers(0, 6), st.integers(0, 15)),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.lists(st.one_of(st.none(), st.text(max_size=2), st.floats()), min_size=1, max_size=2),
+    _objects(),
+)
+OPTION = st.sampled_from(["keep_going", "backend", "dry_run", "force", "keepgoing", "ids"])
+
+
+@dataclass
+class Call:
+    target: str
+    action: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    pick: int  # which job, subjob or template, or which ones a slice keeps (a bit mask)
+
+
+CALLS = st.builds(
+    Call,
+    target=st.sampled_from(
+        ["jobs", "slice", "subjobs", "job", "subjob", "templates", "template slice", "template"]
+    ),
+    action=st.sampled_from(ONE_JOB_ACTIONS),
+    args=st.lists(ANY_VALUE, max_size=2).map(tuple),
+    kwargs=st.dictionaries(OPTION, ANY_VALUE, max_size=2),
+    pick=st.integers(0, 255),
+)
+
+
+def _state() -> tuple[dict[int, Any], dict[int, str]]:
+    """What a call may change: each job's status, submissions, history, name and its
+    subjobs' statuses; each template's description."""
+    seen_jobs = {
+        j.id: (
+            j.status,
+            j.info["submit_count"],
+            len(j.history),
+            j.name,
+            tuple(s.status for s in j.subjobs),
+        )
+        for j in jobs
+    }
+    return seen_jobs, {t.id: repr(t) for t in templates}
+
+
+def _settle() -> None:
+    """No job running (the monitor changes nothing meanwhile), and enough of each kind
+    of job and template to act on."""
+    for j in jobs:
+        if j.status in ACTIVE:
+            j.wait(timeout=120)
+    plain = [j for j in jobs if not len(j.subjobs) and j.status == "new"]
+    for i in range(3 - len(plain)):
+        Job(name=f"new{i}", application=Executable(exe="true"))
+    if not any(len(j.subjobs) for j in jobs):
+        master = Job(
+            name="split",
+            application=Executable(exe="true"),
+            splitter=ArgSplitter(args=[["1"], ["2"]]),
+        )
+        master.submit()
+        master.wait(timeout=120)
+    if len(jobs.select(name="failed")) == 0:
+        failed = Job(name="failed", application=Executable(exe="false"))
+        failed.submit()
+        failed.wait(timeout=120)
+    for i in range(2 - len(templates)):
+        JobTemplate(name=f"t{i}", application=Executable(exe="true"))
+
+
+def _resolve(call: Call) -> tuple[Any, set[int], set[int]]:
+    """The object acted on, the job ids and the template ids the call names."""
+    every = jobs.ids()
+    masters = [j for j in jobs if len(j.subjobs)]
+    if call.target == "jobs":
+        return jobs, set(every), set()
+    if call.target == "slice":
+        kept = [i for n, i in enumerate(every) if call.pick >> (n % 8) & 1]
+        return jobs.select(kept), set(kept), set()
+    if call.target == "job":
+        chosen = every[call.pick % len(every)]
+        return jobs(chosen), {chosen}, set()
+    master = masters[call.pick % len(masters)]
+    if call.target == "subjobs":
+        return master.subjobs, {master.id}, set()
+    if call.target == "subjob":
+        return master.subjobs[call.pick % len(master.subjobs)], {master.id}, set()
+    every_template = templates.ids()
+    if call.target == "templates":
+        return templates, set(), set(every_template)
+    if call.target == "template slice":
+        kept = [i for n, i in enumerate(every_template) if call.pick >> (n % 8) & 1]
+        return templates.select(kept), set(), set(kept)
+    chosen = every_template[call.pick % len(every_template)]
+    return templates(chosen), set(), {chosen}
+
+
+def _named_by_ids(call: Call, target: Any, named: set[int]) -> set[int]:
+    """Ids given by position to a slice narrow what it names (a refusal follows for any
+    other argument, and is checked to change nothing)."""
+    if call.target not in ("jobs", "slice", "templates", "template slice") or not call.args:
+        return named
+    ids: set[int] = set()
+    for arg in call.args:
+        items = arg if isinstance(arg, list | tuple | range) else [arg]
+        ids |= {i for i in items if isinstance(i, int) and not isinstance(i, bool)}
+    return named & ids
+
+
+def _act(call: Call, target: Any) -> Any:
+    if call.action.startswith("copy."):
+        copier = copy.copy if call.action == "copy.copy" else copy.deepcopy
+        return copier(target)
+    if call.action == "force_status" and not isinstance(target, Job):
+        return None  # an action of single jobs only
+    return getattr(target, call.action)(*call.args, **call.kwargs)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(call=CALLS)
+def test_an_action_touches_only_what_it_names_or_refuses_in_one_line(
+    session: Session, call: Call
+) -> None:
+    _settle()
+    target, named_jobs, named_templates = _resolve(call)
+    named_jobs = _named_by_ids(call, target, named_jobs)
+    named_templates = _named_by_ids(call, target, named_templates)
+    jobs_before, templates_before = _state()
+    refused: GangaError | None = None
+    try:
+        _act(call, target)
+    except GangaError as exc:
+        refused = exc
+    event("refused" if refused is not None else f"done: {call.target}.{call.action}")
+    # Anything else (a TypeError, an AttributeError) fails the test with its traceback.
+    jobs_after, templates_after = _state()
+    if refused is not None:
+        assert "\n" not in str(refused), str(refused)
+        if isinstance(refused, SchemaError) or "nothing done" in str(refused):
+            assert (jobs_after, templates_after) == (jobs_before, templates_before), refused
+    changed_jobs = {i for i in jobs_before if jobs_after.get(i) != jobs_before[i]}
+    assert changed_jobs <= named_jobs, (call, changed_jobs, named_jobs, refused)
+    changed_templates = {
+        i for i in templates_before if templates_after.get(i) != templates_before[i]
+    }
+    assert changed_templates <= named_templates, (call, changed_templates, refused)
+    new_jobs = set(jobs_after) - set(jobs_before)
+    new_templates = set(templates_after) - set(templates_before)
+    copying = call.action.startswith("copy")
+    copied = len(target) if call.target == "subjobs" else len(named_jobs)  # each a new job
+    assert not new_jobs or (copying and named_jobs and len(new_jobs) <= copied), call
+    assert not new_templates or (copying and len(new_templates) <= len(named_templates)), call
