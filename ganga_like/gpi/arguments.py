@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ganga_like.errors import SchemaError
+from ganga_like.model.values import safe_repr, shown_failed
 
 __all__ = ["given", "keyword_options", "wanted_ids"]
 
@@ -26,10 +27,9 @@ _SHOWN_CHARS = 60
 
 def given(value: object) -> str:
     """``the int 10``: a value as an error message names it (short, even if repr fails)."""
-    try:
-        text = " ".join(repr(value).split())  # one line, whatever the repr (a table)
-    except Exception:  # a value whose repr raises is still named by its type
-        return f"a {type(value).__name__}"
+    if shown_failed(value):
+        return safe_repr(value)
+    text = " ".join(repr(value).split())  # one line, whatever the repr (a table)
     if len(text) > _SHOWN_CHARS:
         text = text[: _SHOWN_CHARS - 3] + "..."
     return f"the {type(value).__name__} {text}"
