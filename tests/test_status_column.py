@@ -124,8 +124,8 @@ def test_the_status_chunks_always_equal_the_subjob_records(ops: list[Any]) -> No
                 try:
                     b.transaction_manager.commit()
                 except ConflictError:
-                    # Both wrote the pending labels into the chunks, one after changing
-                    # one of them again: retried, as every conflict is.
+                    # Both wrote the pending labels into the chunks at once: retried, as
+                    # every conflict is.
                     b.transaction_manager.abort()
                     b.transaction_manager.begin()
                     _move(b, j, choice + 1)
@@ -165,3 +165,18 @@ def test_subjob_statuses_read_through_the_gpi_match_the_loaded_subjobs(gangadir:
     finally:
         close_session()
         runner_client.stop(runner_dir(gangadir))
+
+
+def test_a_chunk_stored_as_a_list_of_labels_still_reads_and_merges() -> None:
+    """Chunks written before labels were stored a byte each open as they were."""
+    stored = {"labels": ["submitted", "running", "submitted"]}
+    chunk = status_column.StatusChunk([])
+    chunk.__setstate__(dict(stored))
+    assert chunk.labels == ["submitted", "running", "submitted"]
+    ours = status_column.StatusChunk(list(chunk.labels))
+    ours.set(2, "completed")
+    theirs = {"labels": ["completed", "running", "submitted"]}
+    merged = status_column.StatusChunk([])
+    merged.__setstate__(chunk._p_resolveConflict(stored, theirs, ours.__getstate__()))
+    assert merged.labels == ["completed", "running", "completed"]
+    assert len(ours.__getstate__()["codes"]) == 3

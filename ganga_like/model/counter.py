@@ -192,17 +192,13 @@ def _merge_pending(
 ) -> tuple[int, dict[int, str]]:
     """The pending labels of two sides that changed different subjobs: one side's changes
     over the other's pending labels, that of the side which wrote them into the chunks if
-    one did."""
+    one did (both at once is a conflict, retried as every conflict is)."""
     o, c, n = (s.get("pending", {}) for s in (old, committed, new))
     fo, fc, fn = (s.get("folds", 0) for s in (old, committed, new))
     if fc != fo and fn != fo:
-        # Both wrote the old pending labels and their own changes into the chunks, which
-        # merge position by position (a label one side changed again after the old state
-        # is written two ways there: that chunk conflicts, and the transaction is retried
-        # as every conflict is). What each left pending stays so.
-        if any(c[index] != label for index, label in n.items() if index in c):
-            raise ConflictError("the same subjob's status changed in two ways")
-        return max(fc, fn), {**c, **n}
+        # Both wrote the pending labels into the chunks, each with the old labels of the
+        # other's subjobs: no merge of the chunks can tell those from changes. Retried.
+        raise ConflictError("both sides wrote a master's pending subjob statuses")
     # A label is never dropped from pending but by writing it: what differs from the old
     # state is what a side changed.
     base, changes, folds = (n, c, fn) if fn != fo else (c, n, fc)

@@ -33,7 +33,9 @@ __all__ = [
 
 
 class Status(enum.Enum):
-    """The status of a job or subjob. ``str(status)`` is its lower-case name."""
+    """The status of a job or subjob. ``str(status)`` is its lower-case name.
+
+    New states go last: status chunks store a state as its place here."""
 
     NEW = ("new", 0, False)
     SUBMITTING = ("submitting", 1, False)
