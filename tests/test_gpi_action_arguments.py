@@ -108,6 +108,12 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
             "Job.force_status() takes status by position; not also the bool True",
         ),
         ("jobs(0).copy(3)", "Job.copy() takes no argument, not the int 3"),
+        ("jobs(0).wait(timout=5)", "Job.wait() has no option 'timout'; did you mean 'timeout'?"),
+        (
+            "jobs(0).peek('stdout', 3, 4)",
+            "Job.peek() takes filename, lines by position; not also the int 4",
+        ),
+        ("jobs(0).force_status()", "Job.force_status() needs status: force_status(...)"),
         (
             "jobs.select(nosuch=1)",
             "jobs.select() has no option 'nosuch' (options: status, name, backend, application)",

@@ -260,6 +260,7 @@ class Job(GPIObject):
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(_session(), self._live("force_status()"), status)
 
+    @keyword_options
     def wait(
         self, timeout: float | None = None, until: str | None = None, progress: bool | None = None
     ) -> str:
@@ -270,6 +271,7 @@ class Job(GPIObject):
         """
         return wait_for_job(self._job, timeout, until, progress)
 
+    @keyword_options
     def peek(self, filename: str = "stdout", lines: int | None = None) -> None:
         """Print an output file (default stdout; also 'stderr' or any collected file), or
         list the output directory with peek('')."""
@@ -284,6 +286,7 @@ class Job(GPIObject):
             text = "\n".join(text.splitlines()[-lines:])
         print(text, end="" if text.endswith("\n") else "\n")
 
+    @keyword_options
     def result(self) -> Any:
         """What the job's function returned (a PythonFunction job), once it completed; a
         master: the list of its subjobs' results, in subjob order, once all completed."""
