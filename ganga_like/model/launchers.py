@@ -29,6 +29,7 @@ import traitlets
 __all__ = [
     "LAUNCHERS",
     "LOCAL_LAUNCHERS",
+    "MAX_PROCESSES_PER_MACHINE",
     "LauncherName",
     "launch_problem",
     "launcher_words",
@@ -36,6 +37,10 @@ __all__ = [
     "resolve_launcher",
     "start_words",
 ]
+
+# The most processes one (sub)job starts on one machine (Local, a Dask worker): beyond
+# this a count is a typo that would start thousands of processes at once.
+MAX_PROCESSES_PER_MACHINE = 4096
 
 # Each launcher's one-line description (the order is the one shown in messages).
 LAUNCHERS: Mapping[str, str] = {
@@ -105,8 +110,9 @@ def process_schema(allowed: Sequence[str], default: str) -> dict[str, Any]:
         "process_count": traitlets.Int(
             1,
             min=1,
+            max=MAX_PROCESSES_PER_MACHINE,
             help="Processes each (sub)job runs as, started by the launcher; each sees "
-            "GANGA_RANK (0..N-1) and GANGA_SIZE.",
+            f"GANGA_RANK (0..N-1) and GANGA_SIZE (at most {MAX_PROCESSES_PER_MACHINE}).",
         ),
         "launcher": LauncherName(
             allowed,
