@@ -227,6 +227,11 @@ def test_a_value_that_cannot_be_stored_is_refused_when_set(session: Session) -> 
         (lambda: CustomChecker(module="/tmp/a\0b.py"), "CustomChecker.module", "NUL byte"),
         (lambda: Pilot(cores=True), "Pilot.cores", "got True"),
         (lambda: Local(process_count=5000), "Local.process_count", "at most 4096), got 5000"),
+        (
+            lambda: Slurm(extra_options=["--exclusive", "constraint=avx2"]),
+            "Slurm.extra_options",
+            "expected a single-line sbatch option, such as '--constraint=avx2', not the str",
+        ),
         (lambda: Dask(process_count=10**6), "Dask.process_count", "at most 4096), got 1000000"),
         (lambda: Pilot(nodes=10**30), "Pilot.nodes", "got 10000"),
         (lambda: Retry(attempts=10**30), "Retry.attempts", "at most 100), got 10000"),

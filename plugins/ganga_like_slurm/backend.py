@@ -81,6 +81,19 @@ class SingleLine(traitlets.Unicode):  # type: ignore[type-arg]
         return result
 
 
+class SbatchOption(SingleLine):
+    """One more ``#SBATCH`` option: it starts with '-' (sbatch refuses any other line as
+    an invalid directive, at submit)."""
+
+    info_text = "a single-line sbatch option, such as '--constraint=avx2'"
+
+    def validate(self, obj: Any, value: Any) -> str:
+        result = super().validate(obj, value)
+        if not result.startswith("-"):
+            self.error(obj, value)
+        return result
+
+
 class Slurm(BatchBackend):
     """Runs jobs on a Slurm cluster: a split job is one job array (``bulk=True``), its
     subjob ids are the array's task ids. Leave ``partition`` empty to use the first
@@ -116,7 +129,7 @@ class Slurm(BatchBackend):
             "empty: srun when process_count is above 1.",
         ).tag(changeable_at_resubmit=True),
         "extra_options": traitlets.List(
-            SingleLine(),
+            SbatchOption(),
             help="More #SBATCH options, one per item, e.g. ['--constraint=avx2', '--exclusive'].",
         ).tag(changeable_at_resubmit=True),
         "setup": traitlets.List(
