@@ -207,29 +207,29 @@ CASES = {case.name: case for case in BACKENDS}
 
 # Known defects of a backend, each skipping exactly the fault cases it breaks (see
 # tests/test_backend_conformance.py); lifting one is deleting its line in KNOWN_DEFECTS.
-DASK_CLUSTER_ENDS_WITH_SESSION = pytest.mark.skip(
-    reason="Dask's default cluster ends with its session"
-)
 DASK_WORKER_KILL_RERUNS_UNRECORDED = pytest.mark.skip(reason="Dask's worker kill reruns unrecorded")
-DASK_CANNOT_SAY_WHAT_IT_RECEIVED = pytest.mark.skip(
-    reason="Dask cannot say what it received (no received_bulk): an interrupted submission "
-    "is rolled back, and what had started runs again at the next submit()"
-)
-# (backend, fault) -> its mark; a fault is the name case_params() is given.
+# (backend, fault) or (backend, "fault[variant]") -> its mark; a fault (and its variants)
+# is what case_params() is given.
 KNOWN_DEFECTS: dict[tuple[str, str], pytest.MarkDecorator] = {
-    ("Dask", "submitter-killed"): DASK_CANNOT_SAY_WHAT_IT_RECEIVED,
-    ("Dask", "executor-killed"): DASK_WORKER_KILL_RERUNS_UNRECORDED,
+    ("Dask", "executor-killed[retry]"): DASK_WORKER_KILL_RERUNS_UNRECORDED,
 }
 
 
-def case_params(fault: str = "") -> list[Any]:
+def case_params(fault: str = "", variants: dict[str, Any] | None = None) -> list[Any]:
     """One pytest param per backend, with its id and marks; for the cases of ``fault``,
-    the marks of its known defects too."""
+    the marks of its known defects too. With ``variants`` (id -> value), one param
+    ``(case, value)`` per backend and variant."""
     params = []
     for case in BACKENDS:
-        known = KNOWN_DEFECTS.get((case.name, fault))
-        marks = (*case.marks, known) if known is not None else case.marks
-        params.append(pytest.param(case, id=case.name, marks=marks))
+        for variant, value in (variants or {"": None}).items():
+            known = KNOWN_DEFECTS.get((case.name, fault)) or KNOWN_DEFECTS.get(
+                (case.name, f"{fault}[{variant}]")
+            )
+            marks = (*case.marks, known) if known is not None else case.marks
+            if variants is None:
+                params.append(pytest.param(case, id=case.name, marks=marks))
+            else:
+                params.append(pytest.param(case, value, id=f"{case.name}-{variant}", marks=marks))
     return params
 
 

@@ -438,8 +438,11 @@ def test_kill_9_of_the_monitor_handing_a_retry_over_runs_it_once(
         _cleanup(case, session, gangadir)
 
 
-@pytest.mark.parametrize("case", case_params("executor-killed"), indirect=True)
-@pytest.mark.parametrize("retried", [False, True], ids=["no-retry", "retry"])
+@pytest.mark.parametrize(
+    "case, retried",
+    case_params("executor-killed", {"no-retry": False, "retry": True}),
+    indirect=["case"],
+)
 def test_kill_9_of_what_runs_a_subjob_ends_it_with_the_reason_and_records_every_run(
     case: BackendCase, backend_session: Session, gated: Gated, retried: bool
 ) -> None:
