@@ -11,7 +11,7 @@ from typing import Any
 
 from ganga_like.errors import GangaError, JobError, SchemaError
 from ganga_like.gpi import results
-from ganga_like.gpi.arguments import keyword_options, shown_name, wanted_ids
+from ganga_like.gpi.arguments import given, keyword_options, shown_name, wanted_ids
 from ganga_like.gpi.display import table
 from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
@@ -46,7 +46,7 @@ def refuse_positional(name: str, args: tuple[Any, ...]) -> None:
     """``Job(3)`` or ``Job("scan")``: the one positional argument a job or template takes
     is what to copy, so say that rather than counting arguments."""
     if args:
-        shown = ", ".join(f"the {type(a).__name__} {a!r}" for a in args)
+        shown = ", ".join(given(a) for a in args)
         raise SchemaError(
             f"{name}() takes a job or a JobTemplate to copy, not {shown}; give the rest as "
             f"keywords: {name}(name=..., application=..., backend=...)"
