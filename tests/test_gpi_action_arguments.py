@@ -22,6 +22,7 @@ from ganga_like import (
     JobTemplate,
     Local,
     SchemaError,
+    TextMerger,
     jobs,
     templates,
 )
@@ -243,6 +244,23 @@ def test_copy_module_copies_gpi_objects_as_their_copy_method(session: Session) -
         t = JobTemplate(name="t")
         assert copier(t).id != t.id
     assert len(jobs) == 3
+
+
+def test_a_copy_of_a_list_or_dict_attribute_is_plain_and_changes_nothing_stored(
+    session: Session,
+) -> None:
+    j = Job(application=Executable(exe="echo", args=["a"], env={"K": "v"}))
+    j.postprocessors = [TextMerger(files=["stdout"])]
+    for copier in (copy.copy, copy.deepcopy, lambda held: held.copy()):
+        args, env = copier(j.application.args), copier(j.application.env)
+        assert (type(args), type(env)) == (list, dict)
+        args.append("b")
+        env["X"] = "y"
+        assert j.application.args == ["a"] and j.application.env == {"K": "v"}
+    merger = copy.deepcopy(j.postprocessors)[0]
+    merger.files.append("x")  # a deep copy holds unattached components
+    assert j.postprocessors[0].files == ["stdout"]
+    assert len(jobs) == 1
 
 
 @pytest.mark.parametrize("part", ["application", "backend"])

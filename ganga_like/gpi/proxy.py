@@ -8,6 +8,7 @@ one proxy per underlying object, so ``jobs(3) is jobs(3)``.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSequence
@@ -433,6 +434,15 @@ class _Held:
             return GPIDict(self._owner, self._name, (*self._path, key))
         return wrap(value, owner=self._owner)
 
+    # ``copy.copy(j.application.env)`` is a plain dict (a list for a list), as ``copy()``
+    # is: a copy still held by the job would change the job. A deep copy copies the
+    # components inside too, unattached.
+    def __copy__(self) -> Any:
+        return _plain(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return copy.deepcopy(_plain(self), memo)
+
     def _store(self, value: Any) -> None:
         if not self._path:
             setattr(self._owner, self._name, value)
@@ -454,6 +464,10 @@ class GPIList(_Held):
 
     def _items(self) -> list[Any]:
         return [self._child(i, v) for i, v in enumerate(self._raw())]
+
+    def copy(self) -> list[Any]:
+        """A plain list copy (changing it changes nothing stored), as a list's copy() is."""
+        return _plain(self)  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         return len(self._raw())
