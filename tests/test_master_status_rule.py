@@ -207,3 +207,16 @@ def test_a_counter_stored_as_an_attribute_dict_still_reads_and_merges() -> None:
     merged = StatusCounter()
     merged.__setstate__(counter._p_resolveConflict(stored, dict(stored), _state(ours)))
     assert merged.by_status() == {Status.RUNNING: 2, Status.SUBMITTED: 1}
+
+
+def test_a_counter_stores_its_counts_and_pending_labels_as_status_codes() -> None:
+    counter = StatusCounter()
+    counter.add(Status.SUBMITTED, 3)
+    counter.move(Status.SUBMITTED, Status.RUNNING)
+    counter.pending = {7: "running"}
+    stored = counter.__getstate__()
+    assert isinstance(stored, tuple) and "running" not in repr(stored)
+    again = StatusCounter()
+    again.__setstate__(stored)
+    assert again.counts == counter.counts and again.pending == {7: "running"}
+    assert again.derived_status() is Status.RUNNING

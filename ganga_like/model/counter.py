@@ -77,10 +77,10 @@ class StatusCounter(Persistent):  # type: ignore[misc]
         self.counts: dict[str, int] = {}
 
     def __getstate__(self) -> Any:
-        return pack_state(super().__getstate__(), self._state_fields)
+        return _stored(super().__getstate__())
 
     def __setstate__(self, state: Any) -> None:
-        super().__setstate__(unpack_state(state, self._state_fields))
+        super().__setstate__(_read(state))
 
     def add(self, status: Status, n: int = 1) -> None:
         counts = dict(self.counts)
@@ -150,9 +150,42 @@ class StatusCounter(Persistent):  # type: ignore[misc]
 
     def _p_resolveConflict(self, old: Any, committed: Any, new: Any) -> Any:
         packed = any(isinstance(state, tuple) for state in (old, committed, new))
-        fields = self._state_fields
-        merged = _merge(*(unpack_state(state, fields) for state in (old, committed, new)))
-        return pack_state(merged, fields) if packed else merged
+        merged = _merge(*(_read(state) for state in (old, committed, new)))
+        return _stored(merged) if packed else merged
+
+
+_FIELDS = StatusCounter._state_fields
+
+
+def _stored(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The state as stored: a tuple of its fields (no attribute names), the counts a
+    tuple by status code, the pending labels as codes (model.status_column)."""
+    stored = dict(state)
+    counts = stored.get("counts")
+    if counts:
+        by_code = [0] * len(status_column.CODES)
+        for label, n in counts.items():
+            by_code[status_column.CODE_OF[label]] = n
+        while by_code and not by_code[-1]:
+            by_code.pop()
+        stored["counts"] = tuple(by_code)
+    pending = stored.get("pending")
+    if pending:
+        stored["pending"] = {i: status_column.CODE_OF[label] for i, label in pending.items()}
+    return pack_state(stored, _FIELDS)
+
+
+def _read(stored: Any) -> dict[str, Any]:
+    """The attribute dict of a stored state: as :func:`_stored` wrote it, or as counters
+    were written before (a dict of attributes, counts and pending by label)."""
+    state = unpack_state(stored, _FIELDS)
+    counts = state.get("counts")
+    if isinstance(counts, tuple):
+        state["counts"] = {status_column.CODES[code]: n for code, n in enumerate(counts) if n}
+    pending = state.get("pending")
+    if pending and isinstance(next(iter(pending.values())), int):
+        state["pending"] = {i: status_column.CODES[code] for i, code in pending.items()}
+    return state
 
 
 def _merge(old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ from ganga_like.model.status import Status
 
 __all__ = [
     "CHUNK",
+    "CODES",
+    "CODE_OF",
     "PENDING",
     "StatusChunk",
     "StatusColumn",
@@ -50,14 +52,14 @@ PENDING = 32
 
 # Labels as stored: one byte each, the state's place in Status (whose states are only ever
 # added at the end). A chunk of 1,024 labels stores in about 1.1 kB, not 2.1 kB.
-_CODES = tuple(status.label for status in Status)
-_CODE_OF = {label: code for code, label in enumerate(_CODES)}
+CODES = tuple(status.label for status in Status)
+CODE_OF = {label: code for code, label in enumerate(CODES)}
 
 
 def _encoded(labels: list[str]) -> bytes | None:
     """The labels as bytes; None if one has no code (stored as a list then)."""
     try:
-        return bytes(_CODE_OF[label] for label in labels)
+        return bytes(CODE_OF[label] for label in labels)
     except KeyError:
         return None
 
@@ -68,7 +70,7 @@ def _labels_of(state: dict[str, Any]) -> list[str]:
     codes = state.get("codes")
     if codes is None:
         return list(state["labels"])
-    return [_CODES[code] for code in codes]
+    return [CODES[code] for code in codes]
 
 
 class StatusChunk(Persistent):  # type: ignore[misc]
