@@ -241,6 +241,28 @@ def test_text_merger_merges_gzipped_outputs_into_one_gzip_file(
         )
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_text_merger_copies_each_part_byte_for_byte(
+    session: Session, tmp_path: Path, packed: bool
+) -> None:
+    # Text that is not UTF-8 (Latin-1 "café", a lone 0xff) is merged as it was written,
+    # never with replacement characters in its place.
+    name = "out.txt.gz" if packed else "out.txt"
+    write = f"| gzip > {name}" if packed else f"> {name}"
+    body = rf"""printf 'caf\351 %s\n\377' "$1" {write}"""
+    j = gzip_job(tmp_path, body, TextMerger(files=[name]))
+    j.outputfiles = [LocalFile(name)]
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    merged = j.outputdir / name
+    data = gzip.decompress(merged.read_bytes()) if packed else merged.read_bytes()
+    assert data == b"".join(
+        f"# ==> subjob {j.id}.{i}: {name} <==\n".encode()
+        + f"caf\xe9 {i + 1}\n\xff\n".encode("latin-1")
+        for i in range(2)
+    )
+
+
 @pytest.mark.parametrize(
     ("second", "says"),
     [

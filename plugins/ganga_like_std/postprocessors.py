@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import traitlets
 
@@ -22,6 +22,9 @@ from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
 from ganga_like_std.expressions import MetadataExpression
 from ganga_like_std.traits import OutputName, PythonModule, module_problem
+
+# A file read or written as bytes, compressed or not.
+_Bytes = gzip.GzipFile | BinaryIO
 
 __all__ = [
     "CheckedJob",
@@ -170,37 +173,39 @@ class TextMerger(_Merger):
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
         packed = [_is_gzip(path) for _sj, path in parts]
         if self.compress or any(packed):
-            with gzip.open(output, "wt", errors="replace") as merged:
-                self._write_parts(parts, packed, merged)
+            with gzip.open(output, "wb") as compressed:
+                self._write_parts(parts, packed, compressed)
         else:
-            with open(output, "w", errors="replace") as merged:
-                self._write_parts(parts, packed, merged)
+            with open(output, "wb") as plain:
+                self._write_parts(parts, packed, plain)
 
+    # Parts are copied as bytes: text in any encoding (Latin-1, a stray 0xff) is merged as
+    # it was written, never with replacement characters in its place.
     @staticmethod
-    def _write_parts(parts: list[tuple[Job, Path]], packed: list[bool], merged: IO[str]) -> None:
+    def _write_parts(parts: list[tuple[Job, Path]], packed: list[bool], merged: _Bytes) -> None:
         for (sj, path), compressed in zip(parts, packed, strict=True):
-            merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n")
-            last = ""
+            merged.write(f"# ==> subjob {sj.fqid}: {path.name} <==\n".encode())
+            last = b""
             try:
-                with _open_text(path, compressed) as part:
+                with _open_part(path, compressed) as part:
                     while chunk := part.read(_CHUNK):
-                        if "\0" in chunk:
+                        if b"\0" in chunk:
                             raise PostProcessError(
                                 f"TextMerger merges text: {path.name} of subjob {sj.fqid} is "
                                 "binary (a CustomMerger can merge it)"
                             )
                         merged.write(chunk)
-                        last = chunk[-1]
+                        last = chunk[-1:]
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
                 raise PostProcessError(
                     f"TextMerger: {path.name} of subjob {sj.fqid} is a damaged gzip file "
                     f"({type(exc).__name__}: {exc})"
                 ) from None
-            if last and last != "\n":
-                merged.write("\n")
+            if last and last != b"\n":
+                merged.write(b"\n")
 
 
-# Parts are copied this many characters at a time: a large output never sits in memory.
+# Parts are copied this many bytes at a time: a large output never sits in memory.
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -211,10 +216,10 @@ def _is_gzip(path: Path) -> bool:
         return handle.read(2) == _GZIP_MAGIC
 
 
-def _open_text(path: Path, compressed: bool) -> IO[str]:
+def _open_part(path: Path, compressed: bool) -> _Bytes:
     if compressed:
-        return gzip.open(path, "rt", errors="replace")
-    return open(path, errors="replace")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
 
 
 class CustomMerger(_Merger):
