@@ -326,3 +326,23 @@ def test_a_mistyped_section_in_the_config_file_is_named_in_one_line(
         f"ganga: config file {path}: no configuration section 'Monitr'; did you mean "
         "'Monitor'? (its settings are ignored)"
     ]
+
+
+def test_a_section_written_in_the_wrong_case_is_named_in_one_line(
+    env_for: dict[str, str],
+) -> None:
+    path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Python accepts c.local.x = 1 without a word (a lower-case name is no section to
+    # traitlets), so the setting would be lost in silence.
+    path.write_text("c.local.max_concurrent = 3\nc.MONITOR.max_interval = 5\n")
+    result = ganga(["jobs"], env_for)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ganga: config file {path}: no configuration section {wrong!r}; did you mean "
+        f"{meant!r}? (its settings are ignored)"
+        for wrong, meant in [("local", "Local"), ("MONITOR", "Monitor")]
+    ]
+    on_command_line = ganga(["--LOCAL.max_concurrent=2", "jobs"], env_for)
+    assert on_command_line.returncode == 2
+    assert "no configuration section 'LOCAL'; did you mean 'Local'?" in on_command_line.stderr

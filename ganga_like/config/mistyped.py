@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from traitlets.config import Configurable
 
-__all__ = ["configurable_names", "mistyped_sections"]
+__all__ = ["closest_section", "configurable_names", "mistyped_sections"]
 
 
 def configurable_names() -> set[str]:
@@ -32,6 +32,14 @@ def configurable_names() -> set[str]:
     return names
 
 
+def closest_section(name: str, ours: Iterable[str]) -> str | None:
+    """The section of ``ours`` that ``name`` most likely means, whatever its case
+    (``local`` and ``LOCAL`` mean ``Local``), or None."""
+    by_lower = {section.lower(): section for section in ours}
+    match = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return by_lower[match[0]] if match else None
+
+
 def mistyped_sections(given: Iterable[str], ours: list[str]) -> dict[str, str]:
     """The sections of ``given`` taken for typos, each with the section of ``ours`` it
     is closest to."""
@@ -39,9 +47,9 @@ def mistyped_sections(given: Iterable[str], ours: list[str]) -> dict[str, str]:
     for name in given:
         if name in ours:
             continue
-        match = difflib.get_close_matches(name, ours, n=1)
+        match = closest_section(name, ours)
         if match:
-            close[name] = match[0]
+            close[name] = match
     if close:  # the rare case: only then are IPython's classes loaded to compare with
         others = configurable_names()
         close = {name: match for name, match in close.items() if name not in others}

@@ -35,7 +35,7 @@ from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ganga_like.config import plugins
 from ganga_like.config.lists import Where, refusal, split_commas
-from ganga_like.config.mistyped import mistyped_sections
+from ganga_like.config.mistyped import closest_section, mistyped_sections
 from ganga_like.config.numbers import accepts, number_problem
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
 from ganga_like.errors import ConfigError, safe_repr, shown_failed
@@ -361,15 +361,16 @@ def unknown_section(name: str) -> str:
     if name in failed:
         return f"configuration section {name!r} could not be loaded: {failed[name]}"
     names = section_names()
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = closest_section(name, names)
+    hint = f"; did you mean {close!r}?" if close else ""
     return f"no configuration section {name!r}{hint} (sections: {', '.join(names)})"
 
 
 def _warn_of_mistyped_sections(path: Path, loaded: Config) -> None:
     """One line for each section of the file that looks like a typo of one of ours: its
-    settings would otherwise be ignored without a word."""
-    sections = [name for name in loaded if name[:1].isupper()]
+    settings would otherwise be ignored without a word. A name in lower case counts too:
+    traitlets takes ``c.local.x = 1`` for no section at all and drops it."""
+    sections = list(loaded)
     failed = plugins.failures()  # their own warning was given already
     mistyped = mistyped_sections([n for n in sections if n not in failed], section_names())
     for name, meant in mistyped.items():
