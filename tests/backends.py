@@ -199,6 +199,8 @@ BACKENDS: list[BackendCase] = [
         backend_settings={"dask_timeout": 5.0},
         available=_dask_available,
         leftovers=_dask_leftovers,
+        # The worker running the program (its nanny starts another in its place).
+        executor_killed="the Dask worker running it was lost",
     ),
 ]
 
@@ -207,12 +209,9 @@ CASES = {case.name: case for case in BACKENDS}
 
 # Known defects of a backend, each skipping exactly the fault cases it breaks (see
 # tests/test_backend_conformance.py); lifting one is deleting its line in KNOWN_DEFECTS.
-DASK_WORKER_KILL_RERUNS_UNRECORDED = pytest.mark.skip(reason="Dask's worker kill reruns unrecorded")
 # (backend, fault) or (backend, "fault[variant]") -> its mark; a fault (and its variants)
 # is what case_params() is given.
-KNOWN_DEFECTS: dict[tuple[str, str], pytest.MarkDecorator] = {
-    ("Dask", "executor-killed[retry]"): DASK_WORKER_KILL_RERUNS_UNRECORDED,
-}
+KNOWN_DEFECTS: dict[tuple[str, str], pytest.MarkDecorator] = {}
 
 
 def case_params(fault: str = "", variants: dict[str, Any] | None = None) -> list[Any]:

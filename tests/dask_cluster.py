@@ -58,8 +58,10 @@ def _written(info: Path) -> bool:
         return False
 
 
-def start_cluster(n_workers: int = 2, nthreads: int = 2) -> DaskCluster:
-    """Start a scheduler and ``n_workers`` workers; return once every worker is connected."""
+def start_cluster(n_workers: int = 2, nthreads: int = 2, nanny: bool = False) -> DaskCluster:
+    """Start a scheduler and ``n_workers`` workers; return once every worker is connected.
+    With ``nanny``, each worker runs under a nanny that starts a new one when it dies;
+    without, a killed worker stays dead."""
     directory = Path(tempfile.mkdtemp(prefix="ganga_like-dask-"))
     info = directory / "scheduler.json"
     scheduler = _spawn(
@@ -88,7 +90,7 @@ def start_cluster(n_workers: int = 2, nthreads: int = 2) -> DaskCluster:
                         "--nthreads",
                         str(nthreads),
                         "--no-dashboard",
-                        "--no-nanny",
+                        "--nanny" if nanny else "--no-nanny",
                         "--name",
                         f"w{n}",
                     ],
@@ -109,10 +111,11 @@ _shared: DaskCluster | None = None
 
 
 def start_shared_cluster() -> DaskCluster:
-    """The cluster the conformance suite's Dask case uses, started once per test process."""
+    """The cluster the conformance suite's Dask case uses, started once per test process;
+    a worker a test kills is replaced by its nanny."""
     global _shared
     if _shared is None:
-        _shared = start_cluster()
+        _shared = start_cluster(nanny=True)
         atexit.register(_shared.stop)
     return _shared
 
