@@ -457,6 +457,9 @@ def test_kill_9_of_what_runs_a_subjob_ends_it_with_the_reason_and_records_every_
     victim = j.subjobs[0]
     assert victim.wait(timeout=PATIENCE, until="running") == "running"
     program = gated.pid(0)
+    # Both programs have recorded their run: the kill may end subjob 1's too (it may run
+    # under the same executor), and one killed before it wrote its line would have run unseen.
+    wait_for(lambda: gated.runs() == ["0", "1"], PATIENCE, "both programs to record their run")
     os.kill(case.executor(program), signal.SIGKILL)
 
     def ended() -> bool:
