@@ -346,3 +346,16 @@ def test_a_section_written_in_the_wrong_case_is_named_in_one_line(
     on_command_line = ganga(["--LOCAL.max_concurrent=2", "jobs"], env_for)
     assert on_command_line.returncode == 2
     assert "no configuration section 'LOCAL'; did you mean 'Local'?" in on_command_line.stderr
+
+
+def test_a_section_or_option_named_by_something_not_a_string_is_one_line(
+    session: Session,
+) -> None:
+    with pytest.raises(ConfigError) as section:
+        config[3]
+    assert str(section.value) == (
+        "a configuration section is named by a string (e.g. 'Local'), not 3"
+    )
+    with pytest.raises(ConfigError) as option:
+        config.Local[3]
+    assert str(option.value) == "Local: an option is named by a string, not 3"

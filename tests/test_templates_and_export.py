@@ -267,6 +267,25 @@ def test_load_of_a_missing_file_and_export_of_a_non_gpi_value_are_one_line(
     assert load(tmp_path / "empty.txt") == []
 
 
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        (3, "a file path, not the int 3"),
+        ("out\x00.txt", "a file path without a NUL byte, not the str 'out\\x00.txt'"),
+        (b"/tmp/out.txt", "a file path, not the bytes b'/tmp/out.txt'"),
+    ],
+)
+def test_a_path_that_is_no_file_name_is_one_line_for_export_and_load(
+    session: Session, path: object, shown: str
+) -> None:
+    with pytest.raises(ExportError) as exported:
+        export(Job(), path)  # type: ignore[arg-type]
+    assert str(exported.value) == f"export: expected {shown}"
+    with pytest.raises(LoadError) as loaded:
+        load(path)  # type: ignore[arg-type]
+    assert str(loaded.value) == f"load: expected {shown}"
+
+
 def test_exporting_a_function_pickled_by_value_names_the_job_and_the_way_out(
     session: Session, tmp_path: Path
 ) -> None:

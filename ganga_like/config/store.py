@@ -357,6 +357,8 @@ _UNSET: Any = object()
 
 
 def unknown_section(name: str) -> str:
+    if not isinstance(name, str):  # config[3]
+        return f"a configuration section is named by a string (e.g. 'Local'), not {safe_repr(name)}"
     failed = plugins.failures()
     if name in failed:
         return f"configuration section {name!r} could not be loaded: {failed[name]}"
@@ -384,6 +386,8 @@ def _warn_of_mistyped_sections(path: Path, loaded: Config) -> None:
 
 
 def unknown_option(section: str, option: str) -> str:
+    if not isinstance(option, str):  # config.Local[3]
+        return f"{section}: an option is named by a string, not {safe_repr(option)}"
     known = list(options(section_class(section)))
     close = difflib.get_close_matches(option, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -31,6 +31,7 @@ from typing import Any
 
 from ganga_like.errors import ExportError, GangaError, LoadError, SchemaError
 from ganga_like.gpi import templates as _templates  # noqa: F401  (the Job and JobTemplate proxies)
+from ganga_like.gpi.arguments import given
 from ganga_like.gpi.proxy import GPIObject, _check_writable, _session, unwrap, wrap
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import Component, GangaObject, schema_items
@@ -57,7 +58,7 @@ def export(objects: Any, path: str | os.PathLike[str]) -> bool:
     back. Only descriptions are written: no ids, statuses, subjobs or results."""
     items = [objects] if isinstance(objects, GPIObject) else _listed(objects)
     blocks = [_exported(_impl_of(item)) for item in items]
-    target = Path(os.fspath(path))
+    target = _file_path("export", path, ExportError)
     text = "\n\n".join([HEADER, *blocks]) + "\n"
     try:
         # Written beside the target and renamed: an export never leaves half a file.
@@ -182,7 +183,7 @@ def load(path: str | os.PathLike[str]) -> list[Any]:
 
     The file is parsed, never run; anything but GPI classes called with literal values is
     refused with one line naming the file and line, and then nothing is created."""
-    source = Path(os.fspath(path))
+    source = _file_path("load", path, LoadError)
     text = _read(source)
     try:
         tree = ast.parse(text, filename=str(source))
@@ -213,6 +214,17 @@ def load(path: str | os.PathLike[str]) -> list[Any]:
 
         session.repo.in_transaction(add_all, what=f"loading {source}")
     return [_gpi(impl) for impl in built]
+
+
+def _file_path(where: str, path: object, error: type[GangaError]) -> Path:
+    """``path`` as a Path: a str or path object without a NUL byte; anything else is one
+    line naming the action, not the TypeError or ValueError of os.fspath."""
+    named = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(named, str):
+        raise error(f"{where}: expected a file path, not {given(path)}")
+    if "\0" in named:
+        raise error(f"{where}: expected a file path without a NUL byte, not {given(path)}")
+    return Path(named)
 
 
 def _read(source: Path) -> str:
