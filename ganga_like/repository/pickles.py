@@ -7,6 +7,7 @@ writes a persistent reference in.
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 from typing import Any
@@ -58,9 +59,7 @@ class NullUnpickler(pickle.Unpickler):
         for part in (*module.split("."), *name.split(".")):
             if not part.isidentifier():
                 raise pickle.UnpicklingError(f"class name {module}.{name} is not a name")
-        found = Anything()
-        found.name = f"{module}.{name}"
-        return found
+        return _stand_in(f"{module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
         oid = reference_oid(pid)
@@ -68,6 +67,14 @@ class NullUnpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"a reference of unknown form {pid!r}")
         self.refs.append(int.from_bytes(oid, "big"))
         return Anything()
+
+
+@functools.lru_cache(maxsize=4096)
+def _stand_in(name: str) -> type[Anything]:
+    """A class standing for the class ``name``: a class, not an instance, because a
+    pickle may create an object with ``cls.__new__(cls)`` (NEWOBJ, as for a frozen
+    dataclass such as a function pickled by value), which needs a real class."""
+    return type("Anything", (Anything,), {"name": name})
 
 
 def reference_oid(pid: Any) -> bytes | None:

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlparse
 import zc.lockfile
 import ZODB
 from ZEO.Exceptions import ClientStorageError
+from ZODB.broken import Broken
 from ZODB.Connection import Connection
 from ZODB.FileStorage import FileStorage
 from ZODB.FileStorage.format import CorruptedError
@@ -88,7 +89,7 @@ def open_database(
     if parsed.scheme != "file":
         raise RepositoryError(f"unsupported storage URI {uri!r}: only file:// is supported")
     path = Path(unquote(parsed.path))
-    ensure_private_dir(path.parent)
+    ensure_private_dir(path.parent, read_only=mode == "readonly")
     quiet_zodb_logging()
     storage: Any
     effective = mode
@@ -241,12 +242,27 @@ class GuardedConnection(Connection):  # type: ignore[misc]
     def setstate(self, obj: Any) -> None:
         try:
             super().setstate(obj)
+            if isinstance(obj, Broken):
+                self._check_broken(obj)
         except NOT_DAMAGE as exc:
             if not _server_read_damage(exc):
                 raise
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
         except Exception as exc:
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
+
+    def _check_broken(self, obj: Any) -> None:
+        """A reference names the class of the object it refers to, and ZODB makes the
+        object of that class without reading its record. A class that cannot be
+        imported is a plugin that is not installed, unless the record itself names
+        another class: then the name in the reference was damaged."""
+        data, _serial = self._storage.load(obj._p_oid)
+        named = self._reader.getClassName(data)
+        expected = f"{type(obj).__module__}.{type(obj).__name__}"
+        if named != expected:
+            raise RecordClassError(
+                f"a reference to it names the class {expected}, its record {named}"
+            )
 
     def get(self, oid: bytes) -> Any:
         try:
@@ -328,9 +344,38 @@ def _server_read_damage(exc: BaseException) -> bool:
 
 
 class GuardedDB(ZODB.DB):  # type: ignore[misc]
-    """Every connection (also the one the database opens for itself) is guarded."""
+    """Every connection (also the one the database opens for itself) is guarded, and a
+    class name that cannot be one of ours is damage, not a missing plugin."""
 
     klass = GuardedConnection
+
+    def classFactory(self, connection: Any, modulename: str, globalname: str) -> Any:
+        # ZODB gives a class it cannot import as a broken object, which is right for a
+        # plugin that is not installed (its jobs list as broken). But a name that is no
+        # dotted name at all, or one of this package's own modules, which are always
+        # installed, can only be a damaged record; read as a broken object it would fail
+        # later, anywhere, as a missing attribute.
+        if not _dotted_name(modulename, globalname):
+            raise RecordClassError(f"the class name {modulename}.{globalname} is not a name")
+        found = super().classFactory(connection, modulename, globalname)
+        if _own_module(modulename) and isinstance(found, type) and issubclass(found, Broken):
+            raise RecordClassError(f"there is no class {modulename}.{globalname}")
+        return found
+
+
+class RecordClassError(Exception):
+    """A record names a class that cannot exist (reported as damage of that record)."""
+
+
+def _dotted_name(module: str, name: str) -> bool:
+    return all(part.isidentifier() for part in (*module.split("."), *name.split(".")))
+
+
+def _own_module(module: str) -> bool:
+    """This package's modules, and names in its namespace that no plugin can have
+    (plugins are ``ganga_like_<name>``)."""
+    top = module.split(".", 1)[0]
+    return top.startswith("ganga_like") and not top.startswith("ganga_like_")
 
 
 def _unreadable(
@@ -358,9 +403,16 @@ class _OneLine(logging.Handler):
     # a cache that the next opening brings up to date from the data file.
     BENIGN_WHEN_FULL = ("Error saving index on close()",)
 
+    # A session's client cache that ZEO found unreadable (moved aside: ours starts afresh,
+    # see client_cache) or that describes other transactions than the server's file
+    # (emptied): only a cache, nothing the user has to know or do.
+    CACHE_ONLY = ("bad cache file", "dropping stale cache")
+
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno >= logging.WARNING:
             if record.getMessage().startswith(self.BENIGN):
+                return
+            if any(part in record.getMessage() for part in self.CACHE_ONLY):
                 return
             if record.getMessage().startswith(self.BENIGN_WHEN_FULL) and _write_failure(record):
                 return
