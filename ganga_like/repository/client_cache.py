@@ -28,7 +28,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ZEO.cache import ClientCache
+from ZEO.cache import ZEC_HEADER_SIZE, ClientCache
+from ZEO.cache import magic as ZEC_MAGIC
 
 INDEX_SUFFIX = ".index"
 _INDEX_VERSION = 1
@@ -91,8 +92,24 @@ class ResilientClientCache(ClientCache):  # type: ignore[misc]
             self.tid = tid  # still the client's idea of where it is
 
     def _initfile(self, fsize: int) -> None:
-        if not (self.path and fsize == self.maxsize and self._load_index()):
+        if self.path and fsize == self.maxsize and self._load_index():
+            return
+        try:
             super()._initfile(fsize)
+        except Exception as exc:
+            if not self.path:
+                raise
+            # ZEO would move the file aside (keeping up to 100 MB of a cache nobody reads
+            # again) and say so on the session's terminal; it is only a cache.
+            log.info(
+                "the repository client cache %s could not be read (%s): started afresh",
+                self.path,
+                type(exc).__name__,
+            )
+            self.f.seek(0)
+            self.f.truncate()
+            self.f.write(ZEC_MAGIC + b"\0" * 8)
+            super()._initfile(ZEC_HEADER_SIZE)
 
     def _load_index(self) -> bool:
         """The index saved when the file was last closed, if it still describes it."""

@@ -58,9 +58,12 @@ class Repository:
         options: StorageOptions | None = None,
     ) -> None:
         self.gangadir = gangadir.expanduser().resolve()
-        ensure_private_dir(self.gangadir)
+        # A read-only view writes nothing, so it also opens an archived gangadir on a
+        # read-only filesystem; it creates nothing either.
+        ensure_private_dir(self.gangadir, read_only=mode == "readonly")
         self.workspace = self.gangadir / "workspace"
-        ensure_private_dir(self.workspace)
+        if mode != "readonly":
+            ensure_private_dir(self.workspace)
         self.mode = mode
         self.uri = uri or default_uri(self.gangadir)
         self.options = options or StorageOptions()
@@ -174,6 +177,11 @@ class Repository:
 
         ``first``: what the first attempt runs instead of ``action`` (see ``retried``).
         """
+        if self.read_only:
+            raise RepositoryError(
+                f"{what}: not possible, the repository of {self.gangadir} is open read-only "
+                "(--Repository.mode=readonly); nothing was changed"
+            )
         tm = self.connection().transaction_manager
         policy = self.retry_policy
         if attempts is not None:

@@ -31,14 +31,15 @@ import logging
 import os
 import pickle
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import zc.lockfile
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 
-from ganga_like.errors import RepositoryBusyError, RepositoryError
+from ganga_like.errors import RepositoryError
+from ganga_like.repository.exclusive import hold_for_maintenance, take_file_lock
 from ganga_like.repository.file_check import (
     check_file,
     corrupt,
@@ -139,7 +140,7 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
     check_before_open(path, path.parent.parent / "workspace")  # lost jobs: say so
     if not path.exists() or path.stat().st_size <= len(MAGIC):
         raise RepositoryError(f"no repository at {path} to recover (the file is missing or empty)")
-    lock = lock_for_maintenance(path, "recovering")
+    hold = hold_for_maintenance(path, "recovering")
     try:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         backup = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -154,7 +155,11 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
         os.replace(path, backup)
         output = io.StringIO()
         try:
-            with contextlib.redirect_stdout(output), zodb_log_captured():
+            with (
+                contextlib.redirect_stdout(output),
+                zodb_log_captured(),
+                _fsrecover_scan_that_ends(fsrecover),
+            ):
                 fsrecover.recover(str(backup), str(target), verbose=0, partial=False, force=True)
         except (Exception, SystemExit) as exc:
             os.replace(backup, path)  # leave everything as it was
@@ -168,20 +173,64 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
                 os.replace(old, Path(f"{backup}{suffix}"))
         Path(f"{target}.index").unlink(missing_ok=True)
         Path(f"{target}.lock").unlink(missing_ok=True)
+        Path(f"{target}.tmp").unlink(missing_ok=True)
         os.replace(target, path)
         path.chmod(0o600)
         backup.chmod(0o600)
-    finally:
-        lock.close()
-    from ganga_like.repository.fullcheck import zodb_silenced
-    from ganga_like.repository.repair import drop_history, revert_unreadable
+        # The caches hold records of the old file, some of which it no longer has.
+        hold.forget_caches()
+        from ganga_like.repository.fullcheck import zodb_silenced
+        from ganga_like.repository.repair import drop_history, revert_unreadable
 
-    with zodb_silenced():  # what cannot be read is said in the report, once
-        report.notes.extend(revert_unreadable(path))
-        _check_registry(path, report, checks)
-        report.notes.extend(drop_history(path))
+        hold.lock.close()  # the repairs below open the file themselves, one at a time
+        with zodb_silenced():  # what cannot be read is said in the report, once
+            report.notes.extend(revert_unreadable(path))
+            _check_registry(path, report, checks)
+            report.notes.extend(drop_history(path))
+    finally:
+        hold.close()
     log.info("%s", report)  # the caller shows the report (the command prints it)
     return report
+
+
+@contextlib.contextmanager
+def _fsrecover_scan_that_ends(fsrecover: Any) -> Iterator[None]:
+    """``fsrecover.scan`` with its endless loop fixed, while recovering.
+
+    After damage, ``fsrecover`` looks for the next transaction by scanning for a pickle's
+    last byte (``.``) followed by a plausible 8-byte length. When a ``.`` is among the
+    last 8 bytes of the file its scan reads the same few bytes again for ever (a file
+    cut just after such a byte made recovery hang). Here the end of the file ends the
+    scan: nothing after it can be a transaction."""
+    from ZODB.utils import u64
+
+    def scan(f: Any, pos: int) -> int:
+        while True:
+            f.seek(pos)
+            data: bytes = f.read(8096)
+            if not data:
+                return 0
+            s = 0
+            while True:
+                dot = data.find(b".", s)
+                if dot < 0:
+                    pos += len(data)
+                    break
+                s = dot + 1
+                if s > len(data) - 8:
+                    if len(data) < 8096:
+                        return 0  # the file ends within 8 bytes of this dot
+                    pos += dot
+                    break
+                if u64(data[s : s + 8]) < pos:
+                    return pos + s + 8
+
+    original = fsrecover.scan
+    fsrecover.scan = scan
+    try:
+        yield
+    finally:
+        fsrecover.scan = original
 
 
 def _bytes_removed(text: str) -> int:
@@ -349,14 +398,8 @@ def _job_readable(jobs: Any, job_id: int, report: RecoveryReport, checks: JobChe
         return False
 
 
-def lock_for_maintenance(path: Path, doing: str) -> zc.lockfile.LockFile:
-    """The repository file's lock, for a repair that needs every session gone; a busy
-    repository is one line saying so (``doing``: "recovering", "resetting")."""
-    try:
-        return zc.lockfile.LockFile(f"{path}.lock")
-    except zc.lockfile.LockError:
-        raise RepositoryBusyError(
-            f"repository {path.parent} is in use; close every session using it (and stop "
-            f"the monitor daemon) before {doing} it",
-            pid=None,
-        ) from None
+def lock_for_maintenance(path: Path, doing: str) -> Any:
+    """The repository file's lock, for a repair that needs every session gone (its idle
+    server is asked to leave); a busy repository is one line saying so (``doing``:
+    "recovering", "resetting")."""
+    return take_file_lock(path, doing)

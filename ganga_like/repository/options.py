@@ -36,18 +36,33 @@ class StorageOptions:
     connect_timeout: float = 30.0
 
 
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) or check that an existing one is usable and ours."""
+def ensure_private_dir(path: Path, read_only: bool = False) -> None:
+    """Create ``path`` (mode 0700) or check that an existing one is usable and ours.
+
+    ``read_only``: only looked at (a read-only view of an archived gangadir, on a
+    read-only filesystem perhaps): it must exist and be readable, and is never created."""
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if read_only:
+            info = path.stat()
+        else:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            info = path.stat()
+    except FileNotFoundError:
+        raise RepositoryError(f"no repository at {path} to open read-only") from None
     except OSError as exc:
-        raise RepositoryError(f"cannot create {path}: {exc.strerror}") from None
-    info = path.stat()
+        raise RepositoryError(
+            f"cannot {'read' if read_only else 'create'} {path}: {exc.strerror}"
+        ) from None
     if not stat.S_ISDIR(info.st_mode):
         raise RepositoryError(f"{path} exists and is not a directory")
     if info.st_uid != os.getuid():
         raise RepositoryError(
             f"{path} belongs to another user (uid {info.st_uid}); refusing to use it"
         )
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise RepositoryError(f"{path} is not writable; choose another gangadir (GANGA_DIR=...)")
+    if read_only and not os.access(path, os.R_OK | os.X_OK):
+        raise RepositoryError(f"{path} cannot be read; choose another gangadir (GANGA_DIR=...)")
+    if not read_only and not os.access(path, os.W_OK | os.X_OK):
+        raise RepositoryError(
+            f"{path} is not writable; choose another gangadir (GANGA_DIR=...), or look at "
+            "this one read-only (--Repository.mode=readonly)"
+        )

@@ -11,8 +11,8 @@ import os
 import time
 from pathlib import Path
 
+from ganga_like.repository.exclusive import hold_for_maintenance
 from ganga_like.repository.file_check import check_file
-from ganga_like.repository.integrity import lock_for_maintenance
 from ganga_like.repository.orphans import id_ranges, is_empty, job_dirs
 
 __all__ = ["reset_orphans"]
@@ -34,7 +34,7 @@ def reset_orphans(gangadir: Path) -> str:
     path = gangadir / "repository" / "Data.fs"
     workspace = gangadir / "workspace"
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock = lock_for_maintenance(path, "resetting")
+    hold = hold_for_maintenance(path, "resetting")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     try:
         if is_empty(path):
@@ -62,6 +62,8 @@ def reset_orphans(gangadir: Path) -> str:
                 conn.close()
                 db.close()
             orphaned = [i for i in job_dirs(workspace) if i >= next_id and i not in known]
+        # A new file, or workspaces moved: the caches describe a repository that is gone.
+        hold.forget_caches()
         if not orphaned:
             return "nothing to reset: every workspace belongs to a job of the repository"
         target = gangadir / f"workspace-orphaned-{stamp}"
@@ -69,7 +71,7 @@ def reset_orphans(gangadir: Path) -> str:
         for job_id in orphaned:
             os.replace(workspace / str(job_id), target / str(job_id))
     finally:
-        lock.close()
+        hold.close()
     return (
         f"moved {len(orphaned)} orphaned workspace director"
         f"{'y' if len(orphaned) == 1 else 'ies'} ({id_ranges(orphaned)}) into {target}; "

@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ __all__ = [
     "probe",
     "server_address",
     "server_pid",
+    "stop_idle_server",
     "stop_server",
 ]
 
@@ -62,6 +64,12 @@ SPAWN_LOCK = "zeo.spawn.lock"
 LOG_NAME = "zeo.log"
 CACHE_DIR = "zeo-cache"
 CACHE_SLOTS = 16
+# A maintenance command asks an idle server to leave: it writes a token to STOP_REQUEST;
+# the server answers in STOP_ANSWER, "TOKEN stopping" (no session was connected) or
+# "TOKEN declined N PID...", and ignores a request older than STOP_REQUEST_LIFETIME.
+STOP_REQUEST = "zeo.stop-if-idle"
+STOP_ANSWER = "zeo.stop-answer"
+STOP_REQUEST_LIFETIME = 30.0
 SERVER_MODULE = "ganga_like.repository.zeo_server"
 
 log = logging.getLogger("ganga_like")
@@ -333,6 +341,7 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
                 return None
             ensure_server(repo_dir, options)
         cache = _cache_slot(repo_dir, options.cache_mb)
+        _forget_if_ahead_of(cache, path)
         try:
             # The server answered just now: a short first wait tells a server that went
             # away meanwhile from a slow one; later calls wait up to connect_timeout.
@@ -386,6 +395,26 @@ def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
     return ClientCache(None, size)  # every slot in use: a temporary cache
 
 
+def _forget_if_ahead_of(cache: Any, path: Path) -> None:
+    """Empty a cache that has seen a transaction the file does not hold (an older copy
+    of the file was put back): ZEO would refuse to connect with it, for ever."""
+    from ganga_like.repository.file_tail import MAGIC, tail
+
+    cached = cache.getLastTid()
+    if not cached or cached == b"\0" * 8:
+        return
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                return
+            last = tail(f, os.fstat(f.fileno()).st_size)
+    except (OSError, struct.error):
+        return  # the file is not here (a server elsewhere): nothing to compare with
+    if last is not None and cached > last[0]:
+        log.info("the client cache %s was ahead of %s: emptied", cache.path, path)
+        cache.clear()
+
+
 # -- stopping -------------------------------------------------------------------------
 
 
@@ -399,6 +428,53 @@ def stop_server(repo_dir: Path, timeout: float = 10.0) -> bool:
     if not stop_detached(pid, lambda: server_pid(repo_dir) == pid, timeout):
         raise TimeoutError(f"repository server {pid} did not exit within {timeout} s")
     return True
+
+
+@dataclass(frozen=True)
+class IdleAnswer:
+    """What the server said when asked to leave if idle."""
+
+    pid: int
+    stopped: bool
+    sessions: int = 0  # connected when it declined
+    session_pids: tuple[int, ...] = ()
+
+
+def stop_idle_server(repo_dir: Path, timeout: float = 20.0) -> IdleAnswer | None:
+    """Ask the live server of ``repo_dir`` to exit if no session is connected to it.
+
+    None when no server runs or it did not answer within ``timeout`` (a server of an
+    older version does not know the request); otherwise its answer. ``stopped``: it has
+    left (or is leaving: it closes the file before its process ends)."""
+    pid = server_pid(repo_dir)
+    if pid is None:
+        return None
+    token = f"{os.getpid()}-{time.monotonic_ns()}"
+    answer_path = repo_dir / STOP_ANSWER
+    request = repo_dir / STOP_REQUEST
+    answer_path.unlink(missing_ok=True)
+    tmp = repo_dir / f".{STOP_REQUEST}.{os.getpid()}"
+    tmp.write_text(token + "\n")
+    os.replace(tmp, request)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            try:
+                words = answer_path.read_text().split()
+            except OSError:
+                words = []
+            if words[:1] == [token]:
+                answer_path.unlink(missing_ok=True)
+                if words[1:2] == ["stopping"]:
+                    return IdleAnswer(pid, stopped=True)
+                counts = [int(w) for w in words[2:] if w.isdigit()]
+                return IdleAnswer(pid, False, counts[0] if counts else 0, tuple(counts[1:]))
+            if server_pid(repo_dir) != pid:
+                return IdleAnswer(pid, stopped=True)  # it left by itself meanwhile
+            time.sleep(0.02)
+        return None
+    finally:
+        request.unlink(missing_ok=True)
 
 
 # -- keeping a server -----------------------------------------------------------------

@@ -29,7 +29,13 @@ from typing import Any
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
-from ganga_like.repository.shared import PID_NAME, server_address
+from ganga_like.repository.shared import (
+    PID_NAME,
+    STOP_ANSWER,
+    STOP_REQUEST,
+    STOP_REQUEST_LIFETIME,
+    server_address,
+)
 from ganga_like.repository.storage import ensure_private_dir, open_file_storage
 from ganga_like.repository.zeo_client import FEATURES, MAX_OID_BATCH, STORE_BATCHES, VOTE_FINISH
 
@@ -143,6 +149,8 @@ def serve(
         os.chmod(address, 0o600)
         socket_inode = os.stat(address).st_ino
     pid_file = repo_dir / PID_NAME
+    # A request left by a maintenance command that gave up waiting was for another server.
+    (repo_dir / STOP_REQUEST).unlink(missing_ok=True)
     shown = address if isinstance(address, str) else f"{address[0]}:{server.addr[1]}"
     tmp = repo_dir / f".{PID_NAME}.{os.getpid()}"
     tmp.write_text(f"{os.getpid()} {shown}\n")
@@ -151,7 +159,7 @@ def serve(
     ready.send(f"ready {os.getpid()}")
     packer = maybe_pack_in_background(storage, repo_dir / "Data.fs", policy)
     try:
-        _wait_until_idle(server, idle_exit, stop)
+        _wait_until_idle(server, idle_exit, stop, repo_dir)
         # Leaving: first no new session can connect (a session starting now finds no
         # server and waits for this process to be gone before it starts the next one:
         # the file stays held until then), then the sessions still connected are
@@ -240,6 +248,16 @@ def _server_class() -> Any:
             if not self.client_conflict_resolution:  # vote_finish resolves them here
                 info[FEATURES] = (STORE_BATCHES, VOTE_FINISH)
             return info
+
+        def getInvalidations(self, tid: bytes) -> Any:
+            # ZEO answers with the changes since ``tid`` if it is within the transactions
+            # it remembers, even when no transaction of this file has that id: a client
+            # cache of another file (one a recovery replaced) would keep its records.
+            # Not knowing the transaction makes the client empty its cache instead.
+            known = self.server.invq[self.storage_id]
+            if tid != self.storage.lastTransaction() and not any(t == tid for t, _ in known):
+                return None
+            return super().getInvalidations(tid)
 
         def new_oids(self, n: int = 100) -> list[bytes]:
             if self.read_only:
@@ -431,10 +449,12 @@ def live_clients(server: Any) -> int:
     return live
 
 
-def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event) -> None:
+def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event, repo_dir: Path) -> None:
     idle_since: float | None = None
     while not stop.wait(IDLE_CHECK):
         clients = live_clients(server)
+        if _asked_to_stop_if_idle(server, clients, repo_dir):
+            return
         now = time.monotonic()
         if clients:
             idle_since = None
@@ -443,6 +463,43 @@ def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event) -> No
         elif now - idle_since >= idle_exit:
             log.info("no client for %.0f s: exiting", idle_exit)
             return
+
+
+def _asked_to_stop_if_idle(server: Any, clients: int, repo_dir: Path) -> bool:
+    """Answer a maintenance command (``ganga repository recover|reset``) that needs the
+    file: leave now if no session is connected, else say which are (their PIDs)."""
+    request = repo_dir / STOP_REQUEST
+    try:
+        age = time.time() - request.stat().st_mtime
+        token = request.read_text().strip()
+        request.unlink()
+    except OSError:
+        return False
+    if not token or age > STOP_REQUEST_LIFETIME:
+        return False
+    if clients:
+        answer = f"{token} declined {clients} {' '.join(str(p) for p in client_pids(server))}"
+    else:
+        answer = f"{token} stopping"
+    tmp = repo_dir / f".{STOP_ANSWER}.{os.getpid()}"
+    tmp.write_text(answer + "\n")
+    os.replace(tmp, repo_dir / STOP_ANSWER)
+    if clients:
+        log.info("asked to stop for maintenance: %d session(s) connected, staying", clients)
+        return False
+    log.info("asked to stop for maintenance: no session connected, exiting")
+    return True
+
+
+def client_pids(server: Any) -> list[int]:
+    """The PIDs connected sessions gave in their label (``ganga pid N``), where known."""
+    pids: list[int] = []
+    for clients in list(server.zeo_storages_by_storage_id.values()):
+        for zs in list(clients):
+            words = str(getattr(zs, "log_label", "")).split()
+            if len(words) >= 3 and words[:2] == ["ganga", "pid"] and words[2].isdigit():
+                pids.append(int(words[2]))
+    return sorted(set(pids))
 
 
 if __name__ == "__main__":
