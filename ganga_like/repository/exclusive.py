@@ -22,7 +22,7 @@ from typing import Any
 
 import zc.lockfile
 
-from ganga_like.errors import RepositoryBusyError
+from ganga_like.errors import RepositoryBusyError, RepositoryError
 
 __all__ = ["MaintenanceHold", "hold_for_maintenance", "take_file_lock"]
 
@@ -69,7 +69,7 @@ def take_file_lock(path: Path, doing: str) -> Any:
     from ganga_like.repository import shared
 
     try:
-        return zc.lockfile.LockFile(f"{path}.lock")
+        return _lock(path, doing)
     except zc.lockfile.LockError:
         pass
     answer = shared.stop_idle_server(path.parent)
@@ -88,6 +88,20 @@ def take_file_lock(path: Path, doing: str) -> Any:
     raise _busy(path, doing, answer is None and shared.server_pid(path.parent) is not None)
 
 
+def _lock(path: Path, doing: str) -> Any:
+    """The lock file of ``path``; a directory that cannot be written (a read-only
+    filesystem, say) is one line: a repair writes, nothing can be done there."""
+    try:
+        return zc.lockfile.LockFile(f"{path}.lock")
+    except zc.lockfile.LockError:
+        raise
+    except OSError as exc:
+        raise RepositoryError(
+            f"{doing} {path.parent} is not possible: it cannot be written "
+            f"({exc.strerror or exc}); nothing was changed"
+        ) from None
+
+
 def _lock_when_released(path: Path, timeout: float) -> Any:
     """The lock, once the server that said it is leaving has closed the file (a pack in
     progress finishes first); None if someone else took it meanwhile."""
@@ -96,7 +110,7 @@ def _lock_when_released(path: Path, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return zc.lockfile.LockFile(f"{path}.lock")
+            return _lock(path, "taking")
         except zc.lockfile.LockError:
             if time.monotonic() > deadline or _held_by_another(path):
                 return None
@@ -156,7 +170,7 @@ def _take_cache_slots(repo_dir: Path, doing: str) -> list[tuple[Path, Any]]:
     try:
         for slot in sorted((repo_dir / CACHE_DIR).glob("slot-*.zec")):
             try:
-                taken.append((slot, zc.lockfile.LockFile(f"{slot}.lock")))
+                taken.append((slot, _lock(slot, doing)))
             except zc.lockfile.LockError:
                 holder = _lock_holder(slot)
                 raise RepositoryBusyError(

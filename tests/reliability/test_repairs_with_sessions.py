@@ -220,6 +220,14 @@ def test_readonly_mode_opens_a_gangadir_on_a_read_only_filesystem(
     assert script.stdout.strip() == str(JOBS)
     assert script.returncode == 1 and len(lines) == 1, script.stderr
     assert "creating a job: not possible" in lines[0] and "read-only" in lines[0]
+    # A repair would write: one line each, nothing done.
+    for action, doing in (("recover", "recovering"), ("reset", "resetting")):
+        refused = ganga(read_only_gangadir, "repository", action)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode == 1 and len(lines) == 1, refused.stderr
+        assert lines[0].startswith(f"ganga: {doing} ") and "cannot be written" in lines[0]
+    check = ganga(read_only_gangadir, "repository", "check")
+    assert check.returncode == 0 and "repository is sound" in check.stdout, check
     # The default mode would write: one line, naming the mode that works here.
     default = ganga(read_only_gangadir, "jobs")
     lines = default.stderr.strip().splitlines()
