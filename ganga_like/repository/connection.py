@@ -58,6 +58,10 @@ class Repository:
         options: StorageOptions | None = None,
     ) -> None:
         self.gangadir = gangadir.expanduser().resolve()
+        self.uri = uri or default_uri(self.gangadir)
+        path = Path(unquote(urlparse(self.uri).path))
+        if mode == "readonly" and not path.exists():
+            raise RepositoryError(f"no repository at {path} to open read-only")
         # A read-only view writes nothing, so it also opens an archived gangadir on a
         # read-only filesystem; it creates nothing either.
         ensure_private_dir(self.gangadir, read_only=mode == "readonly")
@@ -65,9 +69,7 @@ class Repository:
         if mode != "readonly":
             ensure_private_dir(self.workspace)
         self.mode = mode
-        self.uri = uri or default_uri(self.gangadir)
         self.options = options or StorageOptions()
-        path = Path(unquote(urlparse(self.uri).path))
         if mode != "readonly":
             check_before_open(path, self.workspace)
         self.retry_policy = RetryPolicy()

@@ -105,7 +105,9 @@ class Session:
         """Make a user's change to stored objects: inside a shell cell it waits for the
         cell's commit; otherwise it is committed at once, in a retried transaction (so
         ``apply`` must only change persistent objects)."""
-        if self.autocommit and not self.repo.read_only:
+        if self.autocommit or self.repo.read_only:
+            # A read-only session refuses the change in one line (nothing is changed,
+            # not even in memory, where it would only seem to have been saved).
             self.repo.in_transaction(apply, what=what)
         else:
             apply()

@@ -212,12 +212,19 @@ def test_readonly_mode_opens_a_gangadir_on_a_read_only_filesystem(
         """
         from ganga_like import *
         print(len(jobs))
+        try:
+            jobs(1).name = "renamed"
+        except GangaError as e:
+            print("refused:", e)
+        print(jobs(1).name)
         Job(name="more")
         """,
         env,
     )
     lines = script.stderr.strip().splitlines()
-    assert script.stdout.strip() == str(JOBS)
+    out = script.stdout.strip().splitlines()
+    assert out[0] == str(JOBS) and out[2] == "job1", script.stdout  # nothing changed
+    assert out[1].startswith("refused: setting Job.name of job 1: not possible"), out
     assert script.returncode == 1 and len(lines) == 1, script.stderr
     assert "creating a job: not possible" in lines[0] and "read-only" in lines[0]
     # A repair would write: one line each, nothing done.
