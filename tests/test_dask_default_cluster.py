@@ -164,8 +164,18 @@ def test_a_job_submitted_by_a_script_that_exits_runs_on_and_a_later_process_coll
     assert gate.runs() == ["0", "0", "1", "1"]
 
 
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A umask that takes no bit away: what the code creates is private by itself."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 def test_the_cluster_is_private_and_leaves_once_idle_with_nothing_active(
-    session: Session, gangadir: Path, gate: Gate
+    session: Session, gangadir: Path, gate: Gate, open_umask: None
 ) -> None:
     j = Job(application=Executable(exe=str(gate.exe), args=["0"]), backend=Dask())
     j.submit()
