@@ -24,6 +24,13 @@ from ganga_like_local.runner import client as runner_client
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Children get this process's import path as PYTHONPATH, as it was when the tests started:
+# what tests add later must not reach them. Dask's scheduler puts its scratch directory
+# (/tmp/dask-scratch-space, shared by every Dask user of the machine) first on sys.path;
+# its mtime, changed by others at any moment, would make `ganga jobs` never answer from
+# its table cache (which checks the import path has not changed).
+CHILD_PYTHONPATH = os.pathsep.join(p for p in sys.path if p)
+
 
 @pytest.fixture(autouse=True)
 def _private_config(
@@ -140,7 +147,7 @@ def slurm_timeout_retry(
         **os.environ,
         "GANGA_DIR": str(work / "gangadir"),
         "XDG_CONFIG_HOME": str(work / "xdg"),
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        "PYTHONPATH": CHILD_PYTHONPATH,
     }
     result = work / "result.json"
     # Its output goes to a file: a pipe nobody reads for minutes could fill and stop it.
@@ -253,5 +260,5 @@ def env_for(gangadir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["GANGA_DIR"] = str(gangadir)
     env["XDG_CONFIG_HOME"] = str(gangadir.parent / "xdg-config")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = CHILD_PYTHONPATH
     return env

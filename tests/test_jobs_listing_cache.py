@@ -36,6 +36,7 @@ from ganga_like.config.choices import MASTER_STATUS_ORDERS
 from ganga_like.repository import file_tail, shared
 from ganga_like.runtime.settings import Settings
 
+from .conftest import CHILD_PYTHONPATH
 from .other_session import STATUSES, OtherSession
 
 # -- the file's stamp -------------------------------------------------------------------
@@ -143,7 +144,7 @@ def _child_env(tmp_path: Path) -> dict[str, str]:
     return {
         **os.environ,
         "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        "PYTHONPATH": CHILD_PYTHONPATH,
     }
 
 

@@ -26,6 +26,8 @@ from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
 from ganga_like_local.runner import client as runner_client
 
+from ..conftest import CHILD_PYTHONPATH
+
 SLOW_ENV = "GANGA_SLOW_TESTS"
 
 
@@ -54,7 +56,7 @@ def child_env(gangadir: Path, mode: str | None = None) -> dict[str, str]:
     if mode is not None:
         env["GANGA_REPOSITORY_MODE"] = mode
     env["XDG_CONFIG_HOME"] = str(gangadir.parent / "xdg-config")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = CHILD_PYTHONPATH
     return env
 
 

@@ -26,6 +26,7 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.repository_check import check_repository
 
+from ..conftest import CHILD_PYTHONPATH
 from ..test_local_runner import paused_runner
 from ..waiting import wait_until
 from .conftest import shared_settings
@@ -267,7 +268,7 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
     from ganga_like_local.backend import runner_dir
 
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = CHILD_PYTHONPATH
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
     env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
     script = tmp_path / "submit.py"
@@ -377,7 +378,7 @@ def _gated_env(tmp_path: Path, mode: str) -> tuple[dict[str, str], Path]:
     """The environment of a script that pauses its (re)submission after the first slice
     until the test creates the gate file it returns (once the disk is full)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONPATH"] = CHILD_PYTHONPATH
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
     env["GANGA_REPOSITORY_MODE"] = mode  # shared: the default
     gate = tmp_path / "gate"
