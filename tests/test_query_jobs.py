@@ -112,3 +112,23 @@ def test_a_query_on_id_status_and_name_loads_no_job(session: Session) -> None:
     assert jobs.query("application.exe=x; id=1,3").ids() == []
     loaded = [i for i, job in reopened.registry().jobs.items() if job._p_status != "ghost"]
     assert loaded == [1, 3]  # only the candidates the id list allows
+
+
+class _Unshowable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [(3, "3"), (None, "None"), (_Unshowable(), "a _Unshowable object whose repr() raises")],
+)
+def test_a_query_that_is_not_text_is_one_line(
+    population: dict[str, Job], given: object, shown: str
+) -> None:
+    for where in (jobs, jobs.select(name="*")):
+        with pytest.raises(GangaError) as caught:
+            where.query(given)
+        line = str(caught.value)
+        assert line.startswith(f"a query is text such as 'status=failed', not {shown}")
+        assert "\n" not in line

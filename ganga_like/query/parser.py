@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Collection, Iterator, Mapping
 
+from ganga_like.errors import safe_repr
 from ganga_like.query import dates
 from ganga_like.query.ast import (
     GLOB_OPERATORS,
@@ -31,7 +32,7 @@ from ganga_like.query.ast import (
     Value,
     range_is_empty,
 )
-from ganga_like.query.errors import QuerySyntaxError
+from ganga_like.query.errors import QueryError, QuerySyntaxError
 from ganga_like.query.lexer import Token, TokenKind, classify_word, tokenize
 
 __all__ = ["parse"]
@@ -65,6 +66,8 @@ def parse(
     With ``known_values``, a text compared with ``=`` or ``<>`` to a path it names (e.g.
     ``"status"``) must be one of that path's values, for the same reason.
     """
+    if not isinstance(text, str):  # jobs.query(3): one line, not the lexer's TypeError
+        raise QueryError(f"a query is text such as 'status=failed', not {safe_repr(text)}")
     return _Parser(text, known_roots, known_values).parse_query()
 
 
