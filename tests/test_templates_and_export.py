@@ -208,6 +208,30 @@ def test_export_then_load_gives_equal_parts_as_new_objects(
 MARKER = "ran.txt"
 
 
+def test_load_reports_its_progress_object_by_object_then_the_saving(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like.gpi.progress import set_progress_factory
+    from tests.test_shell_display import Recorder
+
+    for i in range(250):
+        Job(name=f"scan{i}", application=Executable(exe="/bin/echo", args=[str(i)]))
+    path = tmp_path / "scans.txt"
+    assert export(jobs, path)
+    recorder = Recorder()
+    previous = set_progress_factory(recorder)
+    try:
+        loaded = load(path)
+    finally:
+        set_progress_factory(previous)
+    assert len(loaded) == 250
+    assert recorder.opened == [("loading scans.txt", None, 0.5)]
+    steps = [(done, total) for _title, done, total, _counts in recorder.updates]
+    assert steps[0] == (0, None)  # parsing: no count yet
+    assert steps[1:4] == [(0, 250), (100, 250), (200, 250)]
+    assert steps[-2:] == [(250, 250), (250, 250)]  # every object built, then saving
+
+
 @pytest.mark.parametrize(
     ("block", "said"),
     [

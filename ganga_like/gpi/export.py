@@ -32,6 +32,7 @@ from typing import Any
 from ganga_like.errors import ExportError, GangaError, LoadError, SchemaError
 from ganga_like.gpi import templates as _templates  # noqa: F401  (the Job and JobTemplate proxies)
 from ganga_like.gpi.arguments import given
+from ganga_like.gpi.progress import Progress, progress
 from ganga_like.gpi.proxy import GPIObject, _check_writable, _session, unwrap, wrap
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import Component, GangaObject, schema_items
@@ -184,7 +185,16 @@ def load(path: str | os.PathLike[str]) -> list[Any]:
     The file is parsed, never run; anything but GPI classes called with literal values is
     refused with one line naming the file and line, and then nothing is created."""
     source = _file_path("load", path, LoadError)
-    text = _read(source)
+    # A large export takes a while (parsing, then each object, then one commit): shown
+    # once it has lasted half a second, like the other long GPI operations.
+    with progress(f"loading {source.name}", delay=0.5) as bar:
+        bar.update(0, None, "parsing")
+        built = _built(source, _read(source), bar)
+        return _stored(source, built, bar)
+
+
+def _built(source: Path, text: str, bar: Progress) -> list[GangaObject]:
+    """Every object of the file, built and checked; nothing is stored yet."""
     try:
         tree = ast.parse(text, filename=str(source))
     except SyntaxError as exc:
@@ -192,15 +202,25 @@ def load(path: str | os.PathLike[str]) -> list[Any]:
     except (RecursionError, MemoryError, ValueError) as exc:
         raise LoadError(f"{source}: not GPI text: {type(exc).__name__}") from None
     built: list[GangaObject] = []
-    for statement in tree.body:
+    total = len(tree.body)
+    for done, statement in enumerate(tree.body):
+        if done % 100 == 0:
+            bar.update(done, total, f"{done} of {total} objects")
         try:
             built.append(_object(statement))
         except _Refused as exc:
             raise LoadError(f"{source}:{exc.line}: {exc}") from None
         except RecursionError:
             raise LoadError(f"{source}:{statement.lineno}: nested too deep") from None
+    bar.update(total, total, f"{total} of {total} objects")
+    return built
+
+
+def _stored(source: Path, built: list[GangaObject], bar: Progress) -> list[Any]:
+    """The jobs and templates of ``built`` added to the repository, in one transaction."""
     stored = [impl for impl in built if type(impl).__name__ in _STORED]
     if stored:
+        bar.update(len(built), len(built), f"saving {len(stored)} job(s) and template(s)")
         session = _session()
 
         def add_all() -> None:
