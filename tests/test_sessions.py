@@ -49,6 +49,13 @@ def make_jobs(who: str, count: int) -> str:
 
 
 SEEN = "print('SEEN', ','.join(sorted(j.name for j in jobs)))"
+WAIT_FOR_FILE = (
+    "def wait_for_file(path):\n"
+    "    import os, time\n"
+    "    deadline = time.monotonic() + 150\n"
+    "    while not os.path.exists(path) and time.monotonic() < deadline:\n"
+    "        time.sleep(0.05)\n"
+)
 
 
 @pytest.fixture
@@ -129,12 +136,18 @@ def seen_in(text: str) -> list[str]:
 class Notebook(threading.Thread):
     """A notebook kernel that creates jobs, in the background (nbclient blocks)."""
 
-    def __init__(self, who: str, count: int, where: Path, extension: bool) -> None:
+    def __init__(
+        self, who: str, count: int, where: Path, extension: bool, seen_after: Path | None = None
+    ) -> None:
+        """``seen_after``: a file the notebook waits for (at most 150 s) before it lists
+        the jobs it sees, so that the test decides what has happened by then."""
         super().__init__(daemon=True)
         first = "%load_ext ganga_like" if extension else "from ganga_like import *"
+        wait = "" if seen_after is None else f"wait_for_file({str(seen_after)!r})\n"
         self.nb = nbformat.v4.new_notebook()
         self.nb.cells = [
-            nbformat.v4.new_code_cell(source) for source in (first, make_jobs(who, count), SEEN)
+            nbformat.v4.new_code_cell(source)
+            for source in (first, make_jobs(who, count), WAIT_FOR_FILE + wait + SEEN)
         ]
         self.where = where
         self.error: BaseException | None = None
@@ -185,11 +198,15 @@ def test_a_shell_a_script_a_notebook_and_commands_share_a_gangadir_shell_first(
         assert "in use by" not in shell.banner
         shell.run("exec(" + repr(make_jobs("shell", 2)) + ")")
         script = start_script("script", 2, env, tmp_path)
-        notebook = Notebook("nb", 2, tmp_path, extension=True)
+        # The notebook lists what it sees once the script has ended, however the machine
+        # schedules the two.
+        script_ended = tmp_path / "script-ended"
+        notebook = Notebook("nb", 2, tmp_path, extension=True, seen_after=script_ended)
         notebook.start()
         ok(ganga(["monitor", "start"], env))  # the daemon joins in the middle
         cli_import("cli-a", env, tmp_path)
         script_seen = finish_script(script)
+        script_ended.touch()
         assert {"shell-0", "shell-1", "script-0", "script-1"} <= set(script_seen)
         ok(ganga(["monitor", "stop"], env))  # and leaves in the middle
         notebook_seen = notebook.seen()
