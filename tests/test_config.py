@@ -343,9 +343,13 @@ def test_a_section_written_in_the_wrong_case_is_named_in_one_line(
         f"{meant!r}? (its settings are ignored)"
         for wrong, meant in [("local", "Local"), ("MONITOR", "Monitor")]
     ]
-    on_command_line = ganga(["--LOCAL.max_concurrent=2", "jobs"], env_for)
-    assert on_command_line.returncode == 2
-    assert "no configuration section 'LOCAL'; did you mean 'Local'?" in on_command_line.stderr
+    for args in (["--LOCAL.max_concurrent=2", "jobs"], ["jobs", "--local.max_concurrent=2"]):
+        on_command_line = ganga(args, env_for)
+        assert on_command_line.returncode == 2
+        wrong = args[0 if args[0] != "jobs" else 1][2:].split(".")[0]
+        assert f"no configuration section {wrong!r}; did you mean 'Local'?" in (
+            on_command_line.stderr
+        ), on_command_line.stderr
 
 
 def test_a_section_or_option_named_by_something_not_a_string_is_one_line(

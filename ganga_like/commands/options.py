@@ -40,7 +40,9 @@ def ganga_options_among(args: list[str]) -> tuple[list[str], list[str]]:
             rest.extend(args[i:])
             break
         name = token[2:].split("=", 1)[0] if token.startswith("--") else ""
-        takes_value = name in ALIASES or ("." in name and name[:1].isupper())
+        # --Section.option, also in the wrong case (--local.x): the settings' own check
+        # then names the section meant, rather than argparse an unrecognized argument.
+        takes_value = name in ALIASES or ("." in name and name[:1].isalpha())
         if name and (takes_value or (name in FLAGS and name not in NOT_WITH_SUBCOMMAND)):
             own.append(token)
             if takes_value and "=" not in token and i + 1 < len(args):
