@@ -122,7 +122,7 @@ def test_killing_or_resubmitting_in_the_wrong_state(session: Session) -> None:
 def test_bad_job_ids(session: Session) -> None:
     with pytest.raises(JobError, match="no job 42"):
         jobs(42)
-    with pytest.raises(JobError, match="not a job id"):
+    with pytest.raises(JobError, match="expected a job id"):
         jobs("x.y")
     with pytest.raises(JobError, match="out of range"):
         jobs[5]

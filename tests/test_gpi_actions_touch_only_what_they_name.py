@@ -45,6 +45,16 @@ def _objects() -> st.SearchStrategy[Any]:
     return st.sampled_from(makers).map(lambda make: make())
 
 
+class Unshowable:
+    """A value whose repr() raises: a message must still name it, in one line."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+ODD_SLICE_PART = st.one_of(
+    st.none(), st.integers(), st.booleans(), st.floats(), st.text(max_size=2), st.just(0)
+)
 ANY_VALUE = st.one_of(
     st.integers(-2, 15),
     st.integers(),
@@ -59,6 +69,10 @@ ANY_VALUE = st.one_of(
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.lists(st.one_of(st.none(), st.text(max_size=2), st.floats()), min_size=1, max_size=2),
     _objects(),
+    st.builds(Unshowable),
+    st.builds(slice, ODD_SLICE_PART, ODD_SLICE_PART, ODD_SLICE_PART),
+    st.builds(lambda v: slice(v, None), st.builds(Unshowable)),
+    st.sampled_from([2**63, -(2**63) - 1, 10**30, -1, -(10**30)]),
 )
 OPTION = st.sampled_from(["keep_going", "backend", "dry_run", "force", "keepgoing", "ids"])
 

@@ -90,7 +90,7 @@ def test_select_takes_a_first_and_last_id_as_ganga_does(session: Session) -> Non
     assert jobs.select(ids[1], ids[3], name="j2").ids() == [ids[2]]
     assert jobs.select([ids[0], ids[5]]).ids() == [ids[0], ids[5]]  # a list: exactly those
     for wrong, expected in [
-        (lambda: jobs.select("3"), "ids: expected"),
+        (lambda: jobs.select("3"), "ids expected a list or range of ids"),
         (lambda: jobs.select([ids[0]], ids[3]), "a last id needs a first id"),
     ]:
         with pytest.raises(SchemaError, match=expected) as raised:

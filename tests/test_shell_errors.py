@@ -96,3 +96,60 @@ def test_actions_given_odd_arguments_answer_in_one_line_and_lose_no_job(
         assert shell.run("len(jobs)").endswith(": 12")
     finally:
         shell.exit()
+
+
+def test_lookups_given_odd_values_answer_in_one_line_in_the_shell(
+    shell_env: dict[str, str],
+) -> None:
+    shell = Shell(shell_env)
+    try:
+        shell.run("j = Job(name='kept')")
+        shell.run(
+            "Unshowable = type('Unshowable', (), {'__repr__': "
+            "lambda self: (_ for _ in ()).throw(RuntimeError('no repr'))})"
+        )
+        unshowable = "a Unshowable object whose repr() raises RuntimeError"
+        for typed, line in (
+            (
+                "jobs(Unshowable())",
+                f"ERROR: jobs(): expected a job id (3, (3, 1) or '3.1'), not {unshowable}",
+            ),
+            (
+                "jobs(1.5)",
+                "ERROR: jobs(): expected a job id (3, (3, 1) or '3.1'), not the float 1.5",
+            ),
+            (
+                "jobs['a':'b']",
+                "ERROR: jobs: a position is a whole number or a slice of them (e.g. [0], [-1], "
+                "[2:5]), not the slice slice('a', 'b', None); (job id) looks a job up by its id",
+            ),
+            (
+                "templates(None)",
+                "ERROR: templates(): expected a template id (0, 1, ...), not the NoneType None",
+            ),
+            (
+                "jobs.select(name=Unshowable())",
+                f"ERROR: jobs.select(): name expected a string, not {unshowable}",
+            ),
+            (
+                "j.wait(timeout=object())",
+                "ERROR: wait(): timeout expected a number of seconds, 0 or more (or None: no "
+                "limit), not the object <object object at",
+            ),
+            (
+                "j.force_status(Unshowable())",
+                f"ERROR: force_status accepts 'completed' or 'failed', not {unshowable}",
+            ),
+        ):
+            lines = _lines(shell.run(typed))
+            assert len(lines) == 1 and lines[0].startswith(line), (typed, lines)
+        out = shell.run("import pickle; pickle.dumps(jobs)")
+        assert _lines(out) == [
+            "ERROR: jobs cannot be pickled: jobs live in the repository; pickle their ids "
+            "(.ids()) and look each up again (jobs(id)), or write their descriptions with "
+            "export(..., 'file.txt') and load() them"
+        ], out
+        assert shell.run("jobs.select(name='kept').ids()").endswith(": [0]")
+        assert shell.run("j.status").endswith(": 'new'")
+    finally:
+        shell.exit()

@@ -13,6 +13,16 @@ from ganga_like.errors import GangaError, JobError, SchemaError
 from ganga_like.gpi import results
 from ganga_like.gpi.arguments import given, keyword_options, shown_name, wanted_ids
 from ganga_like.gpi.display import table
+from ganga_like.gpi.lookups import (
+    check_index,
+    check_lines,
+    check_select,
+    check_timeout,
+    id_number,
+    is_whole,
+    refuse_pickling,
+    select_ids,
+)
 from ganga_like.gpi.progress import Progress
 from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import (
@@ -269,18 +279,24 @@ class Job(GPIObject):
         States follow their order: waiting for 'running' returns when the job is already
         completed. Raises JobError on timeout.
         """
-        return wait_for_job(self._job, timeout, until, progress)
+        if progress is not None and not isinstance(progress, bool):
+            raise SchemaError(f"wait(): progress expected True or False, not {given(progress)}")
+        limit = check_timeout("wait()", timeout)
+        return wait_for_job(self._job, limit, until, progress)
 
     @keyword_options
     def peek(self, filename: str = "stdout", lines: int | None = None) -> None:
         """Print an output file (default stdout; also 'stderr' or any collected file), or
         list the output directory with peek('')."""
+        check_lines("peek()", filename, lines)
         path = self.outputdir / filename if filename else self.outputdir
         if path.is_dir():
             print("\n".join(sorted(p.name for p in path.iterdir())))
             return
         if not path.exists():
             raise JobError(f"job {self.fqid}: no {filename!r} in {self.outputdir}")
+        if lines == 0:  # [-0:] would be every line
+            return
         text = path.read_text(errors="replace")
         if lines is not None:
             text = "\n".join(text.splitlines()[-lines:])
@@ -404,11 +420,9 @@ class NoSuchJobError(JobError, KeyError):
 def _parse_fqid(key: Any) -> tuple[int, int | None]:
     if isinstance(key, Job):
         return key._job.ids
-    if isinstance(key, bool):
-        raise JobError(f"not a job id: {key!r}")
-    if isinstance(key, int):
+    if is_whole(key):
         return key, None
-    if isinstance(key, tuple) and len(key) in (1, 2) and all(isinstance(k, int) for k in key):
+    if isinstance(key, tuple) and len(key) in (1, 2) and all(is_whole(k) for k in key):
         return key[0], key[1] if len(key) == 2 else None
     if isinstance(key, str):
         head, _, tail = key.strip().partition(".")
@@ -416,7 +430,7 @@ def _parse_fqid(key: Any) -> tuple[int, int | None]:
             return int(head), int(tail) if tail else None
         except ValueError:
             pass
-    raise JobError(f"not a job id: {key!r}; use 3, (3, 1) or '3.1'")
+    raise JobError(f"jobs(): expected a job id (3, (3, 1) or '3.1'), not {given(key)}")
 
 
 class JobSlice:
@@ -472,6 +486,10 @@ class JobSlice:
     def __deepcopy__(self, memo: dict[int, Any]) -> JobSlice:
         return self.__copy__()
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        shown = getattr(self, "_shown_as", None) or f"a slice of {self._item}s"
+        raise refuse_pickling(shown, self._item)
+
     @keyword_options
     def select(
         self,
@@ -486,7 +504,9 @@ class JobSlice:
         """Jobs matching every given condition: ids (a list or range; or, as in Ganga, a
         first id and optionally a last one, both included: ``select(10, 20)``), status,
         name (glob), backend or application (its class, e.g. ``Local``, or class name)."""
-        matches = description_filter(ids, maxid, name, backend, application)
+        matches = description_filter(
+            f"{shown_name(self)}.select()", ids, maxid, status, name, backend, application
+        )
         wanted_status = Status.parse(status) if status else None
         out = [
             job
@@ -612,44 +632,11 @@ class JobSlice:
         return JobSlice(items, self._title)
 
 
-def _wanted_ids(ids: object, maxid: object) -> Callable[[int], bool] | None:
-    """Which ids ``select`` keeps: a list or range of them, or Ganga's ``select(minid,
-    maxid)`` (an int first id, and a last id or none)."""
-    if isinstance(ids, int) and not isinstance(ids, bool):
-        first = ids
-        if maxid is None:
-            return lambda i: i >= first
-        if isinstance(maxid, int) and not isinstance(maxid, bool):
-            last = maxid
-            return lambda i: first <= i <= last
-        raise SchemaError(f"select: expected a last id (an int), not {maxid!r}")
-    if maxid is not None:
-        raise SchemaError(
-            f"select: a last id needs a first id (an int), not {ids!r}: select(10, 20)"
-        )
-    if ids is None:
-        return None
-    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
-        raise SchemaError(
-            f"select: ids: expected a list or range of ids, or a first id, not {ids!r}"
-        )
-    chosen = set(ids)
-    return lambda i: i in chosen
-
-
-def check_index(index: object, title: str) -> None:
-    """A position in a list of jobs is a whole number or a slice: anything else is one
-    line (Python's own TypeError would end a script with a traceback)."""
-    if not isinstance(index, int | slice):
-        raise JobError(
-            f"{title}: a position is a whole number or a slice (e.g. [0], [-1], [2:5]), "
-            f"not {index!r}; (id) looks a job up by its id"
-        )
-
-
 def description_filter(
+    where: str,
     ids: object,
     maxid: object,
+    status: object,
     name: str | None,
     backend: str | type | None,
     application: str | type | None,
@@ -657,14 +644,15 @@ def description_filter(
     """What ``select`` of jobs and of templates share: ids (a list or range, or a first and
     last id), a name glob, a backend or application by class or class name. An unknown
     plugin name is one line here, rather than a selection that matches nothing."""
-    wanted_ids = _wanted_ids(ids, maxid)
+    wanted_ids = select_ids(where, ids, maxid)
+    check_select(where, status, name, {"backend": backend, "application": application})
     for plugin in (backend, application):
         if isinstance(plugin, str) and plugin not in plugin_registry.known_names():
             plugin_registry.find(plugin)  # raises the one line, with a suggestion
 
     def matches(item: Any) -> bool:
         return (
-            (wanted_ids is None or wanted_ids(item.id))
+            (wanted_ids is None or item.id in wanted_ids)
             and (name is None or fnmatch.fnmatchcase(item.name, name))
             and (backend is None or _is_plugin(item.backend, backend))
             and (application is None or _is_plugin(item.application, application))
@@ -732,6 +720,7 @@ class SubjobSlice(JobSlice):
             yield proxy
 
     def __getitem__(self, index: int | slice) -> Any:
+        check_index(index, self._title, "subjob")
         if isinstance(index, int):
             count = self._master.subjob_count()
             position = index + count if index < 0 else index
@@ -741,7 +730,9 @@ class SubjobSlice(JobSlice):
         return super().__getitem__(index)
 
     def __call__(self, subjob_id: int) -> Job:
-        return wrap(self._master.subjob(subjob_id))  # type: ignore[no-any-return]
+        where = f"{self._shown_as}()"
+        number = id_number(where, subjob_id, "subjob", "0, 1, ...")
+        return wrap(self._master.subjob(number))  # type: ignore[no-any-return]
 
     _item = "subjob"
 
@@ -869,9 +860,6 @@ class JobRegistry(JobSlice):
         session.refresh()
         registry = session.registry()
         return LazyJobSlice(registry, search(registry, query), self._title)
-
-    def __getstate__(self) -> Any:
-        raise TypeError("the jobs registry cannot be pickled")
 
 
 jobs = JobRegistry()

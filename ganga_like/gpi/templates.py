@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.arguments import keyword_options
+from ganga_like.gpi.arguments import keyword_options, shown_name
 from ganga_like.gpi.job import JobSlice, description_filter, refuse_positional, storable_id
+from ganga_like.gpi.lookups import check_index, id_number
 from ganga_like.gpi.proxy import (
     GPIObject,
     _session,
@@ -124,6 +125,7 @@ class TemplateSlice(JobSlice):
         super().__init__(items, title)
 
     def __getitem__(self, index: int | slice) -> Any:
+        check_index(index, self._title, "template")
         impls = self._impls()
         if isinstance(index, slice):
             return TemplateSlice(impls[index], self._title)
@@ -148,8 +150,9 @@ class TemplateSlice(JobSlice):
         """Templates matching every given condition: ids (a list or range, or a first and
         last id as for jobs), name (glob), backend or application (its class, or class
         name); status matches 'template'."""
-        matches = description_filter(ids, maxid, name, backend, application)
-        if status is not None and str(status).lower() != TEMPLATE_STATUS:
+        where = f"{shown_name(self)}.select()"
+        matches = description_filter(where, ids, maxid, status, name, backend, application)
+        if status is not None and status.lower() != TEMPLATE_STATUS:
             return TemplateSlice([], self._title)
         return TemplateSlice([item for item in self._impls() if matches(item)], self._title)
 
@@ -220,10 +223,9 @@ class TemplateRegistry(TemplateSlice):
         return _table().ids()
 
     def __call__(self, key: int) -> JobTemplate:
-        if isinstance(key, bool) or not isinstance(key, int):
-            raise TemplateError(f"not a template id: {key!r}; use an integer")
+        number = id_number("templates()", key, "template", "0, 1, ...", TemplateError)
         _session().refresh()
-        found = _table().get(key)
+        found = _table().get(number) if storable_id(number) else None
         if found is None:
             raise TemplateError(f"no template {key} in the repository")
         return wrap(found)  # type: ignore[no-any-return]
@@ -235,9 +237,6 @@ class TemplateRegistry(TemplateSlice):
                 raise NoSuchTemplateError(f"no template named {index!r} in the repository")
             return wrap(max(named, key=lambda t: t.id))
         return super().__getitem__(index)
-
-    def __getstate__(self) -> Any:
-        raise TypeError("the templates registry cannot be pickled")
 
 
 class NoSuchTemplateError(TemplateError, KeyError):

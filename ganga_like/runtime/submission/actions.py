@@ -27,6 +27,7 @@ from ganga_like.errors import (
     JobError,
     RepositoryWriteError,
     UnknownStatusError,
+    safe_repr,
 )
 from ganga_like.model.base import GangaObject
 from ganga_like.model.interfaces import RunSpec, SubmitOutcome
@@ -793,9 +794,11 @@ _FORCEABLE_BY_NAME = {s.label: s for s in _FORCEABLE}
 
 def force_status(session: Session, job: Job, status: str) -> bool:
     """Force a job (a master: each of its unfinished subjobs) to completed or failed."""
-    target = _FORCEABLE_BY_NAME.get(str(status).lower())
+    target = _FORCEABLE_BY_NAME.get(status.lower()) if isinstance(status, str) else None
     if target is None:
-        raise UnknownStatusError(f"force_status accepts 'completed' or 'failed', not {status!r}")
+        raise UnknownStatusError(
+            f"force_status accepts 'completed' or 'failed', not {safe_repr(status)}"
+        )
     jobs = list(job.iter_subjobs()) if job.is_master else [job]
     if job.current_status() in (Status.NEW, Status.SUBMITTING):
         raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")
