@@ -352,6 +352,38 @@ def test_a_large_split_job_exports_and_loads_back(session: Session, tmp_path: Pa
     assert loaded.splitter.args == args and loaded.id == j.id + 1
 
 
+def test_load_runs_no_garbage_collection_pass_while_it_builds_and_restores_the_collector(
+    session: Session, tmp_path: Path
+) -> None:
+    # Each automatic pass of the collector walks every object made so far: run while a
+    # large file's syntax tree and objects grow, they made a load slower than linear.
+    import gc
+
+    for i in range(300):
+        Job(name=f"scan{i}", application=Executable(exe="/bin/echo", args=[str(i)] * 20))
+    path = tmp_path / "scans.txt"
+    assert export(jobs, path)
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        assert len(load(path)) == 300
+    finally:
+        gc.callbacks.remove(seen)
+    # At most the one young-generation pass once load() hands the collector back.
+    assert passes in ([], [0]), passes
+    assert gc.isenabled()
+    (tmp_path / "bad.txt").write_text("Job(name='good')\n\nJob(name=x)\n")
+    with pytest.raises(LoadError):
+        load(tmp_path / "bad.txt")
+    assert gc.isenabled()
+
+
 # -- real processes -------------------------------------------------------------------
 
 

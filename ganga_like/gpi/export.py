@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,10 +188,26 @@ def load(path: str | os.PathLike[str]) -> list[Any]:
     source = _file_path("load", path, LoadError)
     # A large export takes a while (parsing, then each object, then one commit): shown
     # once it has lasted half a second, like the other long GPI operations.
-    with progress(f"loading {source.name}", delay=0.5) as bar:
+    with progress(f"loading {source.name}", delay=0.5) as bar, _collector_paused():
         bar.update(0, None, "parsing")
         built = _built(source, _read(source), bar)
         return _stored(source, built, bar)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector held off while the file is parsed and its objects built
+    and stored: each of its full passes walks every object made so far (the syntax tree
+    and the objects it becomes, millions in a large file), so running them as the objects
+    grow made a load slower than linear in the file's size. Process-wide, for the load's
+    duration only: the objects of a load hold no cycles to free meanwhile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _built(source: Path, text: str, bar: Progress) -> list[GangaObject]:
