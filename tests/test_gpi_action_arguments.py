@@ -126,6 +126,16 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
         ),
         ("templates.remove(5)", "templates.remove(): no template 5 in templates; nothing done"),
         (
+            "copy.copy(templates)",
+            "copy.copy() of templates is not done: templates.copy() makes new templates of "
+            "them, list(templates) lists them",
+        ),
+        (
+            "copy.deepcopy(jobs)",
+            "copy.copy() of jobs is not done: jobs.copy() makes new jobs of them, list(jobs) "
+            "lists them",
+        ),
+        (
             "templates.copy(keep_going=None)",
             "templates.copy(): keep_going expected True or False, not the NoneType None",
         ),
@@ -164,6 +174,13 @@ def test_a_slice_acts_on_the_ids_it_is_given_and_only_those(session: Session) ->
         templates.freeze()
 
 
+def test_copies_are_listed_under_a_title_saying_they_are_new(session: Session) -> None:
+    Job(name="a")
+    JobTemplate(name="t")
+    assert repr(jobs.copy(0)).startswith("new jobs copied from jobs")
+    assert repr(templates.copy()).startswith("new templates copied from templates")
+
+
 def test_subjob_actions_take_subjob_ids(session: Session) -> None:
     with two_subjobs_running_one_waiting() as j:
         assert j.subjobs.kill(2) == []
@@ -174,6 +191,9 @@ def test_subjob_actions_take_subjob_ids(session: Session) -> None:
         with pytest.raises(JobError, match=r"remove the master: jobs\(0\).remove\(\)"):
             j.subjobs.remove(1)
         assert [s.status for s in j.subjobs[:2]] == ["running", "running"]
+        copied = j.subjobs.copy(0)
+        assert repr(copied).startswith("new jobs copied from subjobs of job 0")
+        assert [c.id for c in copied] == [jobs[-1].id] and not len(jobs[-1].subjobs)
 
 
 def _split(exe: str, args: list[list[str]]) -> Job:

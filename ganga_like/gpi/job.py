@@ -480,7 +480,7 @@ class JobSlice:
     def __copy__(self) -> JobSlice:
         raise JobError(
             f"copy.copy() of {shown_name(self)} is not done: {shown_name(self)}.copy() makes "
-            f"new jobs of them, list({shown_name(self)}) lists them"
+            f"new {self._item}s of them, list({shown_name(self)}) lists them"
         )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> JobSlice:
@@ -603,7 +603,7 @@ class JobSlice:
             except GangaError:
                 if not keep_going:
                     raise
-        return JobSlice(copies, self._title)
+        return JobSlice(copies, f"new jobs copied from {self._title}")
 
     # What an action's positional ids name.
     _item = "job"

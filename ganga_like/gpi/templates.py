@@ -191,7 +191,9 @@ class TemplateSlice(JobSlice):
     def copy(self, *ids: Any, keep_going: bool = True) -> TemplateSlice:
         """New templates with the descriptions of every template (or of the ids given)."""
         copies = [JobTemplate(wrap(item)) for item in self._only("copy", ids)._impls()]
-        return TemplateSlice([c._template for c in copies], self._title)
+        return TemplateSlice(
+            [c._template for c in copies], f"new templates copied from {self._title}"
+        )
 
 
 class TemplateRegistry(TemplateSlice):
