@@ -296,13 +296,24 @@ def test_removing_a_subjob_says_nothing_was_removed_and_fails(env_for: dict[str,
     assert info(env_for)[0] == ("completed", 1)
 
 
+def test_a_status_in_a_query_is_a_word_of_any_case_as_in_select(
+    twelve: dict[str, str],
+) -> None:
+    every = list(range(12))
+    assert ids(twelve, "status=New") == ids(twelve, "status=NEW,failed") == every
+    assert ids(twelve, "status<>New") == []
+    make_jobs(
+        twelve, "assert len(jobs.select(status='New')) == len(jobs.query('status=New')) == 12\n"
+    )
+
+
 def test_a_query_naming_an_unknown_status_says_so_with_a_suggestion(
     twelve: dict[str, str],
 ) -> None:
     for query, word, suggestion in (
         ("status=complete", "complete", "completed"),
         ("status<>runing", "runing", "running"),
-        ("status=new,FAILED", "FAILED", "failed"),
+        ("status=new,FAILD", "FAILD", "failed"),
     ):
         listed = ganga(["jobs", query], twelve)
         assert listed.returncode == 2, listed

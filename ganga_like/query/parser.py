@@ -64,7 +64,8 @@ def parse(
     With ``known_roots``, the first name of every path must be one of them (so a typo
     like ``stauts=failed`` is an error instead of a query that silently matches nothing).
     With ``known_values``, a text compared with ``=`` or ``<>`` to a path it names (e.g.
-    ``"status"``) must be one of that path's values, for the same reason.
+    ``"status"``) must be one of that path's values, for the same reason; these values are
+    words of any case (``status=Completed`` is ``status=completed``).
     """
     if not isinstance(text, str):  # jobs.query(3): one line, not the lexer's TypeError
         raise QueryError(f"a query is text such as 'status=failed', not {safe_repr(text)}")
@@ -185,8 +186,8 @@ class _Parser:
         allowed = self._known_values.get(name)
         if allowed is None or op not in ("=", "<>") or not isinstance(value, str):
             return value
-        if value in allowed:
-            return value
+        if value.lower() in allowed:
+            return value.lower()
         close = difflib.get_close_matches(value.lower(), list(allowed), n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
         raise self._error(f"unknown {name} '{value}'; {hint}", position)
