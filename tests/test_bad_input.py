@@ -22,6 +22,7 @@ from ganga_like import (
     GangaError,
     GenericSplitter,
     Job,
+    JobTemplate,
     JobError,
     Local,
     LocalFile,
@@ -247,6 +248,9 @@ def test_a_value_that_cannot_be_stored_is_refused_when_set(session: Session) -> 
         (lambda: Dask(address="file:///etc/passwd"), "Dask.address", "file:// is not a protocol"),
         (lambda: Dask(address="tcp://host"), "Dask.address", "names no port"),
         (lambda: Executable(exe="ls\0"), "Executable.exe", "without a NUL byte"),
+        (lambda: Executable(exe=""), "Executable.exe", "name found on PATH, not empty"),
+        (lambda: Job(name="a\0b"), "Job.name", "a name, without a NUL byte"),
+        (lambda: JobTemplate(name="\0"), "JobTemplate.name", "without a NUL byte"),
         (lambda: Executable(args=["a", "b\0"]), "Executable.args", "without a NUL byte"),
         (lambda: Executable(env={"A": "1\0"}), "Executable.env", "values that are a string"),
         (lambda: Executable(env={"A\0": "1"}), "Executable.env", "keys that are an environment"),
@@ -279,6 +283,16 @@ def test_nonsense_is_refused_when_set_in_one_line(
     with pytest.raises(SchemaError) as refused:
         make()
     assert says in _one_line_naming(refused.value, cls, attr)
+
+
+def test_a_refused_name_or_program_leaves_the_job_as_it_was(session: Session) -> None:
+    j = Job(name="scan", application=Executable(exe="true"))
+    for change in (lambda: setattr(j, "name", "a\0b"), lambda: setattr(j.application, "exe", "")):
+        with pytest.raises(SchemaError):
+            change()
+    assert (j.name, j.application.exe) == ("scan", "true")
+    j.name = "two\nlines\tand a tab"  # other control characters are kept, shown on one row
+    assert j.name == "two\nlines\tand a tab"
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from ganga_like.model.status_column import (
     status_of,
 )
 from ganga_like.model.subjob_builder import SubjobsBuilder
+from ganga_like.model.text import Text
 from ganga_like.model.times import ENDED, JobTimes, end_of_run
 
 __all__ = ["Job"]
@@ -69,7 +70,7 @@ class Job(GangaObject):
         "id": traitlets.Int(
             -1, help="Job id: unique in the repository, or in the master for a subjob."
         ).tag(protected=True, copyable=False),
-        "name": traitlets.Unicode("", help="A name of your choice.").tag(
+        "name": Text(what="a name", help="A name of your choice.").tag(
             changeable_at_resubmit=True, always_changeable=True, subjob="share"
         ),
         "comment": traitlets.Unicode("", help="A free-text comment.").tag(

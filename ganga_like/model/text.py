@@ -26,18 +26,28 @@ def forbidden_in(text: str, forbidden: str) -> str | None:
 
 class Text(traitlets.Unicode):  # type: ignore[type-arg]
     """A string that may not hold the characters of ``forbidden`` (by default a NUL byte,
-    which no argument, environment value or path can hold)."""
+    which no argument, environment value or path can hold) and, unless ``empty`` is True,
+    may not be empty (a program's name)."""
 
     def __init__(
-        self, default_value: Any = "", *, forbidden: str = "\0", what: str = "", **kwargs: Any
+        self,
+        default_value: Any = "",
+        *,
+        forbidden: str = "\0",
+        what: str = "",
+        empty: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(default_value, **kwargs)
         self.forbidden = forbidden
+        self.empty = empty
         if what:
             self.info_text = what
 
     def validate(self, obj: Any, value: Any) -> str:
         text: str = super().validate(obj, value)
+        if not text and not self.empty:
+            self.error(obj, value, info=f"{self.info_text}, not empty")
         # Checked inline, character by character: this runs for every argument of every
         # subjob, and a call per value would double its cost.
         for char in self.forbidden:

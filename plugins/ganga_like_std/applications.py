@@ -42,6 +42,7 @@ class Executable(IApplication):
         "exe": Text(
             "echo",
             what="a program: a path, or a name found on PATH",
+            empty=False,
             help="Program to run: a path, or a name looked up on PATH.",
         ),
         "args": traitlets.List(Arg(), help="Arguments, passed as a list (never through a shell)."),
