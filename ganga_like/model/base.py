@@ -35,6 +35,7 @@ from ganga_like.config.numbers import accepts, number_problem
 from ganga_like.errors import GangaError, SchemaError
 from ganga_like.model import plugin_registry
 from ganga_like.model.compact_state import pack_state, unpack_state
+from ganga_like.model.list_check import UNDECIDED, checked_list
 from ganga_like.model.values import safe_repr, shown_failed, value_problem
 
 __all__ = [
@@ -190,7 +191,10 @@ class GangaObject(Persistent):  # type: ignore[misc]
                 + (f", e.g. {example}()" if example else "")
             )
         try:
-            checked = trait._validate(cls._checker(), value)
+            checker = cls._checker()
+            checked = checked_list(trait, checker, value)
+            if checked is UNDECIDED:
+                checked = trait._validate(checker, value)
         except traitlets.TraitError as exc:
             raise SchemaError(f"{where}: {_element_message(trait, exc)}") from None
         except SchemaError as exc:
