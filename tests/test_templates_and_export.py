@@ -135,6 +135,12 @@ def test_templates_are_listed_selected_and_shown_like_jobs(session: Session) -> 
     assert templates.select(application=Executable).ids() == [first.id, second.id]
     assert templates.select(status="template").ids() == [first.id, second.id]
     assert templates.select(status="new").ids() == []
+    assert templates.select(status="Template").ids() == templates.select(status="").ids()
+    for status in ("nosuch", "templat"):  # refused as jobs.select refuses it
+        with pytest.raises(GangaError, match=f"^unknown status '{status}'; "):
+            templates.select(status=status)
+        with pytest.raises(GangaError, match=f"^unknown status '{status}'; "):
+            jobs.select(status=status)
     # A misspelt plugin name is one line, as for jobs, not a selection matching nothing.
     with pytest.raises(GangaError, match="Executabel"):
         templates.select(application="Executabel")

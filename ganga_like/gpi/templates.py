@@ -25,6 +25,7 @@ from ganga_like.gpi.proxy import (
     wrap,
 )
 from ganga_like.gpi.proxy import unwrap as unwrap_value
+from ganga_like.model.status import Status
 from ganga_like.model.template import TEMPLATE_STATUS, copy_description, describes
 from ganga_like.model.template import JobTemplate as TemplateImpl
 from ganga_like.repository.templates import TemplateTable
@@ -149,10 +150,11 @@ class TemplateSlice(JobSlice):
     ) -> TemplateSlice:
         """Templates matching every given condition: ids (a list or range, or a first and
         last id as for jobs), name (glob), backend or application (its class, or class
-        name); status matches 'template'."""
+        name); status matches 'template' (any job's status none, an unknown one is refused)."""
         where = f"{shown_name(self)}.select()"
         matches = description_filter(where, ids, maxid, status, name, backend, application)
-        if status is not None and status.lower() != TEMPLATE_STATUS:
+        if status and status.lower() != TEMPLATE_STATUS:  # "" is no condition, as for jobs
+            Status.parse(status)  # a job's status matches no template; an unknown one is refused
             return TemplateSlice([], self._title)
         return TemplateSlice([item for item in self._impls() if matches(item)], self._title)
 
