@@ -271,7 +271,10 @@ def test_text_merger_copies_each_part_byte_for_byte(
         # a gzip file cut short
         ("seq 1 20000 | gzip | head -c 300 > out.txt.gz", "is a damaged gzip file"),
         # not text at all
-        (r"printf 'a\000b' > out.txt.gz", "TextMerger merges text: out.txt.gz of subjob"),
+        (r"printf 'a\000b' | gzip > out.txt.gz", "TextMerger merges text: out.txt.gz of subjob"),
+        # named .gz but not gzip at all: text, or binary
+        ("echo plain > out.txt.gz", "is not a gzip file, though its name ends in .gz"),
+        (r"printf 'a\000b' > out.txt.gz", "is not a gzip file, though its name ends in .gz"),
     ],
 )
 def test_text_merger_fails_the_job_rather_than_write_a_corrupt_merge(

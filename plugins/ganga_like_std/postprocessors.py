@@ -157,8 +157,8 @@ class TextMerger(_Merger):
     subjobs, in subjob order, each part headed by its subjob, into the master's output
     directory. Parts that are gzip-compressed are read decompressed and the merge is
     written compressed too (a gzip file of the concatenated text, under the same name); a
-    part that is not text, or a damaged gzip file, fails the merge, never writing a file
-    that is neither."""
+    part that is not text, a damaged gzip file, or one named ``.gz`` that is not gzip
+    fails the merge, never writing a file that is neither."""
 
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         **_Merger._schema,
@@ -172,6 +172,13 @@ class TextMerger(_Merger):
 
     def _merge_one(self, parts: list[tuple[Job, Path]], output: str) -> None:
         packed = [_is_gzip(path) for _sj, path in parts]
+        for (sj, path), gzipped in zip(parts, packed, strict=True):
+            # Its text copied into a gzip merge (or one named .gz) would read as gzip.
+            if path.name.endswith(".gz") and not gzipped:
+                raise PostProcessError(
+                    f"TextMerger: {path.name} of subjob {sj.fqid} is not a gzip file, "
+                    "though its name ends in .gz"
+                )
         if self.compress or any(packed):
             with gzip.open(output, "wb") as compressed:
                 self._write_parts(parts, packed, compressed)
