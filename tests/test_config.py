@@ -314,17 +314,21 @@ def test_a_mistyped_section_in_the_config_file_is_named_in_one_line(
 ) -> None:
     path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A typo of Monitor; IPython's own sections (one of them close to Display) are not.
+    # A typo of Monitor and one of IPython's InteractiveShell; IPython's own sections
+    # (one of them close to Display) are not.
     path.write_text(
         "c.Monitr.max_interval = 5\n"
         "c.TerminalInteractiveShell.confirm_exit = False\n"
         "c.DisplayFormatter.active_types = ['text/plain']\n"
+        "c.InteractiveShel.colors = 'nocolor'\n"
     )
     result = ganga(["jobs"], env_for)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
         f"ganga: config file {path}: no configuration section 'Monitr'; did you mean "
-        "'Monitor'? (its settings are ignored)"
+        "'Monitor'? (its settings are ignored)",
+        f"ganga: config file {path}: no configuration section 'InteractiveShel'; did you "
+        "mean 'InteractiveShell'? (its settings are ignored)",
     ]
 
 

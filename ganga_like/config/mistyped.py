@@ -3,8 +3,8 @@
 A config file may hold sections that are not ganga's: the shell passes them on to IPython
 (``c.TerminalInteractiveShell.confirm_exit = False``). So a section ganga does not know
 cannot simply be refused; but ``c.Monitr.max_interval = 5`` must not be ignored in silence
-either. A section that is close to one of ganga's, and that is not the name of a class
-IPython or traitlets configures, is taken for a typo.
+either. A section that is not the name of a class ganga, IPython or traitlets configures,
+and that is close to one of them, is taken for a typo.
 """
 
 from __future__ import annotations
@@ -41,16 +41,18 @@ def closest_section(name: str, ours: Iterable[str]) -> str | None:
 
 
 def mistyped_sections(given: Iterable[str], ours: list[str]) -> dict[str, str]:
-    """The sections of ``given`` taken for typos, each with the section of ``ours`` it
-    is closest to."""
+    """The sections of ``given`` taken for typos, each with the section it is closest to:
+    one of ``ours``, or one of the classes IPython configures (``InteractiveShel``)."""
+    unknown = [name for name in given if name not in ours]
+    if not unknown:  # the usual case: only otherwise are IPython's classes loaded
+        return {}
+    others = configurable_names()
+    known = [*sorted(others), *ours]  # ours last: one of ours wins a tie of case
     close = {}
-    for name in given:
-        if name in ours:
+    for name in unknown:
+        if name in others:
             continue
-        match = closest_section(name, ours)
+        match = closest_section(name, known)
         if match:
             close[name] = match
-    if close:  # the rare case: only then are IPython's classes loaded to compare with
-        others = configurable_names()
-        close = {name: match for name, match in close.items() if name not in others}
     return close
