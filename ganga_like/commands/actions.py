@@ -162,8 +162,10 @@ def _about(fqid: str, message: str) -> str:
 
 
 def _confirm(prompt: str) -> bool:
-    print(prompt, end="", flush=True)
     try:
+        # Asked inside the try: a Ctrl-C as soon as the question shows, before the read
+        # has begun, declines it too.
+        print(prompt, end="", flush=True)
         answer = sys.stdin.readline()
     except KeyboardInterrupt:
         answer = ""  # Ctrl-C at the question declines it
