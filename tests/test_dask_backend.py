@@ -252,20 +252,29 @@ def two_workers() -> Iterator[DaskCluster]:
 
 
 def _gated(where: Path) -> tuple[Path, Path]:
-    """A program that records its pid and its run, then waits for the gate; and the gate."""
+    """A program that records its run, starts a child that waits for the gate (deaf to
+    SIGTERM) and records both pids, then waits for the child; and the gate."""
     gate = where / "gate"
     exe = where / "gated.sh"
     exe.write_text(
         textwrap.dedent(f"""\
         #!/bin/sh
-        echo $$ > "{where}/pid.$1"
         echo "$1" >> "{where}/ran"
-        while [ ! -e "{gate}" ]; do sleep 0.1; done
+        ( trap '' TERM; while [ ! -e "{gate}" ]; do sleep 0.1; done ) &
+        echo $! > "{where}/child.$1"
+        echo $$ > "{where}/pid.$1.new" && mv "{where}/pid.$1.new" "{where}/pid.$1"
+        wait
         echo "done $1"
         """)
     )
     exe.chmod(0o755)
     return exe, gate
+
+
+def _pids(where: Path, arg: object) -> tuple[int, int]:
+    """The program's pid and its child's, once both run."""
+    wait_for((where / f"pid.{arg}").exists, 120, f"the program of subjob {arg} to start")
+    return int((where / f"pid.{arg}").read_text()), int((where / f"child.{arg}").read_text())
 
 
 def _parent(pid: int) -> int:
@@ -276,14 +285,17 @@ def _parent(pid: int) -> int:
 
 def _kill_the_worker_of_subjob_0(where: Path, cluster: DaskCluster) -> None:
     """Once both programs run, SIGKILL the worker running subjob 0's."""
-    for arg in (0, 1):
-        wait_for((where / f"pid.{arg}").exists, 120, f"the program of subjob {arg} to start")
-    program = int((where / "pid.0").read_text())
-    worker = _parent(program)
-    assert worker in [w.pid for w in cluster.workers]
+    tree = _pids(where, 0)
+    _pids(where, 1)
+    workers = [w.pid for w in cluster.workers]
+    worker = tree[0]
+    while worker not in workers:  # its parent, or the parent of its supervisor
+        worker = _parent(worker)
+        assert worker > 1, "the program does not descend from a worker"
     os.kill(worker, signal.SIGKILL)
-    # Its program ends with it: it would otherwise run on, unseen, beside a second attempt.
-    wait_for(lambda: not _alive(program), 60, "the program of the killed worker to end")
+    # Its program and the program's child end with it: they would otherwise run on,
+    # unseen, beside a second attempt.
+    wait_for(lambda: not any(map(_alive, tree)), 60, "the program of the killed worker to end")
 
 
 @pytest.mark.parametrize("retried", [False, True], ids=["alone", "with Retry"])
@@ -398,12 +410,14 @@ def test_a_poll_between_the_cancel_and_the_record_of_a_kill_leaves_the_job_to_th
     j.submit()
     try:
         assert j.wait(timeout=120, until="running") == "running"
+        tree = _pids(tmp_path, 0)
         # What kill() does first (cancel, stop the program), and a monitor cycle (this
         # session's, or another's) that comes before kill() has recorded it.
         session.monitor.stop()
         impl = unwrap(j)
         assert impl.backend.kill_bulk(session.submit_context(), [impl]) == {}
-        wait_for(lambda: not _alive(int((tmp_path / "pid.0").read_text())), 60, "the kill")
+        # The program and its child, deaf to SIGTERM, which the SIGKILL after it reaches.
+        wait_for(lambda: not any(map(_alive, tree)), 60, "the kill")
         gangadir = session.settings.gangadir
         ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 5.0})
         ref = ActiveRef(j.id, None, 1, impl.backend.monitor_data(impl))

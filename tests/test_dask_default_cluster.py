@@ -44,7 +44,8 @@ PATIENCE = 180
 
 
 class Gate:
-    """A program that records its pid, waits for a gate file, then prints ``done <arg>``."""
+    """A program that records its pid, waits for a child that waits for a gate file, then
+    prints ``done <arg>``."""
 
     def __init__(self, where: Path) -> None:
         self.dir = where
@@ -53,9 +54,11 @@ class Gate:
         self.exe.write_text(
             textwrap.dedent(f"""\
             #!/bin/sh
-            echo $$ > "{where}/pid.$1"
             echo "$1" >> "{where}/ran"
-            while [ ! -e "{self.gate}" ]; do sleep 0.1; done
+            ( while [ ! -e "{self.gate}" ]; do sleep 0.1; done ) &
+            echo $! > "{where}/child.$1"
+            echo $$ > "{where}/pid.$1.new" && mv "{where}/pid.$1.new" "{where}/pid.$1"
+            wait
             echo "done $1"
             """)
         )
@@ -65,6 +68,11 @@ class Gate:
         path = self.dir / f"pid.{arg}"
         wait_for(path.exists, PATIENCE, f"the program for {arg} to start")
         return int(path.read_text())
+
+    def child(self, arg: object) -> int:
+        """The pid of the program's child (written before the program's own)."""
+        self.pid(arg)
+        return int((self.dir / f"child.{arg}").read_text())
 
     def runs(self) -> list[str]:
         path = self.dir / "ran"
@@ -225,11 +233,12 @@ def test_a_killed_cluster_fails_the_subjobs_it_held_and_a_new_one_takes_its_plac
         backend=Dask(),
     )
     j.submit()
-    programs = [gate.pid(0), gate.pid(1)]
+    programs = [gate.pid(0), gate.pid(1), gate.child(0), gate.child(1)]
     pid = _cluster_pid(gangadir)
     os.kill(pid, signal.SIGKILL)
     try:
-        # Its programs end with it (they would otherwise run on beside a second attempt).
+        # Its programs and their children end with it (they would otherwise run on beside
+        # a second attempt).
         wait_for(lambda: not any(_alive(p) for p in programs), 60, "the programs to end")
         assert j.wait(timeout=PATIENCE) == "failed"
     finally:
