@@ -69,14 +69,14 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
     [
         (
             "jobs.remove(True)",
-            "jobs.remove(): expected job ids, not the bool True; options are "
+            "jobs.remove(): expected job ids or jobs, not the bool True; options are "
             "keywords, e.g. keep_going=True",
         ),
         ("jobs.remove(99)", "jobs.remove(): no job 99 in jobs; nothing done"),
         ("jobs.remove(2, 99)", "jobs.remove(): no job 99 in jobs; nothing done"),
         (
             "jobs.kill('3')",
-            "jobs.kill(): expected job ids (e.g. 3, or a list of them), not the str '3'",
+            "jobs.kill(): expected job ids or jobs (e.g. 3, or a list of them), not the str '3'",
         ),
         (
             "jobs.remove(keep_going=0)",
@@ -126,6 +126,20 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
         ),
         ("templates.remove(5)", "templates.remove(): no template 5 in templates; nothing done"),
         (
+            "templates.remove(jobs(0))",
+            "templates.remove(): expected template ids or templates (e.g. 3, or a list of "
+            "them), not the Job Job(fqid=0, status=new, name='j0', application=Executable...",
+        ),
+        (
+            "jobs.select(name='j1').remove(jobs(2))",
+            "JobSlice.remove(): no job 2 in jobs; nothing done",
+        ),
+        (
+            "jobs.remove(templates[0])",
+            "jobs.remove(): expected job ids or jobs (e.g. 3, or a list of them), not the "
+            "JobTemplate JobTemplate(id=0, status=template, application=Executable...",
+        ),
+        (
             "copy.copy(templates)",
             "copy.copy() of templates is not done: templates.copy() makes new templates of "
             "them, list(templates) lists them",
@@ -174,6 +188,23 @@ def test_a_slice_acts_on_the_ids_it_is_given_and_only_those(session: Session) ->
         templates.freeze()
 
 
+def test_a_slice_acts_on_the_jobs_or_templates_it_is_given_and_only_those(
+    session: Session,
+) -> None:
+    made = [Job(name=f"j{i}") for i in range(5)]
+    assert jobs.remove(made[1]) == [] and jobs.ids() == [0, 2, 3, 4]
+    assert jobs.remove([made[2], 3]) == [] and jobs.ids() == [0, 4]
+    assert jobs.copy(jobs.select(name="j4"), made[4]).ids() == [5]  # each once
+    assert jobs.select([0, 5]).remove(jobs.select([5])) == [] and jobs.ids() == [0, 4]
+    gone = made[1]
+    with pytest.raises(JobError, match=r"^jobs.remove\(\): no job 1 in jobs; nothing done$"):
+        jobs.remove(made[0], gone)
+    assert jobs.ids() == [0, 4]
+    t1, t2 = JobTemplate(name="a"), JobTemplate(name="b")
+    assert templates.remove(t1) == [] and templates.ids() == [t2.id]
+    assert [t.name for t in templates.copy(templates)] == ["b"]
+
+
 def test_copies_are_listed_under_a_title_saying_they_are_new(session: Session) -> None:
     Job(name="a")
     JobTemplate(name="t")
@@ -191,6 +222,10 @@ def test_subjob_actions_take_subjob_ids(session: Session) -> None:
         with pytest.raises(JobError, match=r"remove the master: jobs\(0\).remove\(\)"):
             j.subjobs.remove(1)
         assert [s.status for s in j.subjobs[:2]] == ["running", "running"]
+        with pytest.raises(JobError, match=r"no subjob 0 in subjobs of job 0; nothing done"):
+            j.subjobs.kill(jobs(0))  # the master is not one of its subjobs
+        assert j.subjobs.kill(j.subjobs[1]) == [] and j.subjobs[1].status == "killed"
+        assert j.subjobs[0].status == "running"
         copied = j.subjobs.copy(0)
         assert repr(copied).startswith("new jobs copied from subjobs of job 0")
         assert [c.id for c in copied] == [jobs[-1].id] and not len(jobs[-1].subjobs)

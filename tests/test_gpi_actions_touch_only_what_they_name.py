@@ -6,6 +6,7 @@ a template slice, one template; against a real repository and the real Local bac
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from ganga_like import (
     jobs,
     templates,
 )
+from ganga_like.gpi.job import JobSlice
 from ganga_like.runtime.session import Session
 
 JOB_ACTIONS = ("submit", "kill", "resubmit", "remove", "freeze", "unfreeze", "copy")
@@ -43,6 +45,28 @@ def _objects() -> st.SearchStrategy[Any]:
         lambda: templates,
     ]
     return st.sampled_from(makers).map(lambda make: make())
+
+
+@dataclass
+class Later:
+    """A job or template drawn as an argument, found once the repository is settled (what
+    it holds is not known when the call is drawn)."""
+
+    make: Callable[[], Any]
+
+
+def _targets() -> st.SearchStrategy[Any]:
+    """Jobs and templates as what to act on: one, some, a slice, a subjob, subjobs."""
+    makers: list[Callable[[], Any]] = [
+        lambda: jobs[-1],
+        lambda: list(jobs)[1:3],
+        lambda: jobs.select(name="new*"),
+        lambda: next(j for j in jobs if len(j.subjobs)).subjobs[0],
+        lambda: next(j for j in jobs if len(j.subjobs)).subjobs,
+        lambda: templates[-1],
+        lambda: [templates[0], 1],
+    ]
+    return st.sampled_from(makers).map(Later)
 
 
 class Unshowable:
@@ -92,7 +116,7 @@ CALLS = st.builds(
         ["jobs", "slice", "subjobs", "job", "subjob", "templates", "template slice", "template"]
     ),
     action=st.sampled_from([*ONE_JOB_ACTIONS, *MAKERS]),
-    args=st.lists(ANY_VALUE, max_size=2).map(tuple),
+    args=st.lists(st.one_of(_targets(), ANY_VALUE), max_size=2).map(tuple),
     kwargs=st.dictionaries(OPTION, ANY_VALUE, max_size=2),
     pick=st.integers(0, 255),
 )
@@ -167,14 +191,19 @@ def _resolve(call: Call) -> tuple[Any, set[int], set[int]]:
 
 
 def _named_by_ids(call: Call, target: Any, named: set[int]) -> set[int]:
-    """Ids given by position to a slice narrow what it names (a refusal follows for any
-    other argument, and is checked to change nothing)."""
+    """Ids, and jobs or templates, given by position to a slice narrow what it names (a
+    refusal follows for any other argument, and is checked to change nothing)."""
     if call.target not in ("jobs", "slice", "templates", "template slice") or not call.args:
         return named
+    kind = JobTemplate if call.target.startswith("template") else Job
     ids: set[int] = set()
     for arg in call.args:
-        items = arg if isinstance(arg, list | tuple | range) else [arg]
-        ids |= {i for i in items if isinstance(i, int) and not isinstance(i, bool)}
+        many = isinstance(arg, list | tuple | range | JobSlice)
+        for item in arg if many else [arg]:
+            if isinstance(item, int) and not isinstance(item, bool):
+                ids.add(item)
+            elif isinstance(item, kind) and "." not in str(getattr(item, "fqid", "")):
+                ids.add(item.id)
     return named & ids
 
 
@@ -196,8 +225,36 @@ def _act(call: Call, target: Any) -> Any:
 def test_an_action_touches_only_what_it_names_or_refuses_in_one_line(
     session: Session, call: Call
 ) -> None:
+    _check(call)
+
+
+# Actions given jobs and templates (and ids) as what to act on, with sound options: most
+# of them act, and must act on those only.
+CALLS_NAMING_JOBS = st.builds(
+    Call,
+    target=st.sampled_from(["jobs", "slice", "subjobs", "templates", "template slice"]),
+    action=st.sampled_from(JOB_ACTIONS),
+    args=st.lists(st.one_of(_targets(), st.integers(0, 8)), min_size=1, max_size=3).map(tuple),
+    kwargs=st.fixed_dictionaries({}, optional={"keep_going": st.booleans()}),
+    pick=st.integers(0, 255),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(call=CALLS_NAMING_JOBS)
+def test_an_action_given_jobs_or_templates_touches_only_those(session: Session, call: Call) -> None:
+    _check(call)
+
+
+def _check(call: Call) -> None:
     assume(call.action != "force_status" or call.target in ("job", "subjob"))
     _settle()
+    args = tuple(arg.make() if isinstance(arg, Later) else arg for arg in call.args)
+    call = dataclasses.replace(call, args=args)
     target, named_jobs, named_templates = _resolve(call)
     named_jobs = _named_by_ids(call, target, named_jobs)
     named_templates = _named_by_ids(call, target, named_templates)
@@ -210,6 +267,10 @@ def test_an_action_touches_only_what_it_names_or_refuses_in_one_line(
     except GangaError as exc:
         refused = exc
     event("refused" if refused is not None else f"done: {call.target}.{call.action}")
+    if refused is None and any(
+        isinstance(a, Job | JobTemplate | JobSlice | list) for a in call.args
+    ):
+        event(f"done, given jobs or templates: {call.target}.{call.action}")
     # Anything else (a TypeError, an AttributeError) fails the test with its traceback.
     jobs_after, templates_after = _state()
     if refused is not None:

@@ -69,7 +69,7 @@ def test_actions_given_odd_arguments_answer_in_one_line_and_lose_no_job(
         for typed, line in (
             (
                 "jobs.remove(True)",
-                "ERROR: jobs.remove(): expected job ids, not the bool True; "
+                "ERROR: jobs.remove(): expected job ids or jobs, not the bool True; "
                 "options are keywords, e.g. keep_going=True",
             ),
             (

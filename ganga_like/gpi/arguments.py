@@ -94,10 +94,17 @@ def _is_bool(parameter: inspect.Parameter) -> bool:
     return parameter.annotation in (bool, "bool")
 
 
-def wanted_ids(where: str, ids: tuple[Any, ...], what: str = "job") -> list[int]:
-    """The ids named by an action's positional arguments (each an id, or a list, tuple or
-    range of ids), in order and once each; anything else is one line."""
-    chosen: list[int] = []
+def wanted_ids(
+    where: str,
+    ids: tuple[Any, ...],
+    what: str = "job",
+    held: Callable[[Any], Any] | None = None,
+) -> list[Any]:
+    """What an action's positional arguments name, in order and once each: ids, and the
+    objects ``held`` recognises (a GPI job given to a slice of jobs), each as ``held``
+    returns it; each argument one of them or a list, tuple, range or slice of them.
+    Anything else is one line."""
+    chosen: list[Any] = []
     for item in ids:
         items: Iterable[Any] = (
             item if isinstance(item, list | tuple | range | set | frozenset) else [item]
@@ -105,13 +112,16 @@ def wanted_ids(where: str, ids: tuple[Any, ...], what: str = "job") -> list[int]
         for value in items:
             if isinstance(value, bool):
                 raise SchemaError(
-                    f"{where}: expected {what} ids, not {given(value)}; options are "
-                    "keywords, e.g. keep_going=True"
+                    f"{where}: expected {what} ids or {what}s, not {given(value)}; options "
+                    "are keywords, e.g. keep_going=True"
                 )
-            if not isinstance(value, int):
+            target = held(value) if held is not None else None
+            if target is None and not isinstance(value, int):
                 raise SchemaError(
-                    f"{where}: expected {what} ids (e.g. 3, or a list of them), not {given(value)}"
+                    f"{where}: expected {what} ids or {what}s (e.g. 3, or a list of them), "
+                    f"not {given(value)}"
                 )
-            if value not in chosen:
-                chosen.append(value)
+            named = value if target is None else target
+            if not any(named is c or (isinstance(named, int) and named == c) for c in chosen):
+                chosen.append(named)
     return chosen

@@ -609,19 +609,43 @@ class JobSlice:
     _item = "job"
 
     def _only(self, verb: str, ids: tuple[Any, ...]) -> JobSlice:
-        """This slice, or (ids given) a slice of its items of those ids, in that order; an
-        id it does not hold is one line, before anything is done."""
+        """This slice, or (ids or objects given) a slice of those of its items, in that
+        order; one it does not hold (an id, or a job of another slice) is one line, before
+        anything is done."""
         if not ids:
             return self
         where = f"{shown_name(self)}.{verb}()"
-        chosen = wanted_ids(where, ids, self._item)
-        found = self._by_ids(chosen)
-        missing = [str(i) for i in chosen if i not in found]
+        flat = tuple(list(i) if isinstance(i, JobSlice) else i for i in ids)
+        chosen = wanted_ids(where, flat, self._item, self._held)
+        found = self._by_ids([c if isinstance(c, int) else c.id for c in chosen])
+        items: list[Any] = []
+        missing: list[str] = []
+        for named in chosen:
+            if isinstance(named, int):
+                item = found.get(named)
+            else:  # an object: held only if the item of its id is that one
+                item = found.get(named.id)
+                item = item if item is not None and _same(item, named) else None
+            if item is None:
+                missing.append(str(named) if isinstance(named, int) else _shown_id(named))
+            elif not any(_same(item, kept) for kept in items):
+                items.append(item)
         if missing:
             raise JobError(
                 f"{where}: no {self._item} {', '.join(missing)} in {self._title}; nothing done"
             )
-        return self._sliced([found[i] for i in chosen])
+        return self._sliced(items)
+
+    # What kind of object an action takes as what to act on, besides ids.
+    _kind: type = JobImpl
+
+    def _held(self, value: Any) -> Any:
+        """The item a GPI object given as what to act on stands for, if of this slice's
+        kind (a job for jobs, a template for templates); None otherwise."""
+        if not isinstance(value, GPIObject):
+            return None
+        impl = unwrap(value)
+        return impl if isinstance(impl, self._kind) else None
 
     def _by_ids(self, ids: list[int]) -> dict[int, Any]:
         wanted = set(ids)
@@ -630,6 +654,15 @@ class JobSlice:
 
     def _sliced(self, items: list[Any]) -> JobSlice:
         return JobSlice(items, self._title)
+
+
+def _same(item: Any, other: Any) -> bool:
+    """Whether two items are the same job (or template): same kind and same full id."""
+    return item is other or (type(item) is type(other) and _shown_id(item) == _shown_id(other))
+
+
+def _shown_id(item: Any) -> str:
+    return str(getattr(item, "fqid", item.id))
 
 
 def description_filter(

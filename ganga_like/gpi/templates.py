@@ -163,6 +163,7 @@ class TemplateSlice(JobSlice):
         raise TemplateError("templates have no query(); use templates.select(...)")
 
     _item = "template"
+    _kind = TemplateImpl
 
     def _sliced(self, items: list[Any]) -> TemplateSlice:
         return TemplateSlice(items, self._title)
