@@ -199,9 +199,7 @@ BACKENDS: list[BackendCase] = [
         backend_settings={"dask_timeout": 5.0},
         available=_dask_available,
         leftovers=_dask_leftovers,
-        # The worker running the program (its nanny starts another in its place): the
-        # parent of the program's supervisor.
-        executor=lambda pid: _parent(_parent(pid)),
+        # The worker running the program (its nanny starts another in its place).
         executor_killed="the Dask worker running it was lost",
     ),
 ]

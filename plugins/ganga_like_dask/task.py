@@ -9,6 +9,7 @@ file system with the session.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import glob
 import os
 import shutil
@@ -18,7 +19,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Any
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["STARTED_ATTRIBUTE", "STARTED_TOPIC", "claim_start", "kill_all", "kill_keys", "run"]
 
@@ -122,13 +124,30 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                 result["state"] = "killed"
                 return result
             try:
-                proc = _start(payload["argv"], work, env, out, err)
-            except _NotStarted as exc:
-                result["reason"] = str(exc)
+                # Its own process group, so a kill reaches the program's children too.
+                proc = subprocess.Popen(
+                    payload["argv"],
+                    cwd=work,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    preexec_fn=_ends_with_its_worker(),
+                )
+            except FileNotFoundError:
+                result["reason"] = f"program not found: {payload['argv'][0]}"
+                return result
+            except PermissionError:
+                result["reason"] = f"program is not executable: {payload['argv'][0]}"
                 return result
             _running[key] = proc
         result["start"] = time.time()
-        code = proc.wait()
+        watchdog = _watch(proc)
+        try:
+            code = proc.wait()
+        finally:
+            _stop(watchdog)
         result["end"] = time.time()
         with _lock:
             _running.pop(key, None)
@@ -150,48 +169,56 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-# Runs the program, in a session of its own, and ends its whole process tree when the
-# worker dies (see that file).
-SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+# prctl(2): the signal a process gets when the thread that started it dies.
+PR_SET_PDEATHSIG = 1
 
 
-class _NotStarted(Exception):
-    """The program could not be started (the reason is its text)."""
-
-
-def _start(
-    argv: list[str], work: str, env: dict[str, str], out: IO[bytes], err: IO[bytes]
-) -> subprocess.Popen[bytes]:
-    """Start the program under its supervisor, the leader of its process group: a kill of
-    the group reaches the program's children too, and a worker killed with SIGKILL (or
-    with its whole cluster) takes them all with it."""
-    status, status_w = os.pipe()
+def _ends_with_its_worker() -> Callable[[], None] | None:
+    """What the program's process does before it starts (Linux): ask for SIGKILL when the
+    worker thread that started it, and waits for it, dies. Killed with its worker (or its
+    whole cluster), a program in a process group of its own would otherwise run on unseen,
+    beside a second attempt of its subjob; its children are the watchdog's (``_watch``)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), str(status_w), *argv],
-            cwd=work,
-            env=env,
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    worker = os.getpid()
+
+    def arrange() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != worker:  # the worker died before the request was in place
+            os._exit(137)
+
+    return arrange
+
+
+# Beside the program: kills its process group when the worker dies (see that file).
+WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
+
+
+def _watch(proc: subprocess.Popen[bytes]) -> subprocess.Popen[bytes] | None:
+    """Start the program's watchdog: the program's own death signal ends only the program,
+    and a worker killed with SIGKILL (or with its whole cluster) can kill nothing, so the
+    program's children would outlive it. None where it cannot start (the program runs
+    on, as without it)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", WATCHDOG, str(os.getpid()), str(proc.pid)],
             stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            pass_fds=(status_w,),
-            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # out of the program's group, which a kill signals
         )
-    finally:
-        os.close(status_w)
-    with os.fdopen(status, "rb") as answer:
-        said = answer.read().decode(errors="replace")
-    if said == "started":
-        return proc
-    proc.wait()
-    program = argv[0]
-    if said == "not-found":
-        raise _NotStarted(f"program not found: {program}")
-    if said == "not-executable":
-        raise _NotStarted(f"program is not executable: {program}")
-    if said.startswith("error: "):
-        raise _NotStarted(f"cannot run program {program}: {said[len('error: ') :]}")
-    raise _NotStarted(f"the supervisor of program {program} did not start it")
+    except OSError:
+        return None
+
+
+def _stop(watchdog: subprocess.Popen[bytes] | None) -> None:
+    if watchdog is not None:
+        watchdog.kill()
+        watchdog.wait()
 
 
 def _environment(payload: dict[str, Any]) -> dict[str, str]:
