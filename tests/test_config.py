@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import string
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from traitlets.config import Config
 
 from ganga_like import config
@@ -367,3 +370,73 @@ def test_a_section_or_option_named_by_something_not_a_string_is_one_line(
     with pytest.raises(ConfigError) as option:
         config.Local[3]
     assert str(option.value) == "Local: an option is named by a string, not 3"
+
+
+_SECTION_NAMES_FOR_PROPERTY = {
+    "Monitor",
+    "Local",
+    "InteractiveShell",
+    "TerminalInteractiveShell",
+    "HistoryManager",
+    "DisplayFormatter",
+    "LoggingMagics",
+}
+
+
+def test_the_ipython_sections_known_without_ipython_are_sections_ipython_configures() -> None:
+    from ganga_like.config.mistyped import IPYTHON_SECTIONS, configurable_names
+
+    assert IPYTHON_SECTIONS.issubset(configurable_names())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(sorted(_SECTION_NAMES_FOR_PROPERTY)),
+            st.sampled_from(sorted(_SECTION_NAMES_FOR_PROPERTY)).map(lambda s: s[:-1]),
+            st.text(alphabet=string.ascii_letters, min_size=1, max_size=12),
+        ),
+        max_size=6,
+    )
+)
+def test_sections_known_without_ipython_give_the_typos_the_full_lookup_gives(
+    names: list[str],
+) -> None:
+    """The shortcut (IPython's common sections known without loading IPython) answers as
+    the full lookup of every configurable class does."""
+    from ganga_like.config import mistyped
+
+    ours = [cls.__name__ for cls in all_sections()]
+    others = mistyped.configurable_names()
+    full = {}
+    for name in names:
+        if name in ours or name in others:
+            continue
+        match = mistyped.closest_section(name, [*sorted(others), *ours])
+        if match:
+            full[name] = match
+    assert mistyped.mistyped_sections(names, ours) == full
+
+
+def test_a_config_file_with_ipythons_usual_sections_does_not_load_ipython_for_a_command(
+    env_for: dict[str, str],
+) -> None:
+    path = Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "c.TerminalInteractiveShell.confirm_exit = False\nc.HistoryManager.enabled = False\n"
+    )
+    # The real command, then whether it imported IPython (at exit, whatever path it took).
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('IPython' in sys.modules, file=sys.stderr))\n"
+        "from ganga_like.cli import main\n"
+        "sys.argv = ['ganga', 'jobs']\n"
+        "sys.exit(main())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env_for, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == ["False"]

@@ -105,7 +105,7 @@ def test_a_job_made_from_a_template_or_a_job_is_new_and_shares_nothing(
     assert [job.id for job in jobs] == [j.id, k.id]
     assert JobTemplate(k).application.args == ["b"]  # a template of a job's description
 
-    with pytest.raises(SchemaError, match="JobTemplate.application cannot be None"):
+    with pytest.raises(SchemaError, match=r"JobTemplate\.application cannot be None"):
         JobTemplate(application=None)  # no job made of it could run
     with pytest.raises(SchemaError, match="did you mean 'name'"):
         Job(t, nmae="x")

@@ -15,7 +15,30 @@ from collections.abc import Iterable
 
 from traitlets.config import Configurable
 
-__all__ = ["closest_section", "configurable_names", "mistyped_sections"]
+__all__ = ["IPYTHON_SECTIONS", "closest_section", "configurable_names", "mistyped_sections"]
+
+# IPython's sections users set most (a subset of what configurable_names() finds, which a
+# test checks): a config file naming only these is known without importing IPython, which
+# would double the start of a command such as ``ganga jobs``.
+IPYTHON_SECTIONS = frozenset(
+    {
+        "Application",
+        "BaseIPythonApplication",
+        "Completer",
+        "DisplayFormatter",
+        "HistoryAccessor",
+        "HistoryManager",
+        "IPCompleter",
+        "InteractiveShell",
+        "InteractiveShellApp",
+        "MagicsManager",
+        "PlainTextFormatter",
+        "ScriptMagics",
+        "StoreMagics",
+        "TerminalIPythonApp",
+        "TerminalInteractiveShell",
+    }
+)
 
 
 def configurable_names() -> set[str]:
@@ -43,7 +66,7 @@ def closest_section(name: str, ours: Iterable[str]) -> str | None:
 def mistyped_sections(given: Iterable[str], ours: list[str]) -> dict[str, str]:
     """The sections of ``given`` taken for typos, each with the section it is closest to:
     one of ``ours``, or one of the classes IPython configures (``InteractiveShel``)."""
-    unknown = [name for name in given if name not in ours]
+    unknown = [name for name in given if name not in ours and name not in IPYTHON_SECTIONS]
     if not unknown:  # the usual case: only otherwise are IPython's classes loaded
         return {}
     others = configurable_names()
