@@ -53,7 +53,7 @@ def populated(env_for: dict[str, str]) -> dict[str, str]:
 def test_jobs_table_query_and_json(populated: dict[str, str]) -> None:
     table = ganga(["jobs"], populated)
     assert table.returncode == 0, table.stderr
-    assert "scan-a" in table.stdout and "4 (fail:3 done:1)" in table.stdout
+    assert "scan-a" in table.stdout and "4 (done:1 fail:3)" in table.stdout
     failed = ganga(["jobs", "status=failed", "--json"], populated)
     rows = json.loads(failed.stdout)
     assert [r["name"] for r in rows] == ["scan-b", "split"]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ganga_like.errors import IllegalTransitionError
 from ganga_like.model.counter import StatusCounter
@@ -128,3 +133,20 @@ def test_status_parse_gives_a_clear_error() -> None:
     assert Status.parse("FAILED") is Status.FAILED
     with pytest.raises(ValueError, match="unknown status 'done'; expected one of"):
         Status.parse("done")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(list(Status)), st.integers(1, 9), min_size=1), st.randoms())
+def test_counts_are_shown_in_one_order_whatever_order_they_were_stored_in(
+    counts: dict[Status, int], rnd: random.Random
+) -> None:
+    """States of one step (completed, failed, killed) tie on ``order``: ``place`` breaks the
+    tie by declaration, so the subjobs column does not follow how a counter was stored."""
+    items = list(counts.items())
+    rnd.shuffle(items)
+    shown = sorted(dict(items).items(), key=lambda kv: kv[0].place)
+    assert shown == sorted(counts.items(), key=lambda kv: kv[0].place)
+    assert [s.order for s, _ in shown] == sorted(s.order for s, _ in shown)
+    declared = list(Status)
+    for (a, _), (b, _) in itertools.pairwise(shown):
+        assert a.order < b.order or declared.index(a) < declared.index(b)

@@ -134,7 +134,7 @@ def run_show(args: argparse.Namespace) -> int:
         counts = job.counts()
         if counts:
             detail = ", ".join(
-                f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order)
+                f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].place)
             )
             print(f"  {'subjobs':<16} {sum(counts.values())} ({detail})")
         # A master's current period, from its own log (no subjob read), as its tree shows.

@@ -63,7 +63,7 @@ def job_row(job: object) -> dict[str, str]:
     if counts:
         total = sum(counts.values())
         detail = " ".join(
-            f"{_SHORT[s]}:{n}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].order)
+            f"{_SHORT[s]}:{n}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].place)
         )
         sub = f"{total} ({detail})"
     return {

@@ -405,7 +405,7 @@ def _report_progress(bar: Progress, job: JobImpl, status: Status) -> None:
         return
     total = sum(counts.values())
     finished = sum(n for s, n in counts.items() if s.final)
-    ordered = sorted(counts.items(), key=lambda kv: kv[0].order)
+    ordered = sorted(counts.items(), key=lambda kv: kv[0].place)
     detail = ", ".join(f"{n} {s}" for s, n in ordered)
     bar.update(finished, total, detail, {s.label: n for s, n in ordered})
 

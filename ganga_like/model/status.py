@@ -76,6 +76,13 @@ class Status(enum.Enum):
             ) from None
 
     @property
+    def place(self) -> tuple[int, int]:
+        """Where the state is shown among others: by how far along it is, and states of one
+        step (completed, failed, killed...) as declared here, so a count of them reads the
+        same whatever order it was stored in."""
+        return (self.order, _DECLARED[self])
+
+    @property
     def active(self) -> bool:
         """True while a backend is responsible for the job (it must be monitored)."""
         return self in (Status.SUBMITTED, Status.RUNNING, Status.COMPLETING)
@@ -96,6 +103,7 @@ class Status(enum.Enum):
 
 
 _BY_LABEL = {s.label: s for s in Status}
+_DECLARED = {s: i for i, s in enumerate(Status)}
 
 _FINAL = (Status.COMPLETED, Status.FAILED, Status.KILLED)
 

@@ -81,7 +81,7 @@ def _row(job: object) -> Row:
     cells = {column: cell(value) for column, value in job_row(job).items()}
     counts: list[tuple[str, int]] = []
     if isinstance(job, JobImpl):
-        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].order)]
+        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].place)]
         if counts:
             cells["subjobs"] = str(sum(n for _, n in counts))
     return Row(cells, cells["status"], counts)
@@ -284,7 +284,7 @@ def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
         if stored.get(part.name):
             out.append((part.name, getattr(job, part.name)))
     if job.is_master:
-        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].order)]
+        counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].place)]
         out.append(("subjobs", _Counts(job.subjob_count(), counts)))
     elif job.exit_code is not None:
         out.append(("exit_code", job.exit_code))

@@ -70,7 +70,7 @@ def count_jobs(registry: Registry) -> JobCounts:
 
 def summary(counts: dict[str, int]) -> str:
     """``3 running, 12 completed`` in status order."""
-    ordered = sorted(counts.items(), key=lambda kv: Status.parse(kv[0]).order)
+    ordered = sorted(counts.items(), key=lambda kv: Status.parse(kv[0]).place)
     return ", ".join(f"{n} {label}" for label, n in ordered) or "none"
 
 
@@ -124,7 +124,7 @@ class Toolbar:
     @staticmethod
     def _coloured(counts: dict[str, int], palette: dict[str, str]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        ordered = sorted(counts.items(), key=lambda kv: Status.parse(kv[0]).order)
+        ordered = sorted(counts.items(), key=lambda kv: Status.parse(kv[0]).place)
         for i, (label, n) in enumerate(ordered):
             colour = palette.get(label, "default")
             style = _BASE if colour == "default" else f"{_BASE} fg:{_pt_colour(colour)}"
