@@ -28,7 +28,7 @@ def test_wrong_type_is_refused_with_class_attribute_and_types_and_nothing_change
     session: Session,
 ) -> None:
     j = Job(name="keep")
-    with pytest.raises(SchemaError, match=r"Job\.name: expected a unicode string, not the int 5"):
+    with pytest.raises(SchemaError, match=r"Job\.name: expected a name, not the int 5"):
         j.name = 5
     assert j.name == "keep"
     app = Executable()

@@ -678,7 +678,7 @@ def description_filter(
     last id), a name glob, a backend or application by class or class name. An unknown
     plugin name is one line here, rather than a selection that matches nothing."""
     wanted_ids = select_ids(where, ids, maxid)
-    check_select(where, status, name, {"backend": backend, "application": application})
+    check_select(where, status, name, backend=backend, application=application)
     for plugin in (backend, application):
         if isinstance(plugin, str) and plugin not in plugin_registry.known_names():
             plugin_registry.find(plugin)  # raises the one line, with a suggestion

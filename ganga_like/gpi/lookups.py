@@ -81,7 +81,7 @@ def check_lines(where: str, filename: object, lines: object) -> None:
         )
 
 
-def check_select(where: str, status: object, name: object, plugins: dict[str, object]) -> None:
+def check_select(where: str, status: object, name: object, **plugins: object) -> None:
     """``select``'s status and name are strings; its backend and application a plugin's
     name or class."""
     for option, value in (("status", status), ("name", name)):
