@@ -15,6 +15,7 @@ Low level on purpose: this imports nothing from ganga_like but ``errors``, so ev
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import signal
@@ -30,6 +31,7 @@ from ganga_like.errors import GangaError
 __all__ = [
     "Detached",
     "HelperNotReady",
+    "flock_within",
     "import_path",
     "send_ready_line",
     "start_detached",
@@ -55,6 +57,21 @@ class Detached:
 
     proc: subprocess.Popen[bytes]
     ready_line: str | None
+
+
+def flock_within(fd: int, kind: int, timeout: float) -> bool:
+    """Take the ``flock`` of ``kind`` on ``fd``, trying for ``timeout`` seconds: False when
+    another process held it all that time (a helper starting or leaving holds such a lock
+    briefly, so a short wait is normal and a long one is worth a message)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
 
 
 def start_detached(

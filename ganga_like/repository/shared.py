@@ -240,20 +240,15 @@ def _wait_for_exit(pid: int | None, deadline: float) -> None:
 
 @contextlib.contextmanager
 def _spawn_lock(repo_dir: Path, timeout: float) -> Iterator[None]:
+    from ganga_like.detached import flock_within
+
     fd = os.open(repo_dir / SPAWN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise RepositoryError(
-                        f"another process has been starting the repository server of "
-                        f"{repo_dir} for {timeout:.0f} s; see {repo_dir / LOG_NAME}"
-                    ) from None
-                time.sleep(0.02)
+        if not flock_within(fd, fcntl.LOCK_EX, timeout):
+            raise RepositoryError(
+                f"another process has been starting the repository server of "
+                f"{repo_dir} for {timeout:.0f} s; see {repo_dir / LOG_NAME}"
+            )
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -27,7 +27,6 @@ import fcntl
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,20 +140,15 @@ def alive_record(gangadir: Path) -> ClusterRecord | None:
 
 @contextlib.contextmanager
 def _flock(path: Path, kind: int, what: str) -> Iterator[None]:
+    from ganga_like.detached import flock_within
+
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        deadline = time.monotonic() + LOCK_PATIENCE
-        while True:
-            try:
-                fcntl.flock(fd, kind | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise BackendError(
-                        f"the Dask cluster of {path.parent.parent} has been busy {what} for "
-                        f"{LOCK_PATIENCE:.0f} s; see {path.parent / LOG_NAME}"
-                    ) from None
-                time.sleep(0.02)
+        if not flock_within(fd, kind, LOCK_PATIENCE):
+            raise BackendError(
+                f"the Dask cluster of {path.parent.parent} has been busy {what} for "
+                f"{LOCK_PATIENCE:.0f} s; see {path.parent / LOG_NAME}"
+            )
         yield
     finally:
         os.close(fd)  # releases the lock
