@@ -12,9 +12,11 @@ ganga_like.config`` are one thing); the code's own entry points are its submodul
 ``choices`` (closed sets of values), ``sections`` (the core sections), ``plugins`` (the
 sections plugins declare through the ``ganga_like.config`` entry-point group),
 ``installed`` (the entry points of the installed distributions, read once for that group
-and the plugin classes'), ``lists`` (list options written as text, ``fqid,status``, and
-the one line that refuses a bad one), ``store`` (the layers and the validated section
-objects) and ``gpi`` (the section views).
+and the plugin classes'), ``environment`` (the environment variables, read only there),
+``lists`` (list options written as text, ``fqid,status``, and the one line that refuses a
+bad one), ``store`` (the layers and the validated section objects), ``snapshot`` (those
+objects frozen and keyed by class: what sessions and plugin contexts carry) and ``gpi``
+(the section views).
 """
 
 from __future__ import annotations
@@ -26,7 +28,19 @@ from typing import Any
 from ganga_like.errors import ConfigError
 
 # The code's own entry points; never sections (section names are class names).
-_SUBMODULES = frozenset({"choices", "gpi", "installed", "lists", "plugins", "sections", "store"})
+_SUBMODULES = frozenset(
+    {
+        "choices",
+        "environment",
+        "gpi",
+        "installed",
+        "lists",
+        "plugins",
+        "sections",
+        "snapshot",
+        "store",
+    }
+)
 
 
 class _ConfigModule(types.ModuleType):

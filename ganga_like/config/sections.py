@@ -34,7 +34,6 @@ from ganga_like.config.choices import (
 __all__ = [
     "AFTER_PLUGINS",
     "BEFORE_PLUGINS",
-    "ENVIRONMENT",
     "Display",
     "Jobs",
     "Monitor",
@@ -223,12 +222,6 @@ class Shell(Configurable):
 # then how jobs behave and look.
 BEFORE_PLUGINS: tuple[type[Configurable], ...] = (Repository, Monitor)
 AFTER_PLUGINS: tuple[type[Configurable], ...] = (Jobs, Display, Shell)
-
-# Environment variables, in the layer between the file and the command line.
-ENVIRONMENT: dict[str, tuple[str, str]] = {
-    "GANGA_DIR": ("Repository", "gangadir"),
-    "GANGA_REPOSITORY_MODE": ("Repository", "mode"),
-}
 
 
 def default(section: type[Configurable], option: str) -> Any:

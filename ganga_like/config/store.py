@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import difflib
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -34,10 +33,12 @@ from traitlets.config import Config, Configurable
 from traitlets.config.loader import DeferredConfig, LazyConfigValue
 
 from ganga_like.config import plugins
+from ganga_like.config.environment import config_home, environment_values, fingerprint
 from ganga_like.config.lists import Where, refusal, split_commas
 from ganga_like.config.mistyped import closest_section, mistyped_sections
 from ganga_like.config.numbers import accepts, number_problem
-from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS, ENVIRONMENT
+from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import ConfigError, safe_repr, shown_failed
 
 __all__ = [
@@ -116,10 +117,8 @@ def section_from_mapping(cls: type[S], values: Mapping[str, Any]) -> S:
 
 
 def config_dir() -> Path:
-    """``$XDG_CONFIG_HOME/ganga_like``; the XDG spec says to ignore a relative value."""
-    base = os.environ.get("XDG_CONFIG_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
-    return root / "ganga_like"
+    """``$XDG_CONFIG_HOME/ganga_like``."""
+    return config_home() / "ganga_like"
 
 
 def default_config_file() -> Path:
@@ -146,12 +145,10 @@ def load_file(path: Path) -> Config:
 
 
 def environment_config() -> Config:
-    """The environment's layer (GANGA_DIR, GANGA_REPOSITORY_MODE)."""
+    """The environment's layer (:mod:`ganga_like.config.environment`)."""
     cfg = Config()
-    for variable, (section, option) in ENVIRONMENT.items():
-        value = os.environ.get(variable)
-        if value:
-            cfg[section][option] = value
+    for (section, option), value in environment_values().items():
+        cfg[section][option] = value
     return cfg
 
 
@@ -175,6 +172,7 @@ class ConfigStore:
         self._runtime = Config()
         self._version = 0
         self._built: tuple[Any, dict[str, Any]] | None = None
+        self._snapshot: tuple[dict[str, Any], ConfigSnapshot] | None = None
         self._listeners: list[Callable[[str, str, Any], None]] = []
 
     def attach(
@@ -243,7 +241,7 @@ class ConfigStore:
             self._version,
             id(self.file_config()),
             id(self._command_line),
-            tuple(os.environ.get(v) for v in ENVIRONMENT),
+            fingerprint(),
             every,
         )
         if self._built is None or self._built[0] != key:
@@ -290,6 +288,15 @@ class ConfigStore:
                 f"Monitor.min_interval ({monitor.min_interval}) is larger than "
                 f"Monitor.max_interval ({monitor.max_interval})"
             )
+
+    def snapshot(self) -> ConfigSnapshot:
+        """Every section, validated and frozen, keyed by its class: what sessions and
+        plugin contexts carry. The same object until a layer changes; then a new one."""
+        sections = self.sections()
+        if self._snapshot is None or self._snapshot[0] is not sections:
+            by_class = {cls: sections[cls.__name__] for cls in all_sections()}
+            self._snapshot = (sections, ConfigSnapshot(by_class))
+        return self._snapshot[1]
 
     def section(self, name: str) -> Any:
         """The section object (``store.section("Monitor").max_interval``)."""

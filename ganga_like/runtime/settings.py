@@ -12,11 +12,11 @@ also accepted as a keyword and read as an attribute (``Settings(local_max_concur
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ganga_like.config.environment import environment_values
 from ganga_like.config.sections import Jobs, Monitor, Repository, default
 from ganga_like.config.store import (
     ConfigStore,
@@ -46,7 +46,11 @@ SETTINGS_FIELDS: dict[tuple[str, str], str] = {
 
 
 def _default_gangadir() -> Path:
-    return Path(os.environ.get("GANGA_DIR") or Path.home() / "gangadir")
+    return Path(environment_values().get(("Repository", "gangadir")) or Path.home() / "gangadir")
+
+
+def _default_mode() -> str:
+    return environment_values().get(("Repository", "mode")) or str(default(Repository, "mode"))
 
 
 @dataclass
@@ -54,11 +58,7 @@ class _Fields:
     gangadir: Path = field(default_factory=_default_gangadir)
     # "shared" (default): through the repository's server, started on demand, so any
     # number of sessions use one gangadir at once; "embedded" only when asked for.
-    repository_mode: str = field(
-        default_factory=lambda: (
-            os.environ.get("GANGA_REPOSITORY_MODE") or default(Repository, "mode")
-        )
-    )
+    repository_mode: str = field(default_factory=_default_mode)
     # Monitoring: fastest poll while things change, slowest when nothing does.
     monitor_min_interval: float = default(Monitor, "min_interval")
     monitor_max_interval: float = default(Monitor, "max_interval")
