@@ -60,9 +60,9 @@ if TYPE_CHECKING:
     from ganga_like.gpi.export import export as export
     from ganga_like.gpi.export import load as load
     from ganga_like.gpi.job import Job as Job
-    from ganga_like.gpi.job import JobSlice as JobSlice
-    from ganga_like.gpi.job import jobs as jobs
     from ganga_like.gpi.proxy import plugin as plugin
+    from ganga_like.gpi.registry import jobs as jobs
+    from ganga_like.gpi.slices import JobSlice as JobSlice
     from ganga_like.gpi.templates import JobTemplate as JobTemplate
     from ganga_like.gpi.templates import templates as templates
 
@@ -72,8 +72,8 @@ __version__ = "0.1.0"
 # it, imported on first access. ``config`` is the ``ganga_like.config`` module itself.
 _LAZY: dict[str, str] = {
     "Job": "ganga_like.gpi.job",
-    "JobSlice": "ganga_like.gpi.job",
-    "jobs": "ganga_like.gpi.job",
+    "JobSlice": "ganga_like.gpi.slices",
+    "jobs": "ganga_like.gpi.registry",
     "plugin": "ganga_like.gpi.proxy",
     "JobTemplate": "ganga_like.gpi.templates",
     "templates": "ganga_like.gpi.templates",

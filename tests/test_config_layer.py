@@ -53,8 +53,8 @@ def test_the_gpi_names_resolve_on_first_use_and_star_import_gives_them_all() -> 
         "assert 'ganga_like.gpi.job' not in sys.modules\n"
         "ns = {}\n"
         "exec('from ganga_like import *', ns)\n"
-        "import ganga_like.gpi.job as gj, ganga_like.config as gc\n"
-        "assert ns['Job'] is gj.Job and ns['jobs'] is gj.jobs and ns['config'] is gc\n"
+        "import ganga_like.gpi.job as gj, ganga_like.gpi.registry as gr, ganga_like.config as gc\n"
+        "assert ns['Job'] is gj.Job and ns['jobs'] is gr.jobs and ns['config'] is gc\n"
         "assert all(n in ns for n in ganga_like.__all__)\n"
         "print(sorted(n for n in ('Local', 'Slurm', 'Executable') if n in ns))"
     )

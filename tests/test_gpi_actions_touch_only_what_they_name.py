@@ -25,7 +25,7 @@ from ganga_like import (
     jobs,
     templates,
 )
-from ganga_like.gpi.job import JobSlice
+from ganga_like.gpi.slices import JobSlice
 from ganga_like.runtime.session import Session
 
 JOB_ACTIONS = ("submit", "kill", "resubmit", "remove", "freeze", "unfreeze", "copy")

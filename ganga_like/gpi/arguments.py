@@ -125,3 +125,14 @@ def wanted_ids(
             if not any(named is c or (isinstance(named, int) and named == c) for c in chosen):
                 chosen.append(named)
     return chosen
+
+
+def refuse_positional(name: str, args: tuple[Any, ...]) -> None:
+    """``Job(3)`` or ``Job("scan")``: the one positional argument a job or template takes
+    is what to copy, so say that rather than counting arguments."""
+    if args:
+        shown = ", ".join(given(a) for a in args)
+        raise SchemaError(
+            f"{name}() takes a job or a JobTemplate to copy, not {shown}; give the rest as "
+            f"keywords: {name}(name=..., application=..., backend=...)"
+        )

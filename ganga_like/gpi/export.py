@@ -34,7 +34,7 @@ from ganga_like.errors import ExportError, GangaError, LoadError, SchemaError
 from ganga_like.gpi import templates as _templates  # noqa: F401  (the Job and JobTemplate proxies)
 from ganga_like.gpi.arguments import given
 from ganga_like.gpi.progress import Progress, progress
-from ganga_like.gpi.proxy import GPIObject, _check_writable, _session, unwrap, wrap
+from ganga_like.gpi.proxy import GPIObject, check_writable, current_session, unwrap, wrap
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
@@ -238,7 +238,7 @@ def _stored(source: Path, built: list[GangaObject], bar: Progress) -> list[Any]:
     stored = [impl for impl in built if type(impl).__name__ in _STORED]
     if stored:
         bar.update(len(built), len(built), f"saving {len(stored)} job(s) and template(s)")
-        session = _session()
+        session = current_session()
 
         def add_all() -> None:
             registry = session.registry()
@@ -311,7 +311,7 @@ def _call(node: ast.Call) -> GangaObject:
         values[keyword.arg] = _literal(keyword.value)
     try:
         for name in values:
-            _check_writable(cls, name)
+            check_writable(cls, name)
         return cls(**values)
     except (GangaError, TypeError, ValueError) as exc:
         raise _Refused(node, " ".join(str(exc).split())) from None

@@ -144,3 +144,8 @@ def refuse_pickling(shown: str, item: str) -> JobError:
         f"(.ids()) and look each up again ({lookup}), or write their descriptions with "
         f"export(..., 'file.txt') and load() them"
     )
+
+
+def storable_id(value: int) -> bool:
+    """Whether an id fits a repository key (a signed 64-bit int): any other is no job's."""
+    return -(2**63) <= value < 2**63

@@ -41,6 +41,8 @@ __all__ = [
     "GPIDict",
     "GPIList",
     "GPIObject",
+    "check_writable",
+    "current_session",
     "proxy_class",
     "register_proxy_class",
     "schema_doc",
@@ -96,10 +98,12 @@ def unwrap(value: Any) -> Any:
     return value
 
 
-def _session() -> Session:
-    from ganga_like.runtime.session import current_session
+def current_session() -> Session:
+    """The session GPI objects act in (opened on first use): the one accessor for the
+    GPI's modules, which import the runtime's session module only when first asked."""
+    from ganga_like.runtime import session
 
-    return current_session()
+    return session.current_session()
 
 
 class GPIObject:
@@ -119,7 +123,7 @@ class GPIObject:
             )
         kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
         for name, value in kwargs.items():
-            _check_writable(cls._impl_class, name)
+            check_writable(cls._impl_class, name)
             check_depth(cls._impl_class, name, value)
         impl = cls._impl_class(**{k: unwrap(_adopt(self, v)) for k, v in kwargs.items()})
         object.__setattr__(self, "_impl", impl)
@@ -153,7 +157,7 @@ class GPIObject:
     def __setattr__(self, name: str, value: Any) -> None:
         impl = object.__getattribute__(self, "_impl")
         cls = type(impl)
-        _check_writable(cls, name)
+        check_writable(cls, name)
         check_depth(cls, name, value)
         self._check_editable(name)
         new = unwrap(_adopt(self, value))
@@ -162,15 +166,17 @@ class GPIObject:
             old = getattr(impl, name)
             impl._assign(name, new)
             if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
-                _session().registry().rename(impl, old)
+                current_session().registry().rename(impl, old)
 
         job = self._root_job()
         if job is not None and job._p_jar is not None:
             # Stored: saved at once in a retried transaction (or by the shell cell's commit).
-            _session().change(assign, f"setting {type(impl).__name__}.{name} of job {job.fqid}")
+            current_session().change(
+                assign, f"setting {type(impl).__name__}.{name} of job {job.fqid}"
+            )
         elif job is None and self._root_impl()._p_jar is not None:
             # Stored outside any job (a template): saved the same way.
-            _session().change(assign, f"setting {type(impl).__name__}.{name}")
+            current_session().change(assign, f"setting {type(impl).__name__}.{name}")
         else:
             assign()
 
@@ -371,21 +377,22 @@ def job_removed(job: JobImpl) -> bool:
         top = top.master
     if top._p_jar is None:
         return False  # never stored (an object being built): nothing to have removed
-    return _session().registry().get(top.id) is not top
+    return current_session().registry().get(top.id) is not top
 
 
 def template_removed(template: TemplateImpl) -> bool:
     """Whether a stored template is no longer in the repository's templates table."""
     if template._p_jar is None:
         return False  # never stored (being built)
-    return TemplateTable(_session().registry().root).get(template.id) is not template
+    return TemplateTable(current_session().registry().root).get(template.id) is not template
 
 
 def removed_message(job: JobImpl, what: str) -> str:
     return f"job {job.fqid} was removed: {what} is not possible; copy() it to make a new job"
 
 
-def _check_writable(cls: type[GangaObject], name: str) -> None:
+def check_writable(cls: type[GangaObject], name: str) -> None:
+    """Refuse, in one line, an attribute ``cls`` does not have or that is read-only."""
     trait = cls._schema.get(name)
     if trait is None or trait.metadata.get("hidden"):
         raise SchemaError(unknown_attribute_message(cls, name))

@@ -13,18 +13,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from ganga_like.errors import TemplateError
-from ganga_like.gpi.arguments import keyword_options, shown_name
-from ganga_like.gpi.job import JobSlice, description_filter, refuse_positional, storable_id
-from ganga_like.gpi.lookups import check_index, id_number
+from ganga_like.gpi.arguments import keyword_options, refuse_positional, shown_name
+from ganga_like.gpi.lookups import check_index, id_number, storable_id
 from ganga_like.gpi.proxy import (
     GPIObject,
-    _session,
+    current_session,
     register_proxy_class,
     schema_doc,
     template_removed,
     wrap,
 )
 from ganga_like.gpi.proxy import unwrap as unwrap_value
+from ganga_like.gpi.slices import JobSlice, description_filter
 from ganga_like.model.status import Status
 from ganga_like.model.template import TEMPLATE_STATUS, copy_description, describes
 from ganga_like.model.template import JobTemplate as TemplateImpl
@@ -34,7 +34,7 @@ __all__ = ["JobTemplate", "TemplateRegistry", "TemplateSlice", "templates"]
 
 
 def _table() -> TemplateTable:
-    return TemplateTable(_session().registry().root)
+    return TemplateTable(current_session().registry().root)
 
 
 def _not_submittable(what: str) -> TemplateError:
@@ -61,7 +61,7 @@ class JobTemplate(GPIObject):
             refuse_positional(type(self).__name__, args)
             super().__init__(*args, **kwargs)
         impl = self._template
-        session = _session()
+        session = current_session()
         session.repo.in_transaction(
             lambda: TemplateTable(session.registry().root).add(impl), what="creating a template"
         )
@@ -94,7 +94,7 @@ class JobTemplate(GPIObject):
     def remove(self) -> bool:
         """Remove the template from the repository (jobs made of it stay)."""
         impl = self._template
-        session = _session()
+        session = current_session()
         return session.repo.in_transaction(
             lambda: TemplateTable(session.registry().root).remove(impl.id),
             what=f"removing template {impl.id}",
@@ -209,27 +209,27 @@ class TemplateRegistry(TemplateSlice):
         self._title = "templates"
 
     def _by_ids(self, ids: list[int]) -> dict[int, Any]:
-        _session().refresh()
+        current_session().refresh()
         table = _table()
         found = ((i, table.get(i)) for i in ids if storable_id(i))
         return {i: item for i, item in found if item is not None}
 
     def _impls(self) -> list[Any]:
-        session = _session()
+        session = current_session()
         session.refresh()
         return list(TemplateTable(session.registry().root).values())
 
     def __len__(self) -> int:
-        _session().refresh()
+        current_session().refresh()
         return len(_table())
 
     def ids(self) -> list[int]:
-        _session().refresh()
+        current_session().refresh()
         return _table().ids()
 
     def __call__(self, key: int) -> JobTemplate:
         number = id_number("templates()", key, "template", "0, 1, ...", TemplateError)
-        _session().refresh()
+        current_session().refresh()
         found = _table().get(number) if storable_id(number) else None
         if found is None:
             raise TemplateError(f"no template {key} in the repository")

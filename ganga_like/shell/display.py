@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from ganga_like.config.store import store
 from ganga_like.gpi.display import cell, header, job_row
-from ganga_like.gpi.job import Job, JobSlice, SubjobSlice
+from ganga_like.gpi.job import Job, SubjobSlice
 from ganga_like.gpi.proxy import unwrap, wrap
+from ganga_like.gpi.slices import JobSlice
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts

@@ -18,8 +18,9 @@ from typing import Any
 
 from ganga_like.config.store import store
 from ganga_like.errors import GangaError
-from ganga_like.gpi.job import Job, JobSlice
+from ganga_like.gpi.job import Job
 from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_factory
+from ganga_like.gpi.slices import JobSlice
 from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import current_session, existing_session
 from ganga_like.shell import collector, toolbar

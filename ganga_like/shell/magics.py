@@ -35,7 +35,7 @@ class GangaMagics(Magics):
         """
         from IPython.display import display
 
-        from ganga_like.gpi.job import jobs
+        from ganga_like.gpi.registry import jobs
 
         display(jobs.query(line) if line.strip() else jobs)  # type: ignore[no-untyped-call]
 
