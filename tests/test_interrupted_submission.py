@@ -55,7 +55,7 @@ def _lines(path: Path) -> int:
 def test_ctrl_c_during_a_split_submission_records_what_the_backend_received_at_once(
     gangadir: Path, env_for: dict[str, str], tmp_path: Path
 ) -> None:
-    from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
+    from ganga_like.runtime.submission.handover import TEST_PAUSE_VARIABLE
     from ganga_like_local.backend import Local
 
     early = Local.early_start_batch

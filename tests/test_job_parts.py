@@ -28,7 +28,7 @@ from ganga_like.model.parts import job_parts
 from ganga_like.query import parse
 from ganga_like.runtime.search import KNOWN_ROOTS, getter_for
 from ganga_like.runtime.session import Session
-from ganga_like.runtime.submission.actions import describe_job
+from ganga_like.runtime.submission.resubmit import describe_job
 from ganga_like.runtime.submission.splitting import build_subjobs
 from ganga_like.shell import display
 

@@ -168,7 +168,7 @@ RECORDING_SUBMITTER = textwrap.dedent("""
 def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never_rerun(
     gangadir: Path, env_for: dict[str, str], tmp_path: Path, part: int | None
 ) -> None:
-    from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
+    from ganga_like.runtime.submission.handover import TEST_PAUSE_VARIABLE
     from ganga_like.runtime.submission.split_submission import TEST_PART_VARIABLE
     from ganga_like_local.backend import Local
 
@@ -243,7 +243,7 @@ RESUBMITTER = textwrap.dedent("""
 def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_never_rerun(
     gangadir: Path, env_for: dict[str, str], tmp_path: Path
 ) -> None:
-    from ganga_like.runtime.submission.actions import TEST_PAUSE_VARIABLE
+    from ganga_like.runtime.submission.handover import TEST_PAUSE_VARIABLE
     from ganga_like_local.backend import Local
 
     early = Local.early_start_batch

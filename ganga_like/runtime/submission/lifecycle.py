@@ -15,7 +15,9 @@ from ganga_like.errors import GangaError, JobError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.runtime import postprocessing
-from ganga_like.runtime.submission.actions import _record, _run_again, check_not_broken
+from ganga_like.runtime.submission.handover import check_not_broken
+from ganga_like.runtime.submission.recording import record
+from ganga_like.runtime.submission.resubmit import run_again
 from ganga_like.runtime.submission.splitting import build_subjobs
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def _settle(session: Session, job: Job, change: Callable[[], None], what: str) -
     monitor, as when its last subjob completes): its mergers see the subjobs that count."""
     top = job.master or job
 
-    def record() -> None:
+    def record_settled() -> None:
         before = top.current_status()
         change()
         now = top.current_status()
@@ -53,7 +55,7 @@ def _settle(session: Session, job: Job, change: Callable[[], None], what: str) -
             top._forget_postprocessing()
             postprocessing.note_completed(session.repo.registry(), top)
 
-    _record(session, top, record, what)
+    record(session, top, record_settled, what)
     session.poke_monitor()
 
 
@@ -76,13 +78,13 @@ def resplit(session: Session, job: Job, splitter: Any) -> bool:
     pieces = _split(job, master, chosen)
     first, last = pieces[0].id, pieces[-1].id
 
-    def record() -> None:
+    def record_pieces() -> None:
         master.add_subjobs(pieces)
         job.freeze(f"user: resplit into subjobs {first}-{last}")
         master.log_event(f"user: resplit of subjob {job.fqid} into {len(pieces)} subjob(s)")
 
-    _record(session, master, record, f"resplitting job {job.fqid}", fresh=pieces)
-    return _run_again(session, master, pieces, False, "submit")
+    record(session, master, record_pieces, f"resplitting job {job.fqid}", fresh=pieces)
+    return run_again(session, master, pieces, False, "submit")
 
 
 def _split(job: Job, master: Job, splitter: Any) -> list[Job]:

@@ -31,21 +31,12 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
+from ganga_like.runtime.submission.intents import Intent
 from ganga_like.runtime.submission.splitting import build_subjobs
 
-__all__ = ["owner_alive", "recover_interrupted_submissions", "recover_own_submission"]
+__all__ = ["recover_interrupted_submissions", "recover_own_submission"]
 
 log = logging.getLogger("ganga_like")
-
-
-def owner_alive(pid: int, started: float) -> bool:
-    # Imported here: psutil costs ~16 ms of CPU, and most sessions find nothing to recover.
-    import psutil
-
-    try:
-        return bool(abs(psutil.Process(pid).create_time() - started) < 1.0)
-    except psutil.Error:
-        return False
 
 
 @dataclass(frozen=True)
@@ -69,21 +60,18 @@ def recover_interrupted_submissions(
     to cancel."""
     session = _Scope(repo, submit_context)
     registry = session.registry()
-    stale = [
-        (job_id, value)
-        for job_id, value in registry.intents()
-        if not owner_alive(value[2], value[3])
-    ]
+    recorded = ((job_id, Intent.read(value)) for job_id, value in registry.intents())
+    stale = [(job_id, intent) for job_id, intent in recorded if not intent.owner_alive()]
     if not stale:
         return []
     lines: list[str] = []
 
     def recover() -> None:
         lines.clear()
-        for job_id, (kind, detail, _pid, _started) in stale:
+        for job_id, intent in stale:
             if registry.submitting.pop(job_id, None) is None:
                 continue  # recovered meanwhile by another session (shared mode)
-            line = _recover_one(session, registry, job_id, kind, detail)
+            line = _recover_one(session, registry, job_id, intent.kind, intent.detail)
             if line is not None:
                 lines.append(line)
 
@@ -109,11 +97,12 @@ def recover_own_submission(
         lines.clear()
         registry = session.registry()
         value = registry.submitting.get(job_id)
+        intent = Intent.read(value) if value is not None else None
         # Only this process's intent: another session may be submitting it now.
-        if value is None or value[2] != os.getpid():
+        if intent is None or intent.pid != os.getpid():
             return
         del registry.submitting[job_id]
-        line = _recover_one(session, registry, job_id, value[0], value[1])
+        line = _recover_one(session, registry, job_id, intent.kind, intent.detail)
         if line is not None:
             lines.append(line)
 

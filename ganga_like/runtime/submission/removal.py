@@ -1,0 +1,119 @@
+"""Ending jobs: kill, force_status, remove."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import TYPE_CHECKING
+
+from ganga_like.errors import GangaError, JobError, UnknownStatusError, safe_repr
+from ganga_like.model.base import GangaObject
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.runtime.submission.handover import check_components
+from ganga_like.runtime.submission.recording import record
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+
+__all__ = ["force_status", "kill", "remove"]
+
+log = logging.getLogger("ganga_like")
+
+
+def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
+    """Kill a job, a subjob, or every active subjob of a master."""
+    check_components(job, "kill")
+    if job.is_master:
+        targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status).active]
+    else:
+        targets = [job] if Status.parse(job.status).active else []
+    if not targets:
+        raise JobError(f"job {job.fqid} is {job.current_status()}: nothing to kill")
+    backend = (job.master or job).backend
+    errors = backend.kill_bulk(session.submit_context(), targets)
+
+    def record_kill() -> None:
+        registry = session.repo.registry()
+        for target in targets:
+            if target.fqid in errors:
+                target.log_event(f"kill failed: {errors[target.fqid]}")
+                continue
+            if Status.parse(target.status).active:
+                target.change_status(Status.KILLED, "user: kill")
+            registry.unfollow(target)
+
+    record(session, job.master or job, record_kill, f"recording the kill of job {job.fqid}")
+    if errors:
+        fqid, message = next(iter(errors.items()))
+        text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
+        if not keep_going:
+            raise JobError(text)
+        log.warning(text)
+    return True
+
+
+def remove(session: Session, job: Job) -> bool:
+    """Remove a top-level job, its subjobs and its workspace (active ones are killed)."""
+    if getattr(job, "master", None) is not None:
+        log.error(
+            "subjob %s cannot be removed on its own; remove its master %s",
+            job.fqid,
+            job.master.id if job.master else "?",
+        )
+        return False
+    job_id = job.id
+    if isinstance(job, Job) and isinstance(job.backend, GangaObject):
+        try:
+            if any(
+                Status.parse(sj.status).active
+                for sj in (job.iter_subjobs() if job.is_master else [job])
+            ):
+                kill(session, job, keep_going=True)
+        except GangaError as exc:
+            log.warning("job %s: kill before removal failed: %s", job_id, exc)
+
+    session.repo.in_transaction(
+        lambda: session.repo.registry().remove(job_id), what=f"removing job {job_id}"
+    )
+    shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
+    return True
+
+
+_FORCEABLE = (Status.COMPLETED, Status.FAILED)
+
+
+_FORCEABLE_BY_NAME = {s.label: s for s in _FORCEABLE}
+
+
+def force_status(session: Session, job: Job, status: str) -> bool:
+    """Force a job (a master: each of its unfinished subjobs) to completed or failed."""
+    target = _FORCEABLE_BY_NAME.get(status.lower()) if isinstance(status, str) else None
+    if target is None:
+        raise UnknownStatusError(
+            f"force_status accepts 'completed' or 'failed', not {safe_repr(status)}"
+        )
+    jobs = list(job.iter_subjobs()) if job.is_master else [job]
+    if job.current_status() in (Status.NEW, Status.SUBMITTING):
+        raise JobError(f"job {job.fqid} is {job.current_status()}: submit it first")
+    if job.current_status().frozen:
+        raise JobError(f"job {job.fqid} is {job.current_status()}: unfreeze() it first")
+    jobs = [j for j in jobs if not Status.parse(j.status).frozen]  # frozen results stand
+    active = [j for j in jobs if Status.parse(j.status).active]
+    if active:
+        try:
+            (job.master or job).backend.kill_bulk(session.submit_context(), active)
+        except GangaError as exc:
+            log.warning("job %s: stopping the backend job failed: %s", job.fqid, exc)
+
+    def record_forced() -> None:
+        registry = session.repo.registry()
+        if target is Status.COMPLETED and job.postprocessing_failed():
+            job.forget_postprocessing_failure("forced by user")
+        for j in jobs:
+            if Status.parse(j.status) is not target and Status.parse(j.status) is not Status.NEW:
+                j.change_status(target, "forced by user")
+                registry.unfollow(j)
+
+    record(session, job.master or job, record_forced, f"forcing the status of job {job.fqid}")
+    return True
