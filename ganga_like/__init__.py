@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from ganga_like.gpi.slices import JobSlice as JobSlice
     from ganga_like.gpi.templates import JobTemplate as JobTemplate
     from ganga_like.gpi.templates import templates as templates
+    from ganga_like.gpi.workflow import why as why
 
 __version__ = "0.1.0"
 
@@ -79,6 +80,7 @@ _LAZY: dict[str, str] = {
     "templates": "ganga_like.gpi.templates",
     "export": "ganga_like.gpi.export",
     "load": "ganga_like.gpi.export",
+    "why": "ganga_like.gpi.workflow",
     # (Not imported for type checkers above: the module imports this package.)
     "runfile": "ganga_like.shell.script",
     "config": "ganga_like.config",
@@ -110,6 +112,7 @@ _CORE = [
     "plugin",
     "runfile",
     "templates",
+    "why",
 ]
 
 __all__ = [*_CORE, *_plugin_registry.known_names()]

@@ -33,10 +33,20 @@ def test_final_flags_and_order() -> None:
         Status.KILLED,
         Status.COMPLETED_FROZEN,
         Status.FAILED_FROZEN,
+        Status.SKIPPED,
     ]
     assert [s for s in Status if s.frozen] == [Status.COMPLETED_FROZEN, Status.FAILED_FROZEN]
     assert Status.NEW.order < Status.SUBMITTED.order < Status.RUNNING.order
     assert Status.RUNNING.order < Status.COMPLETING.order < Status.COMPLETED.order
+    # A waiting job is no further along than a new one, and no backend follows it.
+    assert Status.WAITING.order == Status.NEW.order and not Status.WAITING.active
+
+
+def test_a_waiting_job_is_handed_over_through_new_skipped_or_killed() -> None:
+    assert TRANSITIONS[Status.WAITING] == {Status.NEW, Status.SKIPPED, Status.KILLED}
+    assert Status.WAITING in TRANSITIONS[Status.SKIPPED]  # re-armed
+    with pytest.raises(IllegalTransitionError, match="from waiting to submitted"):
+        check_transition(Status.WAITING, Status.SUBMITTED)
 
 
 def test_illegal_transitions_raise() -> None:

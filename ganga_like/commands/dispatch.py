@@ -55,6 +55,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     ),
     "show": ("one job or subjob in full", _builder("listing", "show_parser")),
     "log": ("the event log of a job or subjob", _builder("listing", "log_parser")),
+    "why": (
+        "why a job was skipped (the chain to the root failure) or what it waits for",
+        _builder("listing", "why_parser"),
+    ),
     "status": (
         "counts by status per backend, run time and queue",
         _builder("listing", "status_parser"),

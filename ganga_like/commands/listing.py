@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -22,6 +23,7 @@ from ganga_like.model.status import Status
 from ganga_like.repository.file_tail import FileStamp
 from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.session import Session
+from ganga_like.runtime.workflow.explain import explain
 
 __all__ = ["list_jobs", "log_parser", "show_parser", "status_parser"]
 
@@ -209,13 +211,30 @@ def log_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def run_log(args: argparse.Namespace) -> int:
+    return _about_one_job(
+        args.id, lambda _session, job: "\n".join(str(HistoryEntry(*e)) for e in job.history)
+    )
+
+
+def why_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("id", help="a job or subjob id: 14 or 14.3")
+    return run_why
+
+
+def run_why(args: argparse.Namespace) -> int:
+    return _about_one_job(args.id, lambda session, job: explain(session.registry(), job))
+
+
+def _about_one_job(fqid: str, text: Callable[[Session, Job], str]) -> int:
+    """Print ``text`` of the job or subjob ``fqid``; NOTHING when there is none."""
     with session_for(write=False) as session:
-        job = find_job(session, args.id)
+        job = find_job(session, fqid)
         if job is None:
-            error(f"no job {args.id}")
+            error(f"no job {fqid}")
             return NOTHING
-        for entry in job.history:
-            print(HistoryEntry(*entry))
+        shown = text(session, job)
+        if shown:
+            print(shown)
     return OK
 
 

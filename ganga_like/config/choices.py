@@ -33,4 +33,6 @@ DEFAULT_STATUS_COLOURS = {
     "killed": "magenta",
     "completed_frozen": "blue",
     "failed_frozen": "bright_red",
+    "waiting": "cyan",
+    "skipped": "bright_black",
 }

@@ -27,6 +27,8 @@ _SHORT = {
     Status.COMPLETING: "cmpl",
     Status.COMPLETED_FROZEN: "cfrz",
     Status.FAILED_FROZEN: "ffrz",
+    Status.WAITING: "wait",
+    Status.SKIPPED: "skip",
 }
 
 

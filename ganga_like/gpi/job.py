@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
-from ganga_like.gpi import results
+from ganga_like.gpi import results, workflow
 from ganga_like.gpi.arguments import given, keyword_options, refuse_positional
 from ganga_like.gpi.lookups import check_index, check_lines, check_timeout, id_number, storable_id
 from ganga_like.gpi.progress import progress as show_progress
@@ -71,6 +71,9 @@ class Job(GPIObject):
         _IMPL_SLOT.__set__(self, impl)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if "after" in kwargs:  # the jobs waited for, by id (checked before anything is made)
+            kwargs["after"] = workflow.after_value(kwargs["after"])
+            workflow.check_after(current_session(), None, kwargs["after"])
         source = unwrap(args[0]) if len(args) == 1 else None
         if describes(source):
             super().__init__()
@@ -88,6 +91,12 @@ class Job(GPIObject):
     def _job(self) -> JobImpl:
         impl: JobImpl = object.__getattribute__(self, "_impl")
         return impl
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "after":  # the jobs waited for, by id
+            value = workflow.after_value(value)
+            workflow.check_after(current_session(), self._job, value)
+        super().__setattr__(name, value)
 
     # -- read-only views -------------------------------------------------------------
 
@@ -144,6 +153,26 @@ class Job(GPIObject):
         return self._job.times()
 
     @property
+    def upstream(self) -> JobSlice:
+        """The jobs and subjobs this job waits for (``after``), read-only."""
+        registry = current_session().registry()
+        found = []
+        for fqid in workflow.upstream_fqids(self._job):
+            job_id, _, sub = fqid.partition(".")
+            impl = registry.lookup(int(job_id), int(sub) if sub else None)
+            if impl is not None:
+                found.append(impl)
+        return JobSlice(found, title=f"upstream of job {self.fqid}")
+
+    @property
+    def downstream(self) -> JobSlice:
+        """The jobs that wait for this job (or one of its subjobs), read-only."""
+        session = current_session()
+        registry = session.registry()
+        ids = workflow.downstream_ids(session, self._job)
+        return JobSlice([registry.get(i) for i in ids], title=f"downstream of job {self.fqid}")
+
+    @property
     def info(self) -> dict[str, Any]:
         """Submission bookkeeping: how many times the job was submitted."""
         return {"submit_count": self._job.submit_count}
@@ -179,6 +208,8 @@ class Job(GPIObject):
         job = self._live("submit()")
         if dry_run:
             return actions.preview(current_session(), job)
+        if job.after:
+            return workflow.submit(current_session(), job, keep_going)
         if job.stored().get("splitter") is None:
             return actions.submit(current_session(), job, keep_going)
         # Splitting and bulk submission of thousands of subjobs takes seconds: say so.
@@ -192,9 +223,12 @@ class Job(GPIObject):
         return result
 
     @keyword_options
-    def kill(self, *, keep_going: bool = True) -> bool:
-        """Kill the job (a master: all its active subjobs)."""
-        return actions.kill(current_session(), self._live("kill()"), keep_going)
+    def kill(self, *, keep_going: bool = True, dependents: str | None = None) -> bool:
+        """Kill the job (a master: all its active subjobs).
+
+        ``dependents``: what becomes of the jobs waiting for it, "skip" or "keep"
+        (waiting for a resubmission); needed when some wait (the shell asks)."""
+        return workflow.kill(current_session(), self._live("kill()"), keep_going, dependents)
 
     @keyword_options
     def resubmit(self, *, keep_going: bool = True, backend: Any = None) -> bool:

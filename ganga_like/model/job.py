@@ -19,6 +19,7 @@ from persistent import Persistent
 from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.counter import StatusCounter
+from ganga_like.model.dependencies import AllowFailed, Upstreams, When
 from ganga_like.model.history import Entry, HistoryChunk, align_moved_history, make_entry, spill
 from ganga_like.model.periods import MasterPeriod, job_timeline
 from ganga_like.model.status import Status, check_transition, freezing
@@ -124,6 +125,20 @@ class Job(GangaObject):
         "submit_count": traitlets.Int(0, help="How many times the job was submitted.").tag(
             protected=True, copyable=False, hidden=True
         ),
+        # What the job waits for (ganga_like.model.dependencies, docs/workflows.md).
+        "after": Upstreams(
+            help="Jobs, subjobs or slices this job waits for (stored by id): submit() "
+            "leaves it waiting until their outcome is what `when` asks."
+        ),
+        "when": When(
+            "completed",
+            help="What `after` waits for: 'completed' (default), 'finished' (any final "
+            "state) or 'failed'.",
+        ),
+        "allow_failed": AllowFailed(
+            help="Failed upstream (sub)jobs a 'completed' condition tolerates: a count (int "
+            ">= 0) or a fraction (0 < x < 1)."
+        ),
     }
     _append_only = frozenset({"history"})
 
@@ -144,6 +159,9 @@ class Job(GangaObject):
     metadata: dict[str, Any]
     exit_code: int | None
     submit_count: int
+    after: tuple[str, ...]
+    when: str
+    allow_failed: int | float
 
     # Non-schema persistent state (class defaults keep records small).
     _master: Job | None = None
@@ -164,6 +182,9 @@ class Job(GangaObject):
     # how many entries they hold; the record keeps the recent ones under "history".
     _history_older: HistoryChunk | None = None
     _history_moved: int = 0
+    # Why a job waiting for others was skipped: the upstream job that decided it, and the
+    # root failure ("upstream 12.4 failed (exit 3)"), which its own dependents inherit.
+    _skipped_by: tuple[str, str] | None = None
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)

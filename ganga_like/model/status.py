@@ -4,6 +4,11 @@ The order is PSI/J's partial order: a state's ``order`` says how far along a job
 ``wait(until=RUNNING)`` is satisfied by ``COMPLETED``. Final states end a job's run;
 resubmission leaves them again through the table.
 
+``waiting`` and ``skipped`` belong to jobs that wait for others (``after=``,
+``ganga_like.runtime.workflow``): a waiting job goes on to be submitted (through ``new``,
+the hand-over) or ends ``skipped``; resubmitting what it waited for re-arms a skipped job
+to ``waiting``.
+
 The frozen states (``completed_frozen``, ``failed_frozen``) are final states a user puts a
 finished job or subjob in to say "this result stands": a master's derived status ignores
 its frozen subjobs, and a master's resubmission never picks them. Only ``unfreeze`` leaves
@@ -47,6 +52,12 @@ class Status(enum.Enum):
     KILLED = ("killed", 5, True)
     COMPLETED_FROZEN = ("completed_frozen", 5, True)
     FAILED_FROZEN = ("failed_frozen", 5, True)
+    # A job that waits for other jobs (``after=``): submitted by the user, not yet handed
+    # to its backend. It is no further along than a new job.
+    WAITING = ("waiting", 0, False)
+    # A job whose ``after=`` condition can no longer hold: it never ran, and never will
+    # unless what it waited for is resubmitted.
+    SKIPPED = ("skipped", 5, True)
 
     def __init__(self, label: str, order: int, final: bool) -> None:
         self.label = label
@@ -124,7 +135,12 @@ def freezing(status: Status) -> Status | None:
 # Monitoring moves forward; user actions (kill, resubmit, force_status, rollback) are here
 # too so that nothing else in the code decides what is legal.
 TRANSITIONS: dict[Status, frozenset[Status]] = {
-    Status.NEW: frozenset({Status.SUBMITTING, Status.SUBMITTED}),
+    Status.NEW: frozenset({Status.SUBMITTING, Status.SUBMITTED, Status.WAITING, Status.SKIPPED}),
+    # A waiting job is handed to submission through new (so a submission that fails
+    # leaves it new, as any), skipped when its condition can no longer hold, or killed.
+    Status.WAITING: frozenset({Status.NEW, Status.SKIPPED, Status.KILLED}),
+    # Re-armed when what it waited for is resubmitted.
+    Status.SKIPPED: frozenset({Status.WAITING, Status.NEW}),
     Status.SUBMITTING: frozenset({Status.NEW, Status.SUBMITTED, Status.FAILED, Status.KILLED}),
     Status.SUBMITTED: frozenset({Status.RUNNING, *_FINAL}),
     Status.RUNNING: frozenset({Status.COMPLETING, *_FINAL}),
@@ -207,7 +223,7 @@ def master_status_order() -> str:
     return _master_order
 
 
-_WAITING = frozenset({Status.SUBMITTING, Status.SUBMITTED})
+_QUEUED = frozenset({Status.SUBMITTING, Status.SUBMITTED})
 _RUNNING = frozenset({Status.RUNNING, Status.COMPLETING})
 
 
@@ -238,7 +254,7 @@ def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None
         if Status.COMPLETED_FROZEN in counted:
             return Status.COMPLETED
         return Status.FAILED
-    first, second = (_RUNNING, Status.RUNNING), (_WAITING, Status.SUBMITTED)
+    first, second = (_RUNNING, Status.RUNNING), (_QUEUED, Status.SUBMITTED)
     if (order or _master_order) == "submitted_first":
         first, second = second, first
     for group, derived in (first, second):
@@ -252,4 +268,6 @@ def master_status(counts: Iterable[tuple[Status, int]], order: str | None = None
         return Status.COMPLETED
     if Status.KILLED in present:
         return Status.KILLED
+    if Status.SKIPPED in present:
+        return Status.SKIPPED
     return Status.NEW

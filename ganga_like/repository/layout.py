@@ -46,12 +46,25 @@ EXPECTED: dict[str, type] = {
     # Created on first use (ganga_like.runtime.retrying): failed (sub)jobs the monitor
     # decided to retry and has still to hand to their backends.
     "retry_pending": OOBTree,
+    # Created on first use (ganga_like.runtime.workflow.index): who waits for whom, and
+    # the waiting jobs a transaction decided on and a driver has still to act on.
+    "workflow_dependents": OOBTree,
+    "workflow_pending": IOBTree,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
 _ALWAYS = ("jobs", "active", "ids")
 # Absent until first needed; every other table of EXPECTED a repository in use has.
-CREATED_ON_USE = frozenset({"postprocessing_pending", "templates", "template_ids", "retry_pending"})
+CREATED_ON_USE = frozenset(
+    {
+        "postprocessing_pending",
+        "templates",
+        "template_ids",
+        "retry_pending",
+        "workflow_dependents",
+        "workflow_pending",
+    }
+)
 _INDEXES = ("by_status", "status_of", "by_name")
 _OTHER_KEYS = frozenset({"format"})
 

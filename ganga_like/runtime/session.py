@@ -8,6 +8,7 @@ Local runner keeps running the submitted work.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import threading
 import time
@@ -32,6 +33,7 @@ from ganga_like.runtime.submission.splitting import build_subjobs
 
 __all__ = [
     "Session",
+    "add_monitor_pass",
     "close_session",
     "current_session",
     "existing_session",
@@ -57,6 +59,8 @@ class Session:
             settings.gangadir, settings.repository_mode, options=settings.storage_options()
         )
         self.monitor = Monitor(self.repo, settings)
+        for name, run in _MONITOR_PASSES.items():
+            self.monitor.add_pass(name, functools.partial(run, self))
         # Outside a shell cell, every change is committed at once (scripts, notebooks
         # without the extension); the shell turns this off and commits per cell.
         self.autocommit = True
@@ -144,6 +148,22 @@ class Session:
     def close(self) -> None:
         self.monitor.stop(timeout=0.8)
         self.repo.close()
+
+
+# Work the lease holder's monitor does after each cycle besides retries and postprocessing,
+# added by the module that defines it (ganga_like.runtime.workflow.driver), which this one
+# cannot import: name -> what runs it, given the session.
+_MONITOR_PASSES: dict[str, Callable[[Session], int]] = {}
+
+
+def add_monitor_pass(name: str, run: Callable[[Session], int]) -> None:
+    """Have every session's monitor run ``run(session)`` after each cycle it polls (the
+    sessions opened from now on, and the open one)."""
+    if name in _MONITOR_PASSES:
+        return
+    _MONITOR_PASSES[name] = run
+    if _current is not None:
+        _current.monitor.add_pass(name, functools.partial(run, _current))
 
 
 _lock = threading.Lock()

@@ -52,6 +52,8 @@ SHORT = {
     "completing": "cmpl",
     "completed_frozen": "cfrz",
     "failed_frozen": "ffrz",
+    "waiting": "wait",
+    "skipped": "skip",
 }
 
 

@@ -196,6 +196,7 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
 def run(settings: Settings, ready_fd: int = -1) -> int:
     """The daemon's life: hold the daemon lock, monitor with priority, until SIGTERM."""
     from ganga_like.runtime.session import Session
+    from ganga_like.runtime.workflow import driver  # noqa: F401 (the daemon drives waiting jobs)
 
     gangadir = settings.gangadir.expanduser().resolve()
     ensure_private_dir(gangadir)

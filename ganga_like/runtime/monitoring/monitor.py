@@ -25,7 +25,7 @@ from typing import Any
 import transaction
 from transaction.interfaces import TransientError
 
-from ganga_like.errors import BackendError, PluginError, RepositoryWriteError
+from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import IBackend, PollContext, StatusReport, SubmitContext
 from ganga_like.model.status import Status
@@ -37,6 +37,7 @@ from ganga_like.runtime.monitoring.active_view import ActiveView
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
 from ganga_like.runtime.settings import Settings
+from ganga_like.runtime.workflow import engine as workflow
 
 __all__ = ["CycleResult", "Monitor", "next_interval"]
 
@@ -97,6 +98,9 @@ class Monitor:
         self._seen_tid: bytes | None = None
         self._write_failed = False
         self._followed_here = False  # retries handed over: the view must read the index
+        # What the lease holder does after each cycle besides retries and postprocessing
+        # (work a cycle's commit recorded pending): each returns how much it did.
+        self._passes: list[tuple[str, Callable[[], int]]] = []
 
     # -- control ---------------------------------------------------------------------
 
@@ -196,7 +200,25 @@ class Monitor:
         finally:
             self.repo.action_lock.release()
         self._postprocess(result)
+        for name, run in self._passes:
+            self._run_pass(result, name, run)
         return result
+
+    def add_pass(self, name: str, run: Callable[[], int]) -> None:
+        """Run ``run`` after each cycle of the lease holder (the work it does is recorded
+        pending by a cycle's commit, and done in transactions of its own)."""
+        self._passes.append((name, run))
+
+    def _run_pass(self, result: CycleResult, name: str, run: Callable[[], int]) -> None:
+        try:
+            done = run()
+        except (TransientError, RepositoryWriteError, GangaError) as exc:
+            log.warning("monitoring: %s: %s (tried again next cycle)", name, exc)
+            result.changed += 1
+            return
+        if done:
+            result.changed += done
+            self.commits += 1
 
     def _poll_and_apply(self) -> CycleResult:
         if self.lease.acquisitions != self._tenure:
@@ -328,6 +350,8 @@ class Monitor:
         for top in touched.values():
             registry.reindex(top)
             postprocessing.note_completed(registry, top)  # recorded with this cycle
+        # Jobs waiting for what changed: decided in this cycle's commit.
+        result.changed += workflow.upstream_changed(registry, touched.values(), "monitor")
 
     # -- postprocessing (ganga_like.runtime.postprocessing) -----------------------------
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ganga_like.errors import GangaError, JobError, RepositoryWriteError
 from ganga_like.model.interfaces import SubmitOutcome
 from ganga_like.model.job import Job
+from ganga_like.runtime.workflow import engine as workflow
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -39,16 +40,24 @@ def record(
             obj.__dict__.clear()
             obj.__dict__.update(state)
         action()
-        session.repo.registry().reindex(top)
+        _reindexed(session, top)
 
     def recorded_first() -> None:
         assert first is not None
         first()
-        session.repo.registry().reindex(top)
+        _reindexed(session, top)
 
     session.repo.in_transaction(
         recorded, what=what, first=recorded_first if first is not None else None
     )
+
+
+def _reindexed(session: Session, top: Job) -> None:
+    """The index entry of ``top`` brought up to date, and the jobs waiting for it decided
+    on, in the transaction that records the action."""
+    registry = session.repo.registry()
+    registry.reindex(top)
+    workflow.upstream_changed(registry, [top], "user")
 
 
 def undo_submission(

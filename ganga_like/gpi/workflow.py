@@ -1,0 +1,170 @@
+"""The GPI of workflows: ``after=`` as users give it, ``j.upstream``, ``j.downstream``,
+``why(j)``, and what submit() and kill() do about jobs that wait for others.
+
+Users give the jobs a job waits for as GPI jobs, subjobs, slices or ids; they are turned
+into fqids here, before the value reaches the job (a job is never held by another job),
+and checked against the repository (each exists, not the job itself) in one line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ganga_like.errors import JobError, SchemaError
+from ganga_like.gpi.proxy import current_session, unwrap
+from ganga_like.model.dependencies import Upstreams, fqid_parts
+from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.status import Status
+from ganga_like.runtime.submission import actions
+from ganga_like.runtime.workflow import (
+    driver,  # noqa: F401 (every monitor drives waiting jobs)
+    engine,
+    index,
+)
+from ganga_like.runtime.workflow.condition import Verdict
+from ganga_like.runtime.workflow.explain import explain
+
+if TYPE_CHECKING:
+    from ganga_like.runtime.session import Session
+
+__all__ = [
+    "DEPENDENTS_CHOICES",
+    "after_value",
+    "check_after",
+    "downstream_ids",
+    "kill",
+    "submit",
+    "upstream_fqids",
+    "why",
+]
+
+DEPENDENTS_CHOICES = ("skip", "keep")
+
+
+def _fqid_of(value: Any) -> Any:
+    fqid = getattr(value, "fqid", None)
+    return fqid if isinstance(fqid, str) else value
+
+
+def after_value(value: Any) -> Any:
+    """What a user gave ``after=`` as plain ids: GPI jobs, stored jobs and the members of
+    slices and lists by their fqids; anything else as given (the trait refuses it)."""
+    if value is None or isinstance(value, str | int):
+        return value
+    if hasattr(value, "fqid"):
+        return _fqid_of(value)
+    if isinstance(value, Iterable) and not isinstance(value, dict | bytes):
+        return [_fqid_of(v) for v in value]
+    return value
+
+
+def check_after(session: Session, job: JobImpl | None, value: Any) -> None:
+    """SchemaError (one line, nothing changed) when ``value`` is not something a job can
+    wait for, or names a job that does not exist or the job itself."""
+    try:
+        fqids = Upstreams().validate(None, value)
+    except Exception as exc:  # a TraitError: worded as every attribute's refusal
+        raise SchemaError(f"Job.after: {exc}") from None
+    try:
+        engine.check_upstreams(session.registry(), job, fqids)
+    except JobError as exc:
+        raise SchemaError(f"Job.after: {exc}") from None
+
+
+def submit(session: Session, job: JobImpl, keep_going: bool) -> bool:
+    """``submit()`` of a job with ``after=``: submitted now when its condition holds,
+    skipped when it can no longer hold, else left waiting (the monitor goes on)."""
+    if job.current_status() is not Status.NEW or job.is_master:
+        return actions.submit(session, job, keep_going)  # its own one-line refusal
+    decided: list[Verdict] = []
+
+    def record() -> None:
+        decided.clear()
+        decided.append(engine.start_waiting(session.registry(), job))
+
+    session.repo.in_transaction(record, what=f"submitting job {job.fqid}")
+    if decided[0] is Verdict.GO:
+        return actions.submit(session, job, keep_going)
+    session.poke_monitor()
+    if decided[0] is Verdict.NEVER:
+        cause = job._skipped_by[1] if job._skipped_by else "its condition cannot hold"
+        print(f"job {job.fqid} skipped: {cause}", file=sys.stderr)
+        return False
+    return True
+
+
+def _ask(job: JobImpl, waiting: list[int]) -> str | None:
+    """In an interactive shell, what the user wants done with ``waiting``; None when
+    there is nobody to ask."""
+    if not sys.stdin.isatty():
+        return None
+    shell = sys.modules.get("IPython")
+    if shell is None or getattr(shell, "get_ipython", lambda: None)() is None:
+        return None
+    shown = ", ".join(str(i) for i in waiting)
+    answer = input(
+        f"job {job.fqid}: job(s) {shown} wait for it. Skip them, keep them waiting "
+        "(for a resubmission), or cancel the kill? [s/k/C] "
+    )
+    return {"s": "skip", "k": "keep"}.get(answer.strip().lower()[:1], "")
+
+
+def kill(session: Session, job: JobImpl, keep_going: bool, dependents: str | None) -> bool:
+    """``kill()`` of a job others wait for: ``dependents`` says what becomes of the
+    waiting ones ("skip": skipped, naming the kill; "keep": they keep waiting for a
+    resubmission). Without it, the shell asks; anywhere else it is one line, nothing
+    killed."""
+    if dependents is not None and dependents not in DEPENDENTS_CHOICES:
+        raise SchemaError(f"kill(): dependents expected one of 'skip', 'keep', not {dependents!r}")
+    top = job.master or job
+    waiting = engine.waiting_dependents(session.registry(), top)
+    if waiting and dependents is None:
+        dependents = _ask(job, waiting)
+        if dependents == "":
+            print(f"kill of job {job.fqid} cancelled; nothing done", file=sys.stderr)
+            return False
+        if dependents is None:
+            shown = ", ".join(str(i) for i in waiting)
+            raise JobError(
+                f"job {job.fqid}: job(s) {shown} wait for it; say what becomes of them: "
+                "kill(dependents='skip') or kill(dependents='keep')"
+            )
+    if dependents == "keep":
+        with engine.keeping_dependents():
+            return actions.kill(session, job, keep_going)
+    return actions.kill(session, job, keep_going)
+
+
+def upstream_fqids(job: JobImpl) -> list[str]:
+    return list(job.after)
+
+
+def downstream_ids(session: Session, job: JobImpl) -> list[int]:
+    """The ids of the jobs that wait for ``job`` (or, for a master, for any of its
+    subjobs), in id order; a subjob: those waiting for it or its master."""
+    root = session.registry().root
+    if job.master is not None:
+        found = {*index.dependents(root, job.fqid), *index.dependents(root, str(job.master.id))}
+    else:
+        found = {d for _u, d in index.dependents_of_tree(root, job.id)}
+    registry = session.registry()
+    return sorted(d for d in found if registry.get(d) is not None)
+
+
+def why(job: Any) -> None:
+    """Print the chain from ``job`` (a job, a subjob, or its id) to the root failure
+    when it was skipped, or what it waits for when it waits."""
+    registry = current_session().registry()
+    impl = unwrap(job)
+    if not isinstance(impl, JobImpl):
+        text = str(job)
+        if not isinstance(job, int | str) or not re.match(r"^[0-9]+(\.[0-9]+)?$", text):
+            raise SchemaError(f"why() expected a job, a subjob or an id such as 12.3, not {job!r}")
+        job_id, sub = fqid_parts(text)
+        impl = registry.lookup(job_id, sub)
+        if impl is None:
+            raise JobError(f"no job {text}")
+    print(explain(registry, impl))

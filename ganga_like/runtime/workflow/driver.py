@@ -1,0 +1,120 @@
+"""Acting on the waiting jobs a transaction decided on: the lease holder's pass.
+
+After each cycle the monitor holding the lease (a session's, or the daemon's) runs
+:func:`run_pending`. For a job its condition made ``DECIDED`` it records, in one
+transaction, that it hands the job over (the job goes from ``waiting`` to ``new``, the
+entry to ``HANDING``), then submits it as ``submit()`` does (the submission's own intent
+and outcome make that step safe against a crash), then drops the entry. A driver that
+dies anywhere in between leaves the entry: the next one finds the job ``new`` (it never
+reached submission's intent: submitted now), ``submitting`` (the submission's recovery
+at the next start decides; the entry waits for it), or beyond (done: the entry goes).
+So each waiting job is submitted once, whoever drives and however often it is killed.
+
+A ``CHECK`` entry (a job that just started waiting, or was re-armed) is looked at in a
+transaction of its own: an upstream change committed while the job started waiting is
+seen here, and the job goes on, is skipped, or waits.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import transaction
+
+from ganga_like.errors import GangaError
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.runtime.session import Session, add_monitor_pass
+from ganga_like.runtime.submission import actions
+from ganga_like.runtime.workflow import index
+from ganga_like.runtime.workflow.engine import settle
+
+__all__ = ["run_pending"]
+
+log = logging.getLogger("ganga_like.workflow")
+
+_SUBMIT = "submit"
+_DONE = "done"
+
+
+def run_pending(session: Session) -> int:
+    """Act on every pending entry; how many were acted on."""
+    repo = session.repo
+    # This thread's connection with a manager of its own (not the thread-local default):
+    # the session's close, from another thread, can then close it too.
+    repo.connection(transaction.TransactionManager())
+    repo.abort()  # what was committed since this thread last looked
+    table = index.pending(repo.connection().root())
+    if not table:
+        return 0
+    done = 0
+    for job_id in list(table.keys()):
+        try:
+            done += _drive(session, job_id)
+        except GangaError as exc:
+            log.warning("job %s (waiting for others): %s", job_id, exc)
+    return done
+
+
+def _drive(session: Session, job_id: int) -> int:
+    step: list[str] = []
+    found: list[Job] = []
+
+    def start() -> None:
+        step.clear()
+        found.clear()
+        registry = session.registry()
+        table = index.pending(registry.root)
+        state = table.get(job_id) if table is not None else None
+        if state is None:
+            return  # acted on meanwhile (another session held the lease)
+        assert table is not None
+        job = registry.get(job_id)
+        if not isinstance(job, Job):
+            del table[job_id]  # removed
+            step.append(_DONE)
+            return
+        status = Status.parse(job.status)
+        if state == index.CHECK:
+            del table[job_id]
+            if status is Status.WAITING:
+                settle(registry, [job_id], "monitor")  # may decide it at once
+            step.append(_DONE)
+            return
+        if status is Status.WAITING:
+            job.change_status(Status.NEW, "monitor: handed to submission")
+            table[job_id] = index.HANDING
+            registry.reindex(job)
+        elif not (status is Status.NEW and state == index.HANDING):
+            if status is not Status.SUBMITTING:
+                del table[job_id]  # submitted (or acted on by the user) before
+                step.append(_DONE)
+            return  # submitting: the submission's recovery decides, the entry waits
+        found.append(job)
+        step.append(_SUBMIT)
+
+    session.repo.in_transaction(start, what=f"handing waiting job {job_id} to submission")
+    if not step:
+        return 0
+    if step[0] == _DONE:
+        again = index.pending(session.repo.connection().root())
+        if again is not None and again.get(job_id) == index.DECIDED:
+            return 1 + _drive(session, job_id)  # a check that found its condition holds
+        return 1
+    try:
+        actions.submit(session, found[0], keep_going=False)
+    except GangaError as exc:
+        # The job is new again with the reason in its log, as after any failed submit().
+        log.warning("job %s: submitting it after what it waited for failed: %s", job_id, exc)
+
+    def finish() -> None:
+        table = index.pending(session.registry().root)
+        if table is not None:
+            table.pop(job_id, None)
+
+    session.repo.in_transaction(finish, what=f"recording the submission of waiting job {job_id}")
+    return 1
+
+
+# Every session's monitor (the daemon's too) acts on the waiting jobs after its cycles.
+add_monitor_pass("waiting jobs", run_pending)

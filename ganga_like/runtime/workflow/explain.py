@@ -1,0 +1,58 @@
+"""In words: why a job was skipped (the chain to the root failure), or what it waits for."""
+
+from __future__ import annotations
+
+from ganga_like.model.dependencies import fqid_parts
+from ganga_like.model.job import Job
+from ganga_like.model.status import Status
+from ganga_like.repository.registry import Registry
+from ganga_like.runtime.workflow import engine
+
+__all__ = ["explain", "waits_for"]
+
+
+def explain(registry: Registry, job: Job) -> str:
+    """The chain from ``job`` to the root failure (a skipped job), or what it waits for
+    (a waiting one): one line per job on the way."""
+    lines: list[str] = []
+    current: Job | None = job
+    seen: set[str] = set()
+    while current is not None and current.fqid not in seen:
+        seen.add(current.fqid)
+        status = current.current_status()
+        if status is Status.SKIPPED and current._skipped_by is not None:
+            by = current._skipped_by[0]
+            lines.append(f"{current.fqid} skipped: it waited for {by} to be {current.when}")
+            job_id, sub = fqid_parts(by)
+            current = registry.lookup(job_id, sub)
+            if current is not None and current.is_master:
+                lines.append(f"{by} {current.current_status().label}")
+                current = engine.first_spoilt(current)
+            continue
+        if status is Status.WAITING:
+            lines.append(f"{current.fqid} waiting: {_waits_for(registry, current)}")
+            break
+        code = f" (exit {current.exit_code})" if current.exit_code is not None else ""
+        last = current.history[-1][3] if current.history else ""
+        lines.append(f"{current.fqid} {status.label}{code}" + (f": {last}" if last else ""))
+        break
+    return "\n".join(lines)
+
+
+def _waits_for(registry: Registry, job: Job) -> str:
+    """What a waiting job waits for and how far each upstream is."""
+    parts = []
+    for fqid in job.after:
+        counts = engine.upstream_tally(registry, fqid)
+        if counts is None:
+            parts.append(f"{fqid} (removed)")
+        else:
+            parts.append(
+                f"{fqid} ({counts.done} done, {counts.spoilt} failed, {counts.pending} to go)"
+            )
+    return f"for {', '.join(parts)} to be {job.when}"
+
+
+def waits_for(registry: Registry, job: Job) -> str:
+    """What a job waits for, in words; empty when it waits for nothing."""
+    return _waits_for(registry, job) if job.after else ""

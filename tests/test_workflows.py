@@ -1,0 +1,174 @@
+"""Jobs that wait for other jobs (``after=``), on the real Local backend in one session:
+waiting, submitted by the monitor once the condition holds, skipped naming the root
+failure, re-armed by a resubmission, and refused in one line when given nonsense."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ganga_like import ArgSplitter, Executable, Job, SchemaError, jobs, why
+from ganga_like.errors import GangaError
+from ganga_like.runtime.session import Session
+from ganga_like.runtime.workflow import index
+
+
+def _script(tmp_path: Path, body: str, name: str = "step.sh") -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _ok(tmp_path: Path) -> Executable:
+    return Executable(exe=_script(tmp_path, "exit 0", "ok.sh"))
+
+
+def _fails_until(tmp_path: Path, marker: Path) -> Executable:
+    """A program that exits 3 until ``marker`` exists (so a resubmission can succeed)."""
+    return Executable(exe=_script(tmp_path, f"test -e {marker} || exit 3", "flaky.sh"))
+
+
+def _submits(job: Job) -> int:
+    """How many times the event log shows the job handed to submission."""
+    return sum(1 for e in job.history if e.new == "submitting")
+
+
+def test_a_three_stage_chain_waits_then_runs_to_the_end(session: Session, tmp_path: Path) -> None:
+    a = Job(application=_ok(tmp_path), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    b = Job(application=_ok(tmp_path), after=a)
+    c = Job(application=_ok(tmp_path), after=b)
+    assert a.submit() and b.submit() and c.submit()
+    assert b.status == "waiting" and c.status == "waiting"
+    assert jobs.select(status="waiting").ids() == [b.id, c.id]
+    assert c.wait(timeout=120) == "completed"
+    assert [j.status for j in (a, b, c)] == ["completed"] * 3
+    assert [_submits(j) for j in (a, b, c)] == [1, 1, 1]
+    assert c.upstream.ids() == [b.id] and a.downstream.ids() == [b.id]
+    assert not index.pending(session.repo.connection().root())
+
+
+def test_a_failed_upstream_subjob_skips_the_chain_naming_the_root_failure(
+    session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flaky = _fails_until(tmp_path, tmp_path / "fixed")
+    a = Job(application=flaky, splitter=ArgSplitter(args=[["1"], ["2"]]))
+    b = Job(application=_ok(tmp_path), after=a)
+    c = Job(application=_ok(tmp_path), after=b)
+    for j in (a, b, c):
+        j.submit()
+    assert c.wait(timeout=120) == "skipped"
+    assert b.status == "skipped"
+    for j in (b, c):
+        assert j.history[-1].cause == f"monitor: skipped: upstream {a.id}.0 failed (exit 3)"
+    why(c)
+    chain = capsys.readouterr().out.splitlines()
+    assert chain[0] == f"{c.id} skipped: it waited for {b.id} to be completed"
+    assert chain[-1].startswith(f"{a.id}.0 failed (exit 3)")
+
+    # Resubmitting the upstream re-arms the skipped chain, which then completes.
+    (tmp_path / "fixed").touch()
+    a.resubmit()
+    assert b.status == "waiting" and c.status == "waiting"
+    assert c.wait(timeout=120) == "completed"
+    assert [_submits(j) for j in (b, c)] == [1, 1]
+
+
+def test_allow_failed_tolerates_a_count_and_when_finished_any_outcome(
+    session: Session, tmp_path: Path
+) -> None:
+    flaky = _fails_until(tmp_path, tmp_path / "never")
+    a = Job(application=flaky, splitter=ArgSplitter(args=[["1"]]))
+    tolerant = Job(application=_ok(tmp_path), after=a, allow_failed=1)
+    anyway = Job(application=_ok(tmp_path), after=a, when="finished")
+    cleanup = Job(application=_ok(tmp_path), after=a, when="failed")
+    strict = Job(application=_ok(tmp_path), after=a)
+    for j in (a, tolerant, anyway, cleanup, strict):
+        j.submit()
+    for j in (tolerant, anyway, cleanup):
+        assert j.wait(timeout=120) == "completed"
+    assert strict.wait(timeout=120) == "skipped"
+
+
+def test_a_job_whose_upstream_already_failed_is_skipped_at_submit(
+    session: Session, tmp_path: Path
+) -> None:
+    a = Job(application=_fails_until(tmp_path, tmp_path / "never"))
+    a.submit()
+    assert a.wait(timeout=60) == "failed"
+    b = Job(application=_ok(tmp_path), after=a)
+    assert b.submit() is False
+    assert b.status == "skipped"
+    done = Job(application=_ok(tmp_path))
+    done.submit()
+    assert done.wait(timeout=60) == "completed"
+    c = Job(application=_ok(tmp_path), after=[done])
+    assert c.submit() and c.status in ("submitted", "running", "completed")
+
+
+def test_bad_dependencies_are_refused_in_one_line_and_nothing_is_made(
+    session: Session, tmp_path: Path
+) -> None:
+    a = Job(application=_ok(tmp_path))
+    before = len(jobs)
+    for bad, words in (
+        (dict(after=1.5), "Job.after: expected a job"),
+        (dict(after="x"), "Job.after: expected a job id"),
+        (dict(after=999), "Job.after: job 999 does not exist"),
+        (dict(after=f"{a.id}.4"), f"job {a.id} has no subjob 4"),
+        (dict(after=a, when="done"), "Job.when: expected one of 'completed'"),
+        (dict(after=a, allow_failed=-1), "Job.allow_failed: expected a count"),
+        (dict(after=a, allow_failed=1.5), "Job.allow_failed: expected a count"),
+        (dict(after=a, allow_failed="2"), "Job.allow_failed: expected a count"),
+    ):
+        with pytest.raises(SchemaError) as refused:
+            Job(application=_ok(tmp_path), **bad)
+        assert words in str(refused.value) and "\n" not in str(refused.value)
+    assert len(jobs) == before
+    with pytest.raises(SchemaError, match="cannot wait for itself"):
+        a.after = a
+    assert a.after == []
+
+
+def test_a_cycle_is_refused_at_submit_and_nothing_is_submitted(
+    session: Session, tmp_path: Path
+) -> None:
+    a = Job(application=_ok(tmp_path))
+    b = Job(application=_ok(tmp_path), after=a)
+    a.after = b
+    with pytest.raises(GangaError) as refused:
+        a.submit()
+    assert f"cycle: {a.id} -> {b.id} -> {a.id}" in str(refused.value)
+    assert a.status == "new" and b.status == "new"
+    assert not session.registry().root.get(index.DEPENDENTS_KEY)
+
+
+def test_killing_an_upstream_with_waiting_dependents_needs_a_decision(
+    session: Session, tmp_path: Path
+) -> None:
+    slow = _script(tmp_path, f"while ! test -e {tmp_path / 'go'}; do sleep 0.1; done", "slow.sh")
+    a = Job(application=Executable(exe=slow))
+    b = Job(application=_ok(tmp_path), after=a)
+    a.submit()
+    b.submit()
+    with pytest.raises(GangaError) as refused:
+        a.kill()
+    assert "kill(dependents='skip') or kill(dependents='keep')" in str(refused.value)
+    assert a.status in ("submitted", "running") and b.status == "waiting"
+    with pytest.raises(SchemaError, match="dependents expected one of"):
+        a.kill(dependents="drop")
+    a.kill(dependents="keep")
+    assert a.status == "killed" and b.status == "waiting"
+    (tmp_path / "go").touch()
+    a.resubmit()
+    assert b.wait(timeout=120) == "completed"
+
+    c = Job(application=Executable(exe=slow))
+    d = Job(application=_ok(tmp_path), after=c)
+    (tmp_path / "go").unlink()
+    c.submit()
+    d.submit()
+    c.kill(dependents="skip")
+    assert d.status == "skipped"
+    assert d.history[-1].cause == f"user: skipped: upstream {c.id} was killed"
