@@ -5,7 +5,7 @@ The modes are given when a file or directory is created, so the umask can only t
 bits away (``umask 000`` still gives 0600 and 0700). A file that already exists with a
 wider mode (left by an older version) is narrowed when it is written again.
 
-The Local runner keeps its own copy of the two modes (``ganga_like_local.runner.protocol``):
+The Local runner keeps its own copy of the two modes (``ganga_like_runner.protocol``):
 it must start without importing this package.
 """
 
@@ -73,7 +73,7 @@ def copy_private(source: str, target: str) -> None:
 
     ``os.copy_file_range`` copies inside the kernel (a reflink where the file system can
     share blocks, e.g. btrfs, XFS, NFS 4.2); a plain read/write copy is the fallback.
-    The Local runner has a twin of this (``ganga_like_local.runner.files``): it must start
+    The Local runner has a twin of this (``ganga_like_runner.files``): it must start
     without importing this package."""
     if os.path.lexists(target):
         os.unlink(target)  # a new inode: never write through an earlier link or copy

@@ -40,8 +40,8 @@ PROCESSES: tuple[tuple[str, str, str], ...] = (
     ("session: ganga shell, script, notebook", "ganga_like.cli", ""),
     ("repository server, one per gangadir", "ganga_like.repository.zeo_server", "detached"),
     ("monitor daemon", "ganga_like.runtime.monitoring.daemon", "ganga monitor start"),
-    ("Local runner", "ganga_like_local.runner", "detached"),
-    ("the runner inside a Slurm allocation (pilot)", "ganga_like_local.runner", "sbatch"),
+    ("Local runner", "ganga_like_runner", "detached"),
+    ("the runner inside a Slurm allocation (pilot)", "ganga_like_runner", "sbatch"),
     ("Dask cluster of the gangadir", "ganga_like_dask.cluster_process", "detached"),
 )
 

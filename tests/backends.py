@@ -113,8 +113,8 @@ def _dask_leftovers(gangadir: Path, ids: list[str]) -> None:
 
 
 def _local_leftovers(gangadir: Path, ids: list[str]) -> None:
-    from ganga_like_local import runner_client
     from ganga_like_local.backend import runner_dir
+    from ganga_like_runner import client as runner_client
 
     runner_client.stop(runner_dir(gangadir))  # and with it whatever it still runs
 

@@ -31,7 +31,7 @@ from ganga_like.runtime.monitoring.active_view import ActiveView, index_records
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import _followed, runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 from tests.waiting import wait_until
 
 BACKENDS = ("Local", "Slurm")

@@ -71,7 +71,7 @@ def test_ctrl_c_in_a_script_is_one_line_saying_what_was_stopped(
     tmp_path: Path, env_for: dict[str, str], gangadir: Path
 ) -> None:
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     script = tmp_path / "waits.py"
     script.write_text(

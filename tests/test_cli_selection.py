@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .test_commands import ganga
 

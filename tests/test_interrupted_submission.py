@@ -16,7 +16,7 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.runtime.session import Session
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 # The pause hook waits for a file: the script creates it once interrupted, so that the
 # submission of the rest does not pause again. The subjobs wait for another file, so

@@ -30,8 +30,8 @@ from ZODB.FileStorage import FileStorage
 
 from ganga_like.repository import file_storage, storage
 from ganga_like.repository.writer import RecordWriter
-from ganga_like_local.runner.client import TaskSpec, stop, submit
-from ganga_like_local.runner.protocol import QUEUE_DIR
+from ganga_like_runner.client import TaskSpec, stop, submit
+from ganga_like_runner.protocol import QUEUE_DIR
 from tests.test_local_runner import BASE_ENV, Journal, make_task
 
 

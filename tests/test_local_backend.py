@@ -244,7 +244,7 @@ def test_a_runner_killed_with_sigkill_is_restarted_and_the_job_ends_by_itself(
     session: Session, tmp_path: Path
 ) -> None:
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     # Subjobs 0 and 1 (two run at once) hang until the runner has died; 2 and 3 are quick.
     gate = tmp_path / "runner-died"

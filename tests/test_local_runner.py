@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ganga_like_local.runner.client import (
+from ganga_like_runner.client import (
     TERMINAL_EVENTS,
     Event,
     TaskSpec,
@@ -378,7 +378,7 @@ def test_runner_survives_the_submitting_process(
         f"""
         import sys
         from pathlib import Path
-        from ganga_like_local.runner.client import TaskSpec, submit
+        from ganga_like_runner.client import TaskSpec, submit
         root = Path({str(tmp_path)!r})
         tasks = [
             TaskSpec(key, ["/bin/sh", "-c", "sleep 0.3; echo done " + key], {{}},
@@ -426,7 +426,7 @@ def test_concurrent_submitters_racing_an_idle_exiting_runner_lose_nothing(
         f"""
         import random, sys, time
         from pathlib import Path
-        from ganga_like_local.runner.client import TaskSpec, read_events, submit
+        from ganga_like_runner.client import TaskSpec, read_events, submit
         root, name = Path({str(tmp_path)!r}), sys.argv[1]
         journal, offset = root / "events" / f"{{name}}.jsonl", 0
         for batch in range(12):
@@ -672,7 +672,7 @@ def test_submit_and_read_events_are_fast(tmp_path: Path, runner_dir: Path) -> No
 def test_a_kill_posted_as_empty_files_for_a_full_disk_reaches_its_tasks(
     tmp_path: Path, runner_dir: Path, journal: Journal
 ) -> None:
-    from ganga_like_local.runner.client import _post_kill_names
+    from ganga_like_runner.client import _post_kill_names
 
     keys = ["a.0@1", "a.1@1"]
     submit(

@@ -19,7 +19,7 @@ from ganga_like.runtime.monitoring.monitor import FINISHING_INTERVAL, CycleResul
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 
 def _master(n: int) -> JobImpl:

@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 KERNEL = "ganga-like-test"
 

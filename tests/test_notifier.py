@@ -21,7 +21,7 @@ from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session, close_session, current_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .test_sessions import ganga
 from .waiting import wait_until

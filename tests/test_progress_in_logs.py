@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 SCRIPT = textwrap.dedent("""
     from ganga_like.gpi.progress import PlainProgress

@@ -27,7 +27,7 @@ from ganga_like.repository import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL, runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 SUBMITTER = textwrap.dedent("""
     import sys

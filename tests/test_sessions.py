@@ -26,7 +26,7 @@ from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.storage import StorageOptions
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .test_notebook import install_kernel, run_notebook
 from .test_shell import Shell

@@ -19,7 +19,7 @@ import pytest
 
 import ganga_like
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 ESC = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 CPR_REQUEST = "\x1b[6n"

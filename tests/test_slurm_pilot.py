@@ -22,7 +22,7 @@ from ganga_like import ArgSplitter, Executable, Job, JobError, LocalFile, Pilot,
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.shell.display import job_html, job_text
-from ganga_like_local.runner import protocol
+from ganga_like_runner import protocol
 from ganga_like_slurm import commands
 
 from .test_slurm_backend import FastSettings
@@ -109,7 +109,7 @@ def test_the_runner_as_a_pilot_packs_tasks_by_cores_and_memory_first_in_first_ou
     payload = {"format": protocol.FORMAT_VERSION, "id": f"{time.time_ns():020d}-1-0", "tasks": rows}
     protocol.write_atomic(queue, "a" + protocol.BATCH_SUFFIX, protocol.dumps(payload))
     env = {**os.environ, "PILOT_MARK": "inherited"}
-    argv = [sys.executable, "-m", "ganga_like_local.runner", str(runner), "--cores=4"]
+    argv = [sys.executable, "-m", "ganga_like_runner", str(runner), "--cores=4"]
     argv += ["--memory=1000", "--inherit-env", "--scan-interval=0.2", "--idle-exit=0"]
     subprocess.run(argv, env=env, timeout=60, check=True)  # exits once all have ended
     events, _ = protocol.read_events(journal, 0)
@@ -239,7 +239,7 @@ def test_a_pilots_preview_shows_its_script_and_submits_nothing(pilot_session: Se
     assert "# partition debug: the first that fits" in preview
     assert "#SBATCH --partition=debug" in preview
     assert "#SBATCH --ntasks-per-node=2" in preview
-    assert "-m ganga_like_local.runner" in preview
+    assert "-m ganga_like_runner" in preview
     assert j.status == "new" and sbatch_calls() == before
 
 

@@ -28,7 +28,7 @@ from ganga_like.model.status import TRANSITIONS, Status
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 CHUNK = 8  # chunks as small as this in the property test, so that it stays fast
 SUBJOBS = 2 * CHUNK + 5  # three chunks, the last partly filled

@@ -21,7 +21,7 @@ from ganga_like.gpi.job import unwrap_job
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 SUBJOBS = 200
 # What a run of a master logs: submitting, submitted, running, its end (and a margin for a

@@ -516,7 +516,7 @@ def test_the_shell_lists_templates_refuses_to_submit_one_and_runs_scripts(
     env_for: dict[str, str], tmp_path: Path, gangadir: Path
 ) -> None:
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     from .test_shell import Shell
 

@@ -35,10 +35,10 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
-from ganga_like_local.journal_reports import read_journals
-from ganga_like_local.runner import client as runner_client
-from ganga_like_local.runner.client import TaskSpec
 from ganga_like_local.settings import Local as LocalSection
+from ganga_like_runner import client as runner_client
+from ganga_like_runner.client import TaskSpec
+from ganga_like_runner.journal_reports import read_journals
 
 __all__ = ["Local"]
 

@@ -1,8 +1,8 @@
 """``Pilot``: run a job's subjobs inside ONE Slurm allocation instead of one array element each.
 
 ``Slurm(pilot=Pilot(nodes=1, cores=None, walltime="1:00:00"))`` makes a submission one
-``sbatch`` whose batch script runs the Local backend's runner (``python -m
-ganga_like_local.runner``) in the allocation: it takes the subjobs first in, first out,
+``sbatch`` whose batch script runs the runner the Local backend uses (``python -m
+ganga_like_runner``) in the allocation: it takes the subjobs first in, first out,
 packing them on the allocation's cores (and memory) by what each one's ``resources`` asks
 for, and writes their events to the journal the monitor reads, as for ``Local``.  Thousands
 of short subjobs then cost one job in the scheduler's queue.  The submission, the poll and

@@ -1,8 +1,8 @@
 """A pilot's life: its submission (one sbatch), its kill, and its part of the poll.
 
-Submission writes the (sub)jobs as ONE batch of the Local runner's file protocol into the
+Submission writes the (sub)jobs as ONE batch of the runner's file protocol into the
 pilot's runner directory, ``<workspace>/<job>/pilot/<name>/`` (on the shared file system),
-and submits a batch script that runs ``python -m ganga_like_local.runner`` on it with the
+and submits a batch script that runs ``python -m ganga_like_runner`` on it with the
 allocation's size (``--cores``, ``--memory``).  The runner appends each task's events to
 ``<workspace>/<job>/pilot-events.jsonl``, which the poll reads as the Local backend reads its
 journal: only new lines, by offset, matched to the followed subjobs through a map kept from
@@ -11,9 +11,9 @@ ended one) at most once per ``poll_interval``: once it has ended, the subjobs it
 finish are concluded from their ``__run__`` records: killed when they never started (a
 ``resubmit()`` runs them in a new pilot), failed when the allocation ended while they ran.
 
-The runner's file protocol is the Local plugin's (``ganga_like_local.runner.protocol``),
-imported only when a pilot is used: without that plugin, pilots say so in one line and the
-rest of the Slurm backend works.
+The runner is a plugin of its own, the one the Local backend uses too; its file protocol
+(``ganga_like_runner.protocol``) is imported only when a pilot is used: without that
+plugin, pilots say so in one line and the rest of the Slurm backend works.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ JOURNAL = "pilot-events.jsonl"
 # is the subjobs' ``pilot_run``.
 HANDOVER_PILOT = "pilot"
 PILOT_DIR = "pilot"
-RUNNER_MODULE = "ganga_like_local.runner"
+RUNNER_MODULE = "ganga_like_runner"
 # The runner looks at its queue this often (kill requests: its clients cannot signal it
 # from another machine).
 SCAN_SECONDS = 1.0
@@ -102,22 +102,22 @@ _sequence = itertools.count()
 
 def _protocol() -> ModuleType:
     try:
-        from ganga_like_local.runner import protocol
+        from ganga_like_runner import protocol
     except ImportError as exc:
         raise BackendError(
-            f"Slurm.pilot needs the Local backend's runner (ganga_like_local), which "
+            f"Slurm.pilot needs the runner plugin (ganga_like_runner), which "
             f"cannot be imported: {exc}"
         ) from None
     return protocol
 
 
 def _journals() -> ModuleType:
-    """How the runner's journals read as reports: the Local plugin's, like the runner."""
+    """How the runner's journals read as reports: the runner plugin's, as Local reads them."""
     try:
-        from ganga_like_local import journal_reports
+        from ganga_like_runner import journal_reports
     except ImportError as exc:
         raise BackendError(
-            f"Slurm.pilot needs the Local backend's runner (ganga_like_local), which "
+            f"Slurm.pilot needs the runner plugin (ganga_like_runner), which "
             f"cannot be imported: {exc}"
         ) from None
     return journal_reports

@@ -9,7 +9,7 @@ The "floor" keeps only what the rules and the issue require of a Local run of N
 * one repository record per subjob (a ``PersistentMapping`` holding the command, status,
   exit code and a one-entry event log) in an ``IOBTree``, written by one commit before
   anything runs;
-* the real detached runner (``ganga_like_local.runner``), handed the whole batch in one
+* the real detached runner (``ganga_like_runner``), handed the whole batch in one
   request: per task its directories, ``stdout``, ``stderr`` and ``__run__`` record, and one
   journal line;
 * a monitor thread with its own connection that every 50 ms reads the journal, sets status,
@@ -46,7 +46,7 @@ from bench_local_vs_pool import plain_pool  # the same pool as the main benchmar
 from bench_runner import make_tasks, wait_for
 from fs_probe import describe
 
-from ganga_like_local.runner.client import (
+from ganga_like_runner.client import (
     TERMINAL_EVENTS,
     read_events,
     stop,

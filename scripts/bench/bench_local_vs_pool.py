@@ -68,7 +68,7 @@ def main() -> None:
     from ganga_like import ArgSplitter, Executable, Job, Local, config
     from ganga_like.runtime.session import close_session, current_session
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     session = current_session()
     # The runner must outlive the pool's turn (100,000 echoes take a minute or more), or

@@ -44,7 +44,7 @@ def active(n: int) -> None:
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     session = open_session(
         Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=2, local_idle_exit=60)
@@ -133,7 +133,7 @@ def main() -> None:
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_local.backend import JOURNAL, runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
     j = Job(

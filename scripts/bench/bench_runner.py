@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins"))
 
 from fs_probe import describe
 
-from ganga_like_local.runner.client import (
+from ganga_like_runner.client import (
     TERMINAL_EVENTS,
     TaskSpec,
     read_events,

@@ -28,7 +28,7 @@ def main() -> None:
     from ganga_like import ArgSplitter, Executable, Job, Local
     from ganga_like.runtime.session import current_session
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     session = current_session()
     j = Job(

@@ -24,7 +24,7 @@ from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import close_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from ..conftest import CHILD_PYTHONPATH
 

@@ -21,7 +21,7 @@ from ganga_like.model.status import Status
 from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like_local.backend import JOURNAL
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .conftest import child_env, python, shared_settings, wait_until
 

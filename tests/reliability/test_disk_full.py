@@ -179,7 +179,7 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_local.backend import JOURNAL, runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     running, count = 64, 80
     gate = tmp_path / "gate"
@@ -227,7 +227,7 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
 
 
 def _finals(journal: Path) -> list[str]:
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     events, _ = runner_client.read_events(journal, 0)
     return [e.key for e in events if e.event in runner_client.TERMINAL_EVENTS]
@@ -339,7 +339,7 @@ def test_a_submission_whose_outcome_cannot_be_written_is_rolled_back_in_one_line
 
 
 def test_an_append_cut_short_by_a_full_disk_is_taken_back_whole(tmp_path: Path) -> None:
-    from ganga_like_local.runner.journal import append_whole
+    from ganga_like_runner.journal import append_whole
 
     with _tmpfs(tmp_path / "small", "1m") as small:
         journal = small / "journal"
@@ -364,7 +364,7 @@ def _free_and_stop(small: Path, gangadir: Path) -> None:
     """After a full-disk run: the space given back, the runner and the default mode's
     server (if any) stopped."""
     from ganga_like_local.backend import runner_dir
-    from ganga_like_local.runner import client as runner_client
+    from ganga_like_runner import client as runner_client
 
     with contextlib.suppress(FileNotFoundError):
         (small / "ballast").unlink()

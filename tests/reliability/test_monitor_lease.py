@@ -20,7 +20,7 @@ from ganga_like.runtime.monitoring.monitor import CycleResult
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .conftest import child_env, kill_tree, python, shared_settings, wait_until
 

@@ -11,14 +11,14 @@ import os
 import shutil
 from typing import Any
 
-from ganga_like_local.runner.protocol import (
+from ganga_like_runner.protocol import (
     PRIVATE_DIR,
     PRIVATE_FILE,
     RUN_FILE,
     STDERR_FILE,
     STDOUT_FILE,
 )
-from ganga_like_local.runner.tasks import Task, TaskFiles, TaskSetupError
+from ganga_like_runner.tasks import Task, TaskFiles, TaskSetupError
 
 _FLAGS_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 _TASK_FILES = (STDOUT_FILE, STDERR_FILE, RUN_FILE)  # in the order of TaskFiles

@@ -1,6 +1,6 @@
 """Client side of the detached Local runner: the requests.
 
-The runner (``python -m ganga_like_local.runner RUNNER_DIR``) is a per-directory daemon
+The runner (``python -m ganga_like_runner RUNNER_DIR``) is a per-directory daemon
 that runs task commands with a concurrency limit, outlives the process that submitted the
 work and records everything in files.  This module is what submitting processes use: it
 drops requests into the runner's queue directory, has ``launch`` make sure exactly one
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ganga_like_local.runner.launch import ensure_runner, revive, runner_pid, stop, wake
-from ganga_like_local.runner.protocol import (
+from ganga_like_runner.launch import ensure_runner, revive, runner_pid, stop, wake
+from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
     CONFIG_NAME,

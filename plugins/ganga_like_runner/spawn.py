@@ -24,7 +24,7 @@ import os
 import signal
 from collections.abc import Mapping
 
-from ganga_like_local.runner.tasks import Task
+from ganga_like_runner.tasks import Task
 
 # Dispositions a task gets back: the interpreter ignores these, and ignored signals
 # survive exec.

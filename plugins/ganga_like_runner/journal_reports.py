@@ -15,7 +15,7 @@ from pathlib import Path
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import StatusReport
 from ganga_like.model.status import Status
-from ganga_like_local.runner.protocol import Event, read_events
+from ganga_like_runner.protocol import Event, read_events
 
 __all__ = ["PENDING_EVENT_SECONDS", "STATES", "Pending", "read_journals"]
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ganga_like.detached import start_detached
-from ganga_like_local.runner.protocol import (
+from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
     LOCK_NAME,
@@ -190,7 +190,7 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
         argv,
         runner_dir / LOG_NAME,
         pass_fds=(lock_fd,),
-        first_on_path=Path(__file__).resolve().parents[2],
+        first_on_path=Path(__file__).resolve().parents[1],
         blocked_signals=RUNNER_SIGNALS,
     )
     _spawned[started.proc.pid] = started.proc

@@ -1,6 +1,6 @@
 """Detached Local runner: the process's event loop.
 
-Started by ``client`` as ``python -m ganga_like_local.runner RUNNER_DIR --lock-fd N`` in a
+Started by ``client`` as ``python -m ganga_like_runner RUNNER_DIR --lock-fd N`` in a
 new session, it runs the tasks of the batches queued in ``RUNNER_DIR/queue`` first in,
 first out, at most ``max_concurrent`` at a time, each in its own process group, and writes
 every state change to files (see ``protocol`` for the layout).  Commands are never run
@@ -27,9 +27,9 @@ import signal
 import time
 from pathlib import Path
 
-from ganga_like_local.runner.engine import STARTED_EVENT_DELAY_SECONDS, Engine
-from ganga_like_local.runner.journal import JOURNAL_RETRY_SECONDS, append_whole
-from ganga_like_local.runner.protocol import (
+from ganga_like_runner.engine import STARTED_EVENT_DELAY_SECONDS, Engine
+from ganga_like_runner.journal import JOURNAL_RETRY_SECONDS, append_whole
+from ganga_like_runner.protocol import (
     BATCH_SUFFIX,
     CONFIG_NAME,
     KILL_NAMES_SUFFIX,
@@ -41,8 +41,8 @@ from ganga_like_local.runner.protocol import (
     RUNNER_SIGNALS,
     keys_of_kill_name,
 )
-from ganga_like_local.runner.recovery import recover
-from ganga_like_local.runner.tasks import check_batch, check_kill
+from ganga_like_runner.recovery import recover
+from ganga_like_runner.tasks import check_batch, check_kill
 
 # Look at the queue at least this often even without a wake-up signal; a cheap safety net.
 SAFETY_WAKE_SECONDS = 30.0

@@ -76,7 +76,7 @@ MAX_NAME = 240
 RUN_FILE = "__run__"
 STDOUT_FILE = "stdout"
 STDERR_FILE = "stderr"
-RUNNER_MODULE = "ganga_like_local.runner"
+RUNNER_MODULE = "ganga_like_runner"
 FORMAT_VERSION = 1
 
 TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})

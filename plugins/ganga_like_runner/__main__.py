@@ -1,4 +1,4 @@
-"""The Local runner's command line: ``python -m ganga_like_local.runner RUNNER_DIR``.
+"""The Local runner's command line: ``python -m ganga_like_runner RUNNER_DIR``.
 
 Started by ``client`` with ``--lock-fd N``, an inherited descriptor on which it already
 holds the runner lock.  A pilot (the Slurm backend's, inside a batch allocation) starts it
@@ -22,9 +22,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from ganga_like_local.runner.loop import Runner
-from ganga_like_local.runner.protocol import LOCK_NAME, PRIVATE_DIR, PRIVATE_FILE
-from ganga_like_local.runner.spawn import signal_group
+from ganga_like_runner.loop import Runner
+from ganga_like_runner.protocol import LOCK_NAME, PRIVATE_DIR, PRIVATE_FILE
+from ganga_like_runner.spawn import signal_group
 
 
 def take_lock(runner_dir: Path, inherited: int | None) -> int | None:
@@ -44,7 +44,7 @@ def take_lock(runner_dir: Path, inherited: int | None) -> int | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m ganga_like_local.runner")
+    parser = argparse.ArgumentParser(prog="python -m ganga_like_runner")
     parser.add_argument("runner_dir", type=Path)
     parser.add_argument("--lock-fd", type=int, default=None)
     parser.add_argument("--cores", type=_positive, default=None, help="cores to pack tasks in")

@@ -22,7 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ganga_like_local.runner.files import (
+from ganga_like_runner.files import (
     collect_outputs,
     discard_files,
     files_of,
@@ -33,21 +33,21 @@ from ganga_like_local.runner.files import (
     write_placeholder,
     write_record,
 )
-from ganga_like_local.runner.journal import Journals, append_whole
-from ganga_like_local.runner.protocol import (
+from ganga_like_runner.journal import Journals, append_whole
+from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     LOG_NAME,
     PRIVATE_FILE,
     RUN_FILE,
     event_line,
 )
-from ganga_like_local.runner.spawn import (
+from ganga_like_runner.spawn import (
     Spawner,
     signal_group,
     signal_name,
     spawn_failure_reason,
 )
-from ganga_like_local.runner.tasks import Batch, Task, TaskSetupError, submission_time
+from ganga_like_runner.tasks import Batch, Task, TaskSetupError, submission_time
 
 DEFAULT_IDLE_EXIT_SECONDS = 30.0
 # A killed task gets this long between SIGTERM and SIGKILL.
