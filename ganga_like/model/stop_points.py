@@ -13,6 +13,12 @@ The points, in the order a submission reaches them:
 * ``handed-over``: a backend's ``submit_bulk`` returned (a user's submission or the
   monitor's retry), its outcome is not recorded;
 * ``before-commit``: the outcome is recorded in the transaction, not yet committed.
+
+And those of a monitor handing a waiting job to submission (``runtime/workflow/driver``):
+
+* ``waiting-job-handed``: the hand-over is recorded (the job is new again), the job is
+  not submitted yet;
+* ``waiting-job-submitted``: it was submitted, the hand-over's entry is still there.
 """
 
 from __future__ import annotations

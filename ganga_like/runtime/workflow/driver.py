@@ -24,6 +24,7 @@ import transaction
 from ganga_like.errors import GangaError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
 from ganga_like.runtime.workflow import index
@@ -101,11 +102,14 @@ def _drive(session: Session, job_id: int) -> int:
         if again is not None and again.get(job_id) == index.DECIDED:
             return 1 + _drive(session, job_id)  # a check that found its condition holds
         return 1
+    stop_point("waiting-job-handed")
     try:
         actions.submit(session, found[0], keep_going=False)
     except GangaError as exc:
         # The job is new again with the reason in its log, as after any failed submit().
         log.warning("job %s: submitting it after what it waited for failed: %s", job_id, exc)
+
+    stop_point("waiting-job-submitted")
 
     def finish() -> None:
         table = index.pending(session.registry().root)
