@@ -15,7 +15,7 @@ import pytest
 
 from ganga_like.model.stop_points import STOP_VARIABLE
 from ganga_like_local.backend import runner_dir
-from ganga_like_local.runner import client as runner_client
+from ganga_like_runner import client as runner_client
 
 from .test_cli import ganga
 from .waiting import wait_for
