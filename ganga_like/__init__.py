@@ -54,9 +54,16 @@ from ganga_like.errors import (
 from ganga_like.errors import (
     TemplateError as TemplateError,
 )
+from ganga_like.errors import (
+    WaitTimeoutError as WaitTimeoutError,
+)
 from ganga_like.model import plugin_registry as _plugin_registry
 
 if TYPE_CHECKING:
+    from ganga_like.gpi.completion import as_completed as as_completed
+    from ganga_like.gpi.completion import as_completed_async as as_completed_async
+    from ganga_like.gpi.completion import wait as wait
+    from ganga_like.gpi.completion import wait_async as wait_async
     from ganga_like.gpi.export import export as export
     from ganga_like.gpi.export import load as load
     from ganga_like.gpi.job import Job as Job
@@ -81,6 +88,10 @@ _LAZY: dict[str, str] = {
     "export": "ganga_like.gpi.export",
     "load": "ganga_like.gpi.export",
     "why": "ganga_like.gpi.workflow",
+    "wait": "ganga_like.gpi.completion",
+    "wait_async": "ganga_like.gpi.completion",
+    "as_completed": "ganga_like.gpi.completion",
+    "as_completed_async": "ganga_like.gpi.completion",
     # (Not imported for type checkers above: the module imports this package.)
     "runfile": "ganga_like.shell.script",
     "config": "ganga_like.config",
@@ -105,6 +116,9 @@ _CORE = [
     "RepositoryError",
     "SchemaError",
     "TemplateError",
+    "WaitTimeoutError",
+    "as_completed",
+    "as_completed_async",
     "config",
     "export",
     "jobs",
@@ -112,6 +126,8 @@ _CORE = [
     "plugin",
     "runfile",
     "templates",
+    "wait",
+    "wait_async",
     "why",
 ]
 

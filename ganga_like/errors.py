@@ -26,6 +26,7 @@ __all__ = [
     "SchemaError",
     "TemplateError",
     "UnknownStatusError",
+    "WaitTimeoutError",
     "safe_repr",
     "shown_failed",
 ]
@@ -49,6 +50,11 @@ class ConfigError(SchemaError):
 
 class JobError(GangaError):
     """A job action cannot be done in the job's current state."""
+
+
+class WaitTimeoutError(JobError, TimeoutError):
+    """Waiting for jobs (``j.wait()``, ``wait()``, ``as_completed()``) ran out of time; the
+    jobs go on. It is also a TimeoutError, as Python's own waits raise."""
 
 
 class TemplateError(JobError):

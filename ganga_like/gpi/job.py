@@ -36,7 +36,7 @@ from ganga_like.model.times import JobTimes
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.submission import actions, lifecycle
 
-__all__ = ["Job", "SubjobSlice", "unwrap_job"]
+__all__ = ["Job", "SubjobSlice", "subjob_place", "subjob_proxy", "unwrap_job"]
 
 
 class Job(GPIObject):
@@ -372,12 +372,8 @@ class SubjobSlice(JobSlice):
             return
         # Ids are positions 0..N-1 (the chunks exist only then): a proxy per id, each
         # subjob looked up only if more than its status is asked (see Job._impl).
-        new, owner_slot, at_slot = object.__new__, _OWNER_SLOT, _AT_SLOT
         for index in range(len(known)):
-            proxy = new(Job)
-            owner_slot.__set__(proxy, None)
-            at_slot.__set__(proxy, (master, index))
-            yield proxy
+            yield subjob_proxy(master, index)
 
     def __getitem__(self, index: int | slice) -> Any:
         check_index(index, self._title, "subjob")
@@ -419,6 +415,29 @@ class SubjobSlice(JobSlice):
 _IMPL_SLOT: Any = GPIObject.__dict__["_impl"]
 _OWNER_SLOT: Any = GPIObject.__dict__["_owner"]
 _AT_SLOT: Any = Job.__dict__["_at"]
+
+
+def subjob_proxy(master: JobImpl, index: int) -> Job:
+    """The GPI object of subjob ``index`` of ``master``, its status read from the master's
+    status chunks; the subjob itself is looked up only if more than its status is asked."""
+    proxy = object.__new__(Job)
+    _OWNER_SLOT.__set__(proxy, None)
+    _AT_SLOT.__set__(proxy, (master, index))
+    return proxy
+
+
+def subjob_place(proxy: Job) -> tuple[JobImpl, int] | None:
+    """(master, id) of a subjob's GPI object that was not loaded (see :func:`subjob_proxy`)."""
+    try:
+        _IMPL_SLOT.__get__(proxy, Job)
+        return None
+    except AttributeError:
+        pass
+    try:
+        place: tuple[JobImpl, int] = object.__getattribute__(proxy, "_at")
+    except AttributeError:
+        return None
+    return place
 
 
 def _status_from_master(proxy: Job) -> str | None:

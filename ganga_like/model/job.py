@@ -505,6 +505,11 @@ class Job(GangaObject):
         if subjobs:
             yield from subjobs.items()
 
+    def subjob_ids(self) -> list[int]:
+        """The subjobs' ids, without loading any."""
+        subjobs = self._subjobs
+        return list(subjobs.keys()) if subjobs else []
+
     def attach_subjobs(self, subjobs: list[Job]) -> None:
         """Make ``subjobs`` (built by the splitter, ids 0..N-1) the subjobs of this master."""
         builder = SubjobsBuilder()

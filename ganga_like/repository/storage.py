@@ -40,6 +40,7 @@ from ganga_like.errors import (
     RepositoryError,
 )
 from ganga_like.private import touch_private
+from ganga_like.repository import changes
 from ganga_like.repository.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
@@ -348,6 +349,11 @@ class GuardedDB(ZODB.DB):  # type: ignore[misc]
     class name that cannot be one of ours is damage, not a missing plugin."""
 
     klass = GuardedConnection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Raised at every transaction the database learns of: waiters sleep on it.
+        self.changes = changes.install(self)
 
     def classFactory(self, connection: Any, modulename: str, globalname: str) -> Any:
         # ZODB gives a class it cannot import as a broken object, which is right for a
