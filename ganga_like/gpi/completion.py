@@ -163,7 +163,7 @@ def _looker(watch: Watch) -> Any:
         return not job_removed(job)
 
     def look() -> list[Key]:
-        return watch.newly_finished(present, session.left_submitting)
+        return watch.newly_finished(present, session)
 
     return look
 

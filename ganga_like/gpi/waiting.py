@@ -43,7 +43,7 @@ def _wait(job: JobImpl, target: Status | None, timeout: float | None, progress: 
                 done = waiting.finished(job)
             if done:
                 return status.label
-            problem = waiting.nothing_to_wait_for(session.left_submitting, job, status)
+            problem = waiting.nothing_to_wait_for(session, job, status)
             if problem is not None:
                 raise JobError(problem)
             return None

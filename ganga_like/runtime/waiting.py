@@ -27,6 +27,7 @@ from ganga_like.model import status_column
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.changes import CommitSignal
+from ganga_like.runtime.workflow import index as workflow_index
 
 __all__ = [
     "FINAL_LABELS",
@@ -59,11 +60,17 @@ def finished(job: Job) -> bool:
     return not (status is Status.COMPLETED and job.postprocessing_pending())
 
 
-def nothing_to_wait_for(left_submitting: Mapping[str, str], job: Job, status: Status) -> str | None:
+def nothing_to_wait_for(session: Any, job: Job, status: Status) -> str | None:
     """Why waiting for ``job`` (now in ``status``) would only run out its timeout: never
     submitted (a master: the subjobs it did submit have finished and the others never
-    were), or left submitting by this session until ganga next starts; else None."""
+    were), or left submitting by this session until ganga next starts; else None. A job
+    the monitor is handing to submission, what it waited for having ended, is ``new`` for
+    a moment: it will move."""
     if status is Status.NEW:
+        top = job.master or job
+        handing = workflow_index.pending(session.registry().root)
+        if handing is not None and top.id in handing:
+            return None
         if job.is_master:
             never = job.counts().get(Status.NEW, 0)
             return (
@@ -72,8 +79,9 @@ def nothing_to_wait_for(left_submitting: Mapping[str, str], job: Job, status: St
             )
         return f"job {job.fqid} is new: submit it first; nothing to wait for"
     if status is Status.SUBMITTING:
+        left: Mapping[str, str] = session.left_submitting
         for fqid in (job.fqid, job.master.fqid if job.master is not None else None):
-            line = left_submitting.get(fqid) if fqid is not None else None
+            line = left.get(fqid) if fqid is not None else None
             if line is not None:
                 return f"{line}; nothing to wait for"
     return None
@@ -161,9 +169,7 @@ class Watch:
         self.left = len(keys)
         self.checks = 0  # for tests: how often it looked
 
-    def newly_finished(
-        self, present: Callable[[Job], bool], left_submitting: Mapping[str, str]
-    ) -> list[Key]:
+    def newly_finished(self, present: Callable[[Job], bool], session: Any) -> list[Key]:
         """The jobs and subjobs seen finished for the first time, in the order given.
         ``present`` says whether a top-level job is still in the repository; a removed
         one, or one that nothing will move, is one line."""
@@ -176,7 +182,7 @@ class Watch:
                 del self._tops[job_id]
                 done.append((job_id, None))
                 continue
-            problem = nothing_to_wait_for(left_submitting, job, job.current_status())
+            problem = nothing_to_wait_for(session, job, job.current_status())
             if problem is not None:
                 raise JobError(problem)
         for job_id, group in self._groups.items():
@@ -187,7 +193,7 @@ class Watch:
             done.extend((job_id, index) for index in group.newly_finished())
             if group.waiting:
                 master = group.master
-                problem = nothing_to_wait_for(left_submitting, master, master.current_status())
+                problem = nothing_to_wait_for(session, master, master.current_status())
                 if problem is not None:
                     raise JobError(problem)
         done.sort(key=self._place.__getitem__)
