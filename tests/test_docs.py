@@ -10,7 +10,13 @@ import pytest
 from ganga_like.runtime.session import Session
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["user-guide.md", "templates.md", "backends/local.md", "backends/dask.md"]
+PAGES = [
+    "user-guide.md",
+    "templates.md",
+    "workflows.md",
+    "backends/local.md",
+    "backends/dask.md",
+]
 
 
 def python_blocks(page: Path) -> list[str]:

@@ -42,8 +42,8 @@ def test_final_flags_and_order() -> None:
     assert Status.WAITING.order == Status.NEW.order and not Status.WAITING.active
 
 
-def test_a_waiting_job_is_handed_over_through_new_skipped_or_killed() -> None:
-    assert TRANSITIONS[Status.WAITING] == {Status.NEW, Status.SKIPPED, Status.KILLED}
+def test_a_waiting_job_is_submitted_skipped_or_killed() -> None:
+    assert TRANSITIONS[Status.WAITING] == {Status.SUBMITTING, Status.SKIPPED, Status.KILLED}
     assert Status.WAITING in TRANSITIONS[Status.SKIPPED]  # re-armed
     with pytest.raises(IllegalTransitionError, match="from waiting to submitted"):
         check_transition(Status.WAITING, Status.SUBMITTED)

@@ -72,6 +72,14 @@ def test_a_script_submits_a_chain_and_exits_and_the_daemon_alone_completes_it(
     a, b, m = _submit_chain(env, tmp_path)
     shown = statuses(env)
     assert shown[b] == "waiting" and shown[m] == "waiting"
+    waiting = json.loads(ganga(["jobs", "status=waiting", "--json"], env).stdout)
+    assert [row["fqid"] for row in waiting] == [str(b), str(m)]
+    why = ganga(["why", str(m)], env)
+    assert why.returncode == 0, why.stderr
+    assert why.stdout == f"{m} waiting: for {b} (0 done, 0 failed, 1 to go) to be completed\n"
+    assert f"after            {a} (completed); waiting for {a} (0 done" in (
+        ganga(["show", str(b)], env).stdout
+    )
     (tmp_path / "gate").touch()  # the first stage may end: nobody is watching
     started = ganga(["monitor", "start"], env)
     assert started.returncode == 0, started.stderr

@@ -25,9 +25,18 @@ def _ok(tmp_path: Path) -> Executable:
     return Executable(exe=_script(tmp_path, "exit 0", "ok.sh"))
 
 
+def _gated(tmp_path: Path) -> Executable:
+    """A program that ends (exit 0) once the test opens the gate (creates ``gate``)."""
+    gate = tmp_path / "gate"
+    return Executable(exe=_script(tmp_path, f"while ! test -e {gate}; do sleep 0.05; done"))
+
+
 def _fails_until(tmp_path: Path, marker: Path) -> Executable:
-    """A program that exits 3 until ``marker`` exists (so a resubmission can succeed)."""
-    return Executable(exe=_script(tmp_path, f"test -e {marker} || exit 3", "flaky.sh"))
+    """A program that waits for the gate, then exits 3 until ``marker`` exists (so a
+    resubmission can succeed)."""
+    gate = tmp_path / "gate"
+    body = f"while ! test -e {gate}; do sleep 0.05; done\ntest -e {marker} || exit 3"
+    return Executable(exe=_script(tmp_path, body, "flaky.sh"))
 
 
 def _submits(job: Job) -> int:
@@ -36,12 +45,13 @@ def _submits(job: Job) -> int:
 
 
 def test_a_three_stage_chain_waits_then_runs_to_the_end(session: Session, tmp_path: Path) -> None:
-    a = Job(application=_ok(tmp_path), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
+    a = Job(application=_gated(tmp_path), splitter=ArgSplitter(args=[["1"], ["2"], ["3"]]))
     b = Job(application=_ok(tmp_path), after=a)
     c = Job(application=_ok(tmp_path), after=b)
     assert a.submit() and b.submit() and c.submit()
     assert b.status == "waiting" and c.status == "waiting"
     assert jobs.select(status="waiting").ids() == [b.id, c.id]
+    (tmp_path / "gate").touch()
     assert c.wait(timeout=120) == "completed"
     assert [j.status for j in (a, b, c)] == ["completed"] * 3
     assert [_submits(j) for j in (a, b, c)] == [1, 1, 1]
@@ -58,6 +68,7 @@ def test_a_failed_upstream_subjob_skips_the_chain_naming_the_root_failure(
     c = Job(application=_ok(tmp_path), after=b)
     for j in (a, b, c):
         j.submit()
+    (tmp_path / "gate").touch()
     assert c.wait(timeout=120) == "skipped"
     assert b.status == "skipped"
     for j in (b, c):
@@ -69,8 +80,10 @@ def test_a_failed_upstream_subjob_skips_the_chain_naming_the_root_failure(
 
     # Resubmitting the upstream re-arms the skipped chain, which then completes.
     (tmp_path / "fixed").touch()
+    (tmp_path / "gate").unlink()
     a.resubmit()
     assert b.status == "waiting" and c.status == "waiting"
+    (tmp_path / "gate").touch()
     assert c.wait(timeout=120) == "completed"
     assert [_submits(j) for j in (b, c)] == [1, 1]
 
@@ -86,6 +99,7 @@ def test_allow_failed_tolerates_a_count_and_when_finished_any_outcome(
     strict = Job(application=_ok(tmp_path), after=a)
     for j in (a, tolerant, anyway, cleanup, strict):
         j.submit()
+    (tmp_path / "gate").touch()
     for j in (tolerant, anyway, cleanup):
         assert j.wait(timeout=120) == "completed"
     assert strict.wait(timeout=120) == "skipped"
@@ -95,6 +109,7 @@ def test_a_job_whose_upstream_already_failed_is_skipped_at_submit(
     session: Session, tmp_path: Path
 ) -> None:
     a = Job(application=_fails_until(tmp_path, tmp_path / "never"))
+    (tmp_path / "gate").touch()
     a.submit()
     assert a.wait(timeout=60) == "failed"
     b = Job(application=_ok(tmp_path), after=a)
@@ -147,8 +162,7 @@ def test_a_cycle_is_refused_at_submit_and_nothing_is_submitted(
 def test_killing_an_upstream_with_waiting_dependents_needs_a_decision(
     session: Session, tmp_path: Path
 ) -> None:
-    slow = _script(tmp_path, f"while ! test -e {tmp_path / 'go'}; do sleep 0.1; done", "slow.sh")
-    a = Job(application=Executable(exe=slow))
+    a = Job(application=_gated(tmp_path))
     b = Job(application=_ok(tmp_path), after=a)
     a.submit()
     b.submit()
@@ -160,15 +174,55 @@ def test_killing_an_upstream_with_waiting_dependents_needs_a_decision(
         a.kill(dependents="drop")
     a.kill(dependents="keep")
     assert a.status == "killed" and b.status == "waiting"
-    (tmp_path / "go").touch()
+    (tmp_path / "gate").touch()
     a.resubmit()
     assert b.wait(timeout=120) == "completed"
 
-    c = Job(application=Executable(exe=slow))
+    c = Job(application=_gated(tmp_path))
     d = Job(application=_ok(tmp_path), after=c)
-    (tmp_path / "go").unlink()
+    (tmp_path / "gate").unlink()
     c.submit()
     d.submit()
     c.kill(dependents="skip")
     assert d.status == "skipped"
     assert d.history[-1].cause == f"user: skipped: upstream {c.id} was killed"
+
+
+def test_a_waiting_job_killed_ends_killed_and_what_waits_for_it_is_decided(
+    session: Session, tmp_path: Path
+) -> None:
+    a = Job(application=_gated(tmp_path))
+    b = Job(application=_ok(tmp_path), after=a)
+    c = Job(application=_ok(tmp_path), after=b)
+    for j in (a, b, c):
+        j.submit()
+    b.kill(dependents="skip")
+    assert (a.status in ("submitted", "running"), b.status, c.status) == (True, "killed", "skipped")
+    assert c.history[-1].cause == f"user: skipped: upstream {b.id} was killed"
+    a.kill()  # nothing waits for it any more: no decision needed
+    assert a.status == "killed"
+
+
+def test_waiting_jobs_are_found_by_status_and_by_what_they_wait_for_and_shown_so(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like.runtime.workflow.explain import dependency_line
+    from ganga_like.shell.display import job_html
+
+    a = Job(application=_gated(tmp_path), splitter=ArgSplitter(args=[["1"], ["2"]]))
+    b = Job(application=_ok(tmp_path), after=a, allow_failed=1)
+    other = Job(application=_ok(tmp_path))
+    a.submit()
+    b.submit()
+    assert jobs.query("status=waiting").ids() == [b.id]
+    assert jobs.query(f"after={a.id}").ids() == [b.id]
+    assert (
+        jobs.query("allow_failed=1").ids() == [b.id]
+        and other.id not in jobs.query(f"after={a.id}").ids()
+    )
+    line = dependency_line(b._impl)
+    assert line is not None
+    assert line.startswith(f"{a.id} (completed, allow_failed=1); waiting for {a.id} (0 done")
+    assert "waiting for" in job_html(b)
+    (tmp_path / "gate").touch()
+    assert b.wait(timeout=120) == "completed"

@@ -23,7 +23,8 @@ from ganga_like.model.status import Status
 from ganga_like.repository.file_tail import FileStamp
 from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.session import Session
-from ganga_like.runtime.workflow.explain import explain
+from ganga_like.runtime.workflow import index as workflow_index
+from ganga_like.runtime.workflow.explain import dependency_line, explain
 
 __all__ = ["list_jobs", "log_parser", "show_parser", "status_parser"]
 
@@ -81,6 +82,7 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
         or registry.intents()
         or root.get(retrying.PENDING_KEY)
         or root.get(postprocessing.PENDING_KEY)
+        or root.get(workflow_index.PENDING_KEY)
     ):
         return
     if any(_broken(row) for row in rows):
@@ -173,6 +175,9 @@ def _attributes(job: Job) -> list[tuple[str, str]]:
         files = getattr(job, part.name)
         if files:
             out.append((part.name, ", ".join(_describe(f) for f in files)))
+    waits = dependency_line(job)
+    if waits is not None:
+        out.append(("after", waits))
     if job.exit_code is not None:
         out.append(("exit_code", str(job.exit_code)))
     out.append(("submitted", f"{job.submit_count} time(s)"))

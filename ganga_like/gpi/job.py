@@ -208,7 +208,7 @@ class Job(GPIObject):
         job = self._live("submit()")
         if dry_run:
             return actions.preview(current_session(), job)
-        if job.after:
+        if job.after:  # it may wait for others
             return workflow.submit(current_session(), job, keep_going)
         if job.stored().get("splitter") is None:
             return actions.submit(current_session(), job, keep_going)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ganga_like.errors import GangaError, JobError
+from ganga_like.gpi import workflow
 from ganga_like.gpi.arguments import keyword_options, shown_name, wanted_ids
 from ganga_like.gpi.display import table
 from ganga_like.gpi.lookups import check_index, check_select, refuse_pickling, select_ids
@@ -138,14 +139,16 @@ class JobSlice:
         """Submit every job (or those of the ids given); with keep_going, errors are
         collected and returned."""
         return self._only("submit", ids)._bulk(
-            lambda j: actions.submit(current_session(), j, keep_going), keep_going, "submitting"
+            lambda j: workflow.submit(current_session(), j, keep_going), keep_going, "submitting"
         )
 
     @keyword_options
-    def kill(self, *ids: Any, keep_going: bool = True) -> list[str]:
-        """Kill every job (or those of the ids given)."""
+    def kill(self, *ids: Any, keep_going: bool = True, dependents: str | None = None) -> list[str]:
+        """Kill every job (or those of the ids given); ``dependents`` as for Job.kill."""
         return self._only("kill", ids)._bulk(
-            lambda j: actions.kill(current_session(), j, keep_going), keep_going, "killing"
+            lambda j: workflow.kill(current_session(), j, keep_going, dependents),
+            keep_going,
+            "killing",
         )
 
     @keyword_options

@@ -77,8 +77,8 @@ def check_after(session: Session, job: JobImpl | None, value: Any) -> None:
 def submit(session: Session, job: JobImpl, keep_going: bool) -> bool:
     """``submit()`` of a job with ``after=``: submitted now when its condition holds,
     skipped when it can no longer hold, else left waiting (the monitor goes on)."""
-    if job.current_status() is not Status.NEW or job.is_master:
-        return actions.submit(session, job, keep_going)  # its own one-line refusal
+    if not job.after or job.current_status() is not Status.NEW or job.is_master:
+        return actions.submit(session, job, keep_going)  # as any job, or its refusal
     decided: list[Verdict] = []
 
     def record() -> None:
@@ -132,10 +132,31 @@ def kill(session: Session, job: JobImpl, keep_going: bool, dependents: str | Non
                 f"job {job.fqid}: job(s) {shown} wait for it; say what becomes of them: "
                 "kill(dependents='skip') or kill(dependents='keep')"
             )
+    waiting_itself = job.master is None and job.current_status() is Status.WAITING
+    kill_it = _kill_waiting if waiting_itself else actions.kill
     if dependents == "keep":
         with engine.keeping_dependents():
-            return actions.kill(session, job, keep_going)
-    return actions.kill(session, job, keep_going)
+            return kill_it(session, job, keep_going)
+    return kill_it(session, job, keep_going)
+
+
+def _kill_waiting(session: Session, job: JobImpl, _keep_going: bool) -> bool:
+    """A waiting job never reached a backend: killing it is recording it killed (and
+    deciding on what waits for it, in that transaction)."""
+
+    def record() -> None:
+        registry = session.registry()
+        if job.current_status() is not Status.WAITING:
+            raise JobError(f"job {job.fqid} is {job.current_status()}: it no longer waits")
+        job.change_status(Status.KILLED, "user: kill while waiting")
+        table = index.pending(registry.root)
+        if table is not None:
+            table.pop(job.id, None)
+        registry.reindex(job)
+        engine.upstream_changed(registry, [job], "user")
+
+    session.repo.in_transaction(record, what=f"killing waiting job {job.fqid}")
+    return True
 
 
 def upstream_fqids(job: JobImpl) -> list[str]:

@@ -5,9 +5,8 @@ The order is PSI/J's partial order: a state's ``order`` says how far along a job
 resubmission leaves them again through the table.
 
 ``waiting`` and ``skipped`` belong to jobs that wait for others (``after=``,
-``ganga_like.runtime.workflow``): a waiting job goes on to be submitted (through ``new``,
-the hand-over) or ends ``skipped``; resubmitting what it waited for re-arms a skipped job
-to ``waiting``.
+``ganga_like.runtime.workflow``): a waiting job goes on to be submitted or ends
+``skipped``; resubmitting what it waited for re-arms a skipped job to ``waiting``.
 
 The frozen states (``completed_frozen``, ``failed_frozen``) are final states a user puts a
 finished job or subjob in to say "this result stands": a master's derived status ignores
@@ -136,9 +135,9 @@ def freezing(status: Status) -> Status | None:
 # too so that nothing else in the code decides what is legal.
 TRANSITIONS: dict[Status, frozenset[Status]] = {
     Status.NEW: frozenset({Status.SUBMITTING, Status.SUBMITTED, Status.WAITING, Status.SKIPPED}),
-    # A waiting job is handed to submission through new (so a submission that fails
-    # leaves it new, as any), skipped when its condition can no longer hold, or killed.
-    Status.WAITING: frozenset({Status.NEW, Status.SKIPPED, Status.KILLED}),
+    # A waiting job is submitted once its condition holds (a submission that fails
+    # leaves it new, as any), skipped when the condition can no longer hold, or killed.
+    Status.WAITING: frozenset({Status.SUBMITTING, Status.SKIPPED, Status.KILLED}),
     # Re-armed when what it waited for is resubmitted.
     Status.SKIPPED: frozenset({Status.WAITING, Status.NEW}),
     Status.SUBMITTING: frozenset({Status.NEW, Status.SUBMITTED, Status.FAILED, Status.KILLED}),

@@ -24,6 +24,7 @@ from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.times import JobTimes
+from ganga_like.runtime.workflow.explain import dependency_line
 from ganga_like.shell.terminal import shell_colours
 
 if TYPE_CHECKING:
@@ -286,6 +287,9 @@ def job_fields(job: JobImpl) -> list[tuple[str, Any]]:
     for part in parts.lists:
         if stored.get(part.name):
             out.append((part.name, getattr(job, part.name)))
+    waits = dependency_line(job)
+    if waits is not None:
+        out.append(("after", _Text(waits)))
     if job.is_master:
         counts = [(s.label, n) for s, n in sorted(job.counts().items(), key=lambda kv: kv[0].place)]
         out.append(("subjobs", _Counts(job.subjob_count(), counts)))

@@ -51,15 +51,20 @@ __all__ = ["copy_job", "force_status", "kill", "preview", "remove", "resubmit", 
 log = logging.getLogger("ganga_like")
 
 
-def submit(session: Session, job: Job, keep_going: bool = False) -> bool:
-    """Split, prepare and submit ``job``; the splitting design's rules in full."""
+def submit(
+    session: Session, job: Job, keep_going: bool = False, handed_over: str | None = None
+) -> bool:
+    """Split, prepare and submit ``job``; the splitting design's rules in full.
+
+    ``handed_over``: the job is a waiting one whose condition holds, handed over by a
+    monitor (ganga_like.runtime.workflow.driver); the cause its log gives the submission."""
     try:
-        return _submit(session, job, keep_going)
+        return _submit(session, job, keep_going, handed_over)
     except KeyboardInterrupt:
         raise interrupted(session, job, "submit()") from None
 
 
-def _submit(session: Session, job: Job, keep_going: bool) -> bool:
+def _submit(session: Session, job: Job, keep_going: bool, handed_over: str | None = None) -> bool:
     if job.master is not None:
         log.error(
             "subjob %s cannot be submitted on its own; resubmit it, or copy() it to a new job",
@@ -76,7 +81,7 @@ def _submit(session: Session, job: Job, keep_going: bool) -> bool:
         # submit exactly those, never split again, without waiting for the others to end.
         never = [sj for sj in job.iter_subjobs() if Status.parse(sj.status) is Status.NEW]
         return run_again(session, job, never, keep_going, "submit")
-    if status is not Status.NEW:
+    if status is not Status.NEW and not (handed_over and status is Status.WAITING):
         raise JobError(
             f"job {job.fqid} is {status}: only a new job can be submitted; use "
             "resubmit(), or copy() it"
@@ -90,9 +95,10 @@ def _submit(session: Session, job: Job, keep_going: bool) -> bool:
     for postprocessor in job.postprocessors:
         postprocessor.check_before_submit()
 
+    cause = handed_over or "user: submit"
     if job.splitter is not None:
-        return _submit_split(session, job, keep_going)
-    record(session, job, _intent_recorder(session, job, 0), f"submitting job {job.fqid}")
+        return _submit_split(session, job, keep_going, cause)
+    record(session, job, _intent_recorder(session, job, 0, cause), f"submitting job {job.fqid}")
     outcome = hand_to_backend(session, job, [job], keep_going)
 
     def record_outcome() -> None:
@@ -119,13 +125,13 @@ def _submit(session: Session, job: Job, keep_going: bool) -> bool:
     return True
 
 
-def _submit_split(session: Session, job: Job, keep_going: bool) -> bool:
+def _submit_split(session: Session, job: Job, keep_going: bool, cause: str) -> bool:
     """Submit a new job's subjobs, made by its splitter, a part at a time
     (split_submission says how the submission stays all or nothing)."""
     # Checked a part at a time before anything is stored: a failing or empty split
     # changes nothing stored.
     first, count = check_split(job)
-    record(session, job, _intent_recorder(session, job, count), f"submitting job {job.fqid}")
+    record(session, job, _intent_recorder(session, job, count, cause), f"submitting job {job.fqid}")
     plan = SplitSubmission(session, job, first, count, keep_going)
 
     def hand_over_part(part: Sequence[Job], first_part: bool) -> SubmitOutcome:
@@ -174,7 +180,7 @@ def _submit_split(session: Session, job: Job, keep_going: bool) -> bool:
     return True
 
 
-def _intent_recorder(session: Session, job: Job, count: int) -> Callable[[], None]:
+def _intent_recorder(session: Session, job: Job, count: int, cause: str) -> Callable[[], None]:
     """What records the intent of submitting ``job`` (``count`` subjobs, 0 unsplit)."""
 
     def record_intent() -> None:
@@ -183,7 +189,7 @@ def _intent_recorder(session: Session, job: Job, count: int) -> Callable[[], Non
         # whatever the backend may have received under this job's keys).
         if ours(session.registry().submitting.get(job.id)):
             return  # an attempt whose answer was lost (the server died) did commit
-        job.change_status(Status.SUBMITTING, "user: submit")
+        job.change_status(Status.SUBMITTING, cause)
         job.submit_count = job.submit_count + 1
         job._described = describe_job(job)
         session.registry().submitting[job.id] = Intent.now("submit", count).stored()

@@ -2,12 +2,13 @@
 
 After each cycle the monitor holding the lease (a session's, or the daemon's) runs
 :func:`run_pending`. For a job its condition made ``DECIDED`` it records, in one
-transaction, that it hands the job over (the job goes from ``waiting`` to ``new``, the
-entry to ``HANDING``), then submits it as ``submit()`` does (the submission's own intent
-and outcome make that step safe against a crash), then drops the entry. A driver that
-dies anywhere in between leaves the entry: the next one finds the job ``new`` (it never
-reached submission's intent: submitted now), ``submitting`` (the submission's recovery
-at the next start decides; the entry waits for it), or beyond (done: the entry goes).
+transaction, that it hands the job over (the entry becomes ``HANDING``), then submits it
+as ``submit()`` does, the job going from ``waiting`` to ``submitting`` (the submission's
+own intent and outcome make that step safe against a crash), then drops the entry. A
+driver that dies anywhere in between leaves the entry: the next one finds the job still
+``waiting`` or ``new`` (its submission never began, or the submission's recovery rolled
+it back: submitted now), ``submitting`` (the submission's recovery at the next start
+decides; the entry waits for it), or beyond (done: the entry goes).
 So each waiting job is submitted once, whoever drives and however often it is killed.
 
 A ``CHECK`` entry (a job that just started waiting, or was re-armed) is looked at in a
@@ -83,9 +84,7 @@ def _drive(session: Session, job_id: int) -> int:
             step.append(_DONE)
             return
         if status is Status.WAITING:
-            job.change_status(Status.NEW, "monitor: handed to submission")
             table[job_id] = index.HANDING
-            registry.reindex(job)
         elif not (status is Status.NEW and state == index.HANDING):
             if status is not Status.SUBMITTING:
                 del table[job_id]  # submitted (or acted on by the user) before
@@ -104,7 +103,8 @@ def _drive(session: Session, job_id: int) -> int:
         return 1
     stop_point("waiting-job-handed")
     try:
-        actions.submit(session, found[0], keep_going=False)
+        handed = f"monitor: submit ({', '.join(found[0].after)} {found[0].when})"
+        actions.submit(session, found[0], keep_going=False, handed_over=handed)
     except GangaError as exc:
         # The job is new again with the reason in its log, as after any failed submit().
         log.warning("job %s: submitting it after what it waited for failed: %s", job_id, exc)

@@ -8,7 +8,7 @@ from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.workflow import engine
 
-__all__ = ["explain", "waits_for"]
+__all__ = ["dependency_line", "explain", "waits_for"]
 
 
 def explain(registry: Registry, job: Job) -> str:
@@ -56,3 +56,20 @@ def _waits_for(registry: Registry, job: Job) -> str:
 def waits_for(registry: Registry, job: Job) -> str:
     """What a job waits for, in words; empty when it waits for nothing."""
     return _waits_for(registry, job) if job.after else ""
+
+
+def dependency_line(job: Job) -> str | None:
+    """What a job's views show of what it waits for: the jobs and the condition, and how
+    far they are (waiting) or the root failure (skipped); None for a job waiting for
+    nothing."""
+    if not job.after:
+        return None
+    allowed = f", allow_failed={job.allow_failed}" if job.allow_failed else ""
+    line = f"{', '.join(job.after)} ({job.when}{allowed})"
+    status = job.current_status()
+    jar = getattr(job, "_p_jar", None)
+    if status is Status.WAITING and jar is not None:
+        return f"{line}; waiting {_waits_for(Registry(jar.root()), job)}"
+    if status is Status.SKIPPED and job._skipped_by is not None:
+        return f"{line}; skipped: {job._skipped_by[1]}"
+    return line
