@@ -298,7 +298,6 @@ def test_a_refused_name_or_program_leaves_the_job_as_it_was(session: Session) ->
 @pytest.mark.parametrize(
     ("url", "scheme", "tool"),
     [
-        ("root://eos.example.org//eos/user/data.root", "root://", "xrdcp"),
         ("s3://bucket/key.txt", "s3://", "aws s3 cp"),
         ("file:///tmp/data.txt", "file://", ""),
         ("https://example.org/data.txt", "https://", "curl"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ganga_like.model.interfaces import ActiveRef, PollContext, RunSpec
 from ganga_like.model.job import Job
-from ganga_like.model.workspace import run_environment
+from ganga_like.model.workspace import read_failure_note, run_environment
 
 from .planning import compress
 from .tracker import Observation
@@ -172,9 +172,9 @@ def element_command(
     ``GANGA_*`` variables set, and output files collected after it ended."""
     env = run_environment(job, spec)
     output = os.path.join(root, "output")
-    # The launcher inside the collecting wrapper: the files are collected once, after
-    # every process has ended.
-    argv: tuple[str, ...] = (*launcher, *spec.argv)
+    # The launcher inside the collecting wrapper and the run's own (``spec.wrapper``): the
+    # files are transferred and collected once, after every process has ended.
+    argv: tuple[str, ...] = (*spec.wrapper, *launcher, *spec.argv)
     if spec.output_patterns:
         patterns = spec.output_patterns
         argv = (
@@ -204,10 +204,14 @@ def needs_collect(commands: Iterable[ElementCommand]) -> bool:
 
 def read_missing_output(ctx: PollContext, ref: ActiveRef, observation: Observation) -> Observation:
     """An element whose program succeeded but whose output pattern matched nothing
-    exits 1 and leaves a note: report that, with the program's exit code 0."""
+    exits 1 and leaves a note: report that, with the program's exit code 0. So does the
+    wrapper of a run whose transfers failed (``workspace.read_failure_note``)."""
     parts = [str(ctx.workspace), str(ref.job_id)]
     if ref.subjob_id is not None:
         parts.append(str(ref.subjob_id))
+    note = read_failure_note(os.path.join(*parts, "work"))
+    if note is not None:
+        return Observation("failed", note[0], note[1])
     try:
         with open(os.path.join(*parts, "output", MISSING_OUTPUT_FILE), encoding="utf-8") as f:
             reason = f.read().strip()

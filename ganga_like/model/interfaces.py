@@ -99,6 +99,9 @@ class RunSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()  # absolute paths to put in the work directory
     output_patterns: tuple[str, ...] = ()  # glob patterns collected into the output dir
+    # Words run in front of the program (and of its launcher): a program that starts it
+    # and does what must happen where it runs, before and after it (remote file transfers).
+    wrapper: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -423,11 +426,21 @@ class IDataset(GangaObject):
         (the program finds them all through ``$GANGA_INPUTDATA``)."""
         return []
 
+    def remote_files(self) -> list[IFile]:
+        """The entries the run fetches itself, where it runs (``IFile.remote``)."""
+        return []
+
 
 class IFile(GangaObject):
-    """A file travelling with a job."""
+    """A file travelling with a job.
+
+    A *remote* kind of file (``remote = True``, a URL on storage elsewhere) is neither
+    checked nor copied at submission: its class wraps the run (``wrap_run``) in a program
+    that fetches and uploads such files where the run happens, and a completed run's
+    destinations are recorded in the (sub)job (``recorded``)."""
 
     _category = "files"
+    remote: ClassVar[bool] = False
 
     def input_path(self) -> str:
         """Absolute path of the file to copy in (as input)."""
@@ -436,6 +449,19 @@ class IFile(GangaObject):
     def output_pattern(self) -> str:
         """Name or glob pattern to collect (as output)."""
         raise NotImplementedError
+
+    @classmethod
+    def wrap_run(
+        cls, job: Job, spec: RunSpec, inputs: Sequence[IFile], outputs: Sequence[IFile]
+    ) -> RunSpec:
+        """For a remote kind: ``spec`` with the transfers of ``inputs`` (the job's input
+        files and dataset entries of this kind) and ``outputs`` done around its program."""
+        raise NotImplementedError
+
+    def recorded(self, job: Job, output_dir: str) -> IFile:
+        """This output file as the completed run of ``job`` left it (its destinations
+        filled in, read from ``output_dir``); by default itself."""
+        return self
 
 
 # Ganga's order: every merger, then every checker, then every notifier.

@@ -1,17 +1,32 @@
 """What every backend does the same way with a (sub)job's run: what it runs, its ``GANGA_*``
-environment, its input files copied in, and the earlier run's output kept aside when it
-runs again."""
+environment, its input files copied in, the earlier run's output kept aside when it runs
+again, and the reason a wrapper around the program left when it failed."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 
-from ganga_like.model.interfaces import JobPaths, RunSpec
+from ganga_like.errors import JobError
+from ganga_like.model.interfaces import IFile, JobPaths, RunSpec
 from ganga_like.model.job import Job
 from ganga_like.private import copy_private, make_private_dirs
 
-__all__ = ["keep_earlier_output", "run_environment", "run_spec", "stage_inputs"]
+__all__ = [
+    "FAILURE_NOTE",
+    "keep_earlier_output",
+    "read_failure_note",
+    "record_outputs",
+    "run_environment",
+    "run_spec",
+    "stage_inputs",
+]
+
+# Left in the work directory by a wrapper around the program (``RunSpec.wrapper``) that
+# failed (a transfer): JSON with the ``reason`` and the program's ``exit_code`` (null when
+# it did not run). Its twin is in the Local runner's protocol, which imports nothing of ours.
+FAILURE_NOTE = "__ganga_failure__.json"
 
 
 def run_spec(job: Job, paths: JobPaths, stage: bool = True) -> RunSpec:
@@ -24,11 +39,49 @@ def run_spec(job: Job, paths: JobPaths, stage: bool = True) -> RunSpec:
     if stage:
         application.write_inputs(job, paths)
     spec: RunSpec = application.prepare(job, paths)
-    outputs = tuple(f.output_pattern() for f in job.outputfiles)
-    inputs = tuple(f.input_path() for f in job.inputfiles)
+    outputs = tuple(f.output_pattern() for f in job.outputfiles if not f.remote)
+    inputs = tuple(f.input_path() for f in job.inputfiles if not f.remote)
     if outputs or inputs:
         spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs)
+    dataset = job.inputdata
+    remote_in = [f for f in job.inputfiles if f.remote]
+    if dataset is not None:
+        remote_in.extend(dataset.remote_files())
+    remote_out = [f for f in job.outputfiles if f.remote]
+    if remote_in or remote_out:
+        spec = _wrapped(job, spec, remote_in, remote_out)
     return spec
+
+
+def _wrapped(job: Job, spec: RunSpec, inputs: list[IFile], outputs: list[IFile]) -> RunSpec:
+    """``spec`` run by the program of the remote files' kind, which transfers them."""
+    kinds = {type(f) for f in (*inputs, *outputs)}
+    if len(kinds) > 1:
+        names = ", ".join(sorted(k.__name__ for k in kinds))
+        raise JobError(f"job {job.fqid}: remote files of one kind per job, not {names}")
+    return kinds.pop().wrap_run(job, spec, inputs, outputs)
+
+
+def read_failure_note(workdir: str) -> tuple[str, int | None] | None:
+    """The reason and program exit code a failed wrapper left in ``workdir``, if any."""
+    try:
+        with open(os.path.join(workdir, FAILURE_NOTE), encoding="utf-8") as handle:
+            note = json.load(handle)
+        reason, code = note["reason"], note["exit_code"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(reason, str) or not (code is None or isinstance(code, int)):
+        return None
+    return reason, code
+
+
+def record_outputs(job: Job, output_dir: str) -> None:
+    """Once ``job`` completed: its output files as the run left them (a remote file's
+    destinations filled in). The job then holds its own list, no longer its master's."""
+    files = job.outputfiles
+    if not any(f.remote for f in files):
+        return
+    job.outputfiles = tuple(f.recorded(job, output_dir) if f.remote else f for f in files)
 
 
 def run_environment(job: Job, spec: RunSpec) -> dict[str, str]:

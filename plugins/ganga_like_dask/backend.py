@@ -361,7 +361,7 @@ def _payload(
     env = run_environment(job, spec)
     return {
         "key": _key(job, token),
-        "argv": [*launch, *spec.argv],
+        "argv": [*spec.wrapper, *launch, *spec.argv],
         "env": env,
         "inputs": inputs,
         "output_patterns": list(spec.output_patterns),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import json
 import os
 import shutil
 import signal
@@ -159,7 +160,11 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             _signal(proc, signal.SIGKILL)  # what outlived the SIGTERM, the program gone
             result["state"] = "killed"
         elif code != 0:
-            result["reason"] = f"exit code {code}"
+            note = _failure_note(work) if code == 1 else None
+            if note is not None:  # the program's wrapper failed (a transfer): its reason
+                result["reason"], result["exit_code"] = note
+            else:
+                result["reason"] = f"exit code {code}"
         else:
             problem = _collect(work, payload["output_patterns"], result["outputs"])
             result["state"] = "failed" if problem else "completed"
@@ -167,6 +172,25 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# Left in the work directory by a wrapper around the program that failed (a file transfer):
+# the twin of ganga_like.model.workspace.FAILURE_NOTE, which a worker does not import.
+FAILURE_NOTE = "__ganga_failure__.json"
+
+
+def _failure_note(work: str) -> tuple[str, int | None] | None:
+    try:
+        with open(os.path.join(work, FAILURE_NOTE), encoding="utf-8") as handle:
+            note = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(note, dict):
+        return None
+    reason, code = note.get("reason"), note.get("exit_code")
+    if not isinstance(reason, str) or not (code is None or isinstance(code, int)):
+        return None
+    return reason, code
 
 
 # prctl(2): the signal a process gets when the thread that started it dies.

@@ -129,7 +129,7 @@ class Local(IBackend):
         env = run_environment(job, spec)
         return TaskSpec(
             key=task_key(job),
-            argv=[*launch, *spec.argv],
+            argv=[*spec.wrapper, *launch, *spec.argv],
             env=env,
             workdir=os.path.join(root, "work"),
             output_dir=output,

@@ -25,6 +25,7 @@ from typing import Any
 from ganga_like_runner.files import (
     collect_outputs,
     discard_files,
+    failure_note,
     files_of,
     make_dirs,
     prepare_ahead,
@@ -317,7 +318,11 @@ class Engine:
         if task.kill_requested:
             self.finish(task, "killed", code, "killed by user", end)
         elif code > 0:
-            self.finish(task, "failed", code, f"exit code {code}", end)
+            note = failure_note(task.workdir) if code == 1 else None
+            if note is not None:  # the program's wrapper failed (a transfer): its reason
+                self.finish(task, "failed", note[1], note[0], end)
+            else:
+                self.finish(task, "failed", code, f"exit code {code}", end)
         elif code < 0:
             self.finish(task, "failed", code, f"killed by signal {signal_name(-code)}", end)
         else:

@@ -12,6 +12,7 @@ import shutil
 from typing import Any
 
 from ganga_like_runner.protocol import (
+    FAILURE_NOTE,
     PRIVATE_DIR,
     PRIVATE_FILE,
     RUN_FILE,
@@ -122,6 +123,15 @@ def collect_outputs(task: Task) -> str | None:
         if os.path.isdir(target):
             moved_dirs.append(place)
     return problem
+
+
+def failure_note(workdir: str) -> tuple[str, int | None] | None:
+    """The reason and the program's exit code a wrapper around it left when it failed."""
+    note = read_json(os.path.join(workdir, FAILURE_NOTE))
+    reason, code = note.get("reason"), note.get("exit_code")
+    if not isinstance(reason, str) or not (code is None or isinstance(code, int)):
+        return None
+    return reason, code
 
 
 def output_place(match: str) -> str:

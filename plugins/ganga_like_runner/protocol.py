@@ -76,6 +76,9 @@ MAX_NAME = 240
 RUN_FILE = "__run__"
 STDOUT_FILE = "stdout"
 STDERR_FILE = "stderr"
+# Left in the work directory by a wrapper around the program that failed (a file transfer),
+# with the reason and the program's exit code: the twin of ganga_like.model.workspace's.
+FAILURE_NOTE = "__ganga_failure__.json"
 RUNNER_MODULE = "ganga_like_runner"
 FORMAT_VERSION = 1
 

@@ -193,7 +193,7 @@ def _task_row(
     row: list[Any] = protocol.task_row(
         protocol.TaskSpec(
             key=task_key(job),
-            argv=[*launcher(pilot, needs, job.backend.launcher), *spec.argv],
+            argv=[*spec.wrapper, *launcher(pilot, needs, job.backend.launcher), *spec.argv],
             env=run_environment(job, spec),
             workdir=os.path.join(root, "work"),
             output_dir=output,

@@ -17,9 +17,15 @@ __all__ = ["LocalFile", "LocalPath"]
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-# How each kind of URL is usually copied here, named in the refusal.
+# What to give instead of a URL of each kind, named in the refusal: the file type that
+# fetches it, or how it is usually copied here.
+_FILE_TYPES = {
+    "root://": "XRootDFile",
+    "xroot://": "XRootDFile",
+    "roots://": "XRootDFile",
+    "xroots://": "XRootDFile",
+}
 _COPY_TOOLS = {
-    "root://": " (e.g. with xrdcp)",
     "s3://": " (e.g. with aws s3 cp)",
     "gs://": " (e.g. with gsutil cp)",
     "http://": " (e.g. with curl -O)",
@@ -40,6 +46,12 @@ class LocalPath(Text):
         scheme = _URL.match(text)
         if scheme is not None:
             prefix = scheme.group().lower()
+            kind = _FILE_TYPES.get(prefix)
+            if kind is not None:
+                raise traitlets.TraitError(
+                    f"expected a path on this machine ({self.owner} fetches nothing), got the "
+                    f"{prefix} URL {text!r}: give {kind}({text!r}) instead, which fetches it"
+                )
             tool = _COPY_TOOLS.get(prefix, "")
             raise traitlets.TraitError(
                 f"expected a path on this machine ({self.owner} fetches nothing), got the "

@@ -29,6 +29,7 @@ from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryW
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import IBackend, PollContext, StatusReport, SubmitContext
 from ganga_like.model.status import Status
+from ganga_like.model.workspace import record_outputs
 from ganga_like.repository.connection import Repository, write_errors
 from ganga_like.repository.registry import Registry, active_key
 from ganga_like.runtime import postprocessing, retrying
@@ -345,6 +346,9 @@ class Monitor:
                     result.finished += 1
                     registry.unfollow(job)
                     unfollowed.append(active_key(job))
+                    if applied.path[-1] is Status.COMPLETED:
+                        # Where its remote output files went, in this cycle's commit.
+                        record_outputs(job, self._output_dir(job))
                     if applied.path[-1] is Status.FAILED:
                         retrying.note_failed(registry, job, report)  # in this cycle's commit
         for top in touched.values():
@@ -352,6 +356,11 @@ class Monitor:
             postprocessing.note_completed(registry, top)  # recorded with this cycle
         # Jobs waiting for what changed: decided in this cycle's commit.
         result.changed += workflow.upstream_changed(registry, touched.values(), "monitor")
+
+    def _output_dir(self, job: Any) -> str:
+        master = job.master
+        top = job.id if master is None else f"{master.id}/{job.id}"
+        return f"{self.repo.workspace}/{top}/output"
 
     # -- postprocessing (ganga_like.runtime.postprocessing) -----------------------------
 

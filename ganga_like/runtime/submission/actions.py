@@ -243,6 +243,8 @@ def _with_article(noun: str) -> str:
 
 def _check_inputs(job: Job) -> None:
     for f in job.inputfiles:
+        if f.remote:
+            continue  # fetched where the job runs, which then fails if it is missing
         path = f.input_path()
         if not os.path.isfile(path):
             raise JobError(f"job {job.fqid}: input file not found: {path}")
