@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Each process: a label, the module it runs, and how the session starts it ("" for itself).
 PROCESSES: tuple[tuple[str, str, str], ...] = (
     ("session: ganga shell, script, notebook", "ganga_like.cli", ""),
-    ("repository server, one per gangadir", "ganga_like.repository.zeo_server", "detached"),
+    ("repository server, one per gangadir", "ganga_like.repository.zeo.server", "detached"),
     ("monitor daemon", "ganga_like.runtime.monitoring.daemon", "ganga monitor start"),
     ("Local runner", "ganga_like_runner", "detached"),
     ("the runner inside a Slurm allocation (pilot)", "ganga_like_runner", "sbatch"),

@@ -16,7 +16,7 @@ from typing import NoReturn
 import pytest
 
 from ganga_like.model.status import set_master_status_order
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir

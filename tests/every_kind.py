@@ -102,7 +102,7 @@ def child_env(gangadir: Path) -> dict[str, str]:
 
 def build(gangadir: Path) -> None:
     """Make the repository (a few seconds: the jobs run on the Local backend)."""
-    from ganga_like.repository import shared
+    from ganga_like.repository.zeo import shared
 
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(SCRIPT)],

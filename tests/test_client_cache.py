@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ZODB.utils import p64
 
-from ganga_like.repository.client_cache import INDEX_SUFFIX, ResilientClientCache
+from ganga_like.repository.zeo.client_cache import INDEX_SUFFIX, ResilientClientCache
 
 SIZE = 64 * 1024  # small: writes wrap around and evict
 

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from ganga_like.commands import jobs_cache, listing
 from ganga_like.commands.context import using_settings
 from ganga_like.config.choices import MASTER_STATUS_ORDERS
-from ganga_like.repository import file_tail, shared
+from ganga_like.repository import file_tail
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.settings import Settings
 
 from .conftest import CHILD_PYTHONPATH

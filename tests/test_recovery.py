@@ -23,7 +23,7 @@ import pytest
 
 from ganga_like import JobError, jobs
 from ganga_like.model.status import Status
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL, runner_dir

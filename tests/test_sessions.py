@@ -21,10 +21,10 @@ import nbformat
 import pytest
 
 from ganga_like.model.job import Job as JobImpl
-from ganga_like.repository import shared, zeo_server
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.storage import StorageOptions
+from ganga_like.repository.zeo import server, shared
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
@@ -263,7 +263,7 @@ def test_a_session_started_as_the_idle_server_exits_waits_for_it_or_starts_anoth
     starts the next server. No session fails."""
     hold = tmp_path / "hold"
     hold.mkdir()
-    monkeypatch.setenv(zeo_server.TEST_HOLD_VARIABLE, str(hold))
+    monkeypatch.setenv(server.TEST_HOLD_VARIABLE, str(hold))
     repo_dir = gangadir / "repository"
     options = StorageOptions(idle_exit=0.2)
     first = Repository(gangadir, "shared", options=options)

@@ -546,7 +546,7 @@ def test_the_shell_lists_templates_refuses_to_submit_one_and_runs_scripts(
 
 
 def test_recovery_of_a_lost_root_record_finds_the_templates_again(gangadir: Path) -> None:
-    from ganga_like.repository.integrity import _write_empty_root
+    from ganga_like.repository.checks.integrity import _write_empty_root
     from ganga_like.runtime.repository_check import check_repository, recover_repository
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings

@@ -208,7 +208,7 @@ def _opens_as_before(gangadir: Path, data: Path, next_id: int) -> bool:
             return False  # refused by the opening (storage.py)
     except (GangaError, OSError):
         return False
-    # A workspace for the next job id means the repository lost jobs (orphans.py).
+    # A workspace for the next job id means the repository lost jobs (repository/checks/orphans.py).
     return not (workspace / str(next_id)).exists()
 
 

@@ -54,7 +54,7 @@ def run_repository(args: argparse.Namespace) -> int:
         print(repository_check.recover_repository(gangadir))
         return OK
     if args.action == "reset":
-        from ganga_like.repository.reset import reset_orphans
+        from ganga_like.repository.checks.reset import reset_orphans
 
         print(reset_orphans(gangadir))
         return OK

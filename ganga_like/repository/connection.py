@@ -23,10 +23,10 @@ from ZODB.Connection import Connection
 from ZODB.POSException import POSKeyError
 
 from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
-from ganga_like.repository.file_check import corrupt
+from ganga_like.repository.checks.file_check import corrupt
+from ganga_like.repository.checks.orphans import check_after_open, check_before_open
 from ganga_like.repository.ids import IdBlocks
 from ganga_like.repository.layout import layout_problem
-from ganga_like.repository.orphans import check_after_open, check_before_open
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.retry import RetryPolicy, is_transient, repeat, retried, safe_commit
@@ -100,7 +100,7 @@ class Repository:
             if packer is not None:
                 self._background.append(packer)
         elif self.effective_mode == "shared":
-            from ganga_like.repository.shared import ServerKeeper
+            from ganga_like.repository.zeo.shared import ServerKeeper
 
             keeper = ServerKeeper(self.db.storage, self.gangadir / "repository", self.options)
             keeper.start()

@@ -1,7 +1,7 @@
 """How a repository is served and kept, and its private directories.
 
 Shared by the opening code (:mod:`ganga_like.repository.storage`) and the shared-mode
-client and server (:mod:`ganga_like.repository.shared`), which import nothing of each
+client and server (:mod:`ganga_like.repository.zeo.shared`), which import nothing of each
 other's through here.
 """
 

@@ -37,7 +37,7 @@ from BTrees.IOBTree import IOBTree
 from BTrees.OOBTree import OOBTree
 from persistent import Persistent
 
-from ganga_like.repository.orphans import first_free_id
+from ganga_like.repository.checks.orphans import first_free_id
 from ganga_like.repository.stored import StoredJob
 from ganga_like.repository.trees import IdMap, IdSet, KeyMap
 

@@ -1,14 +1,14 @@
 """Opening the job database from a storage URI in one of the repository modes.
 
 ``shared`` (the default of every session): a ZEO client of the repository's own server
-(see :mod:`ganga_like.repository.shared`), started on demand, so any number of sessions use
+(see :mod:`ganga_like.repository.zeo.shared`), started on demand, so any number of sessions use
 one repository at once. ``auto``, the name older configurations use for it, is the same.
 ``embedded`` (an explicit choice; the default of this low-level module): a FileStorage in
 this process, alone; another process gets a one-line error naming its PID. ``readonly``:
 a read-only view of the same file, allowed beside a writer. The opening code takes a URI so
 other storages slot in without changes elsewhere (``file:///path/Data.fs`` today).
 
-Before a FileStorage is opened its file is checked (:mod:`ganga_like.repository.integrity`):
+Before a FileStorage is opened its file is checked (:mod:`ganga_like.repository.checks.integrity`):
 a damaged file is refused with a :class:`RepositoryCorruptError` instead of being cut short.
 """
 
@@ -41,7 +41,7 @@ from ganga_like.errors import (
 )
 from ganga_like.private import touch_private
 from ganga_like.repository import changes
-from ganga_like.repository.file_check import check_file, corrupt
+from ganga_like.repository.checks.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
@@ -95,7 +95,7 @@ def open_database(
     storage: Any
     effective = mode
     if mode in ("shared", "auto"):
-        from ganga_like.repository import shared
+        from ganga_like.repository.zeo import shared
 
         storage = shared.open_client(path, options, spawn=True)
         effective = "shared"
@@ -196,7 +196,7 @@ def _probe_lock(path: Path) -> zc.lockfile.LockFile:
 
 
 def _busy(path: Path) -> RepositoryBusyError:
-    from ganga_like.repository import shared
+    from ganga_like.repository.zeo import shared
 
     pid = _lock_holder(path)
     server = shared.server_pid(path.parent)

@@ -1,10 +1,11 @@
 """The repository's full check and its recovery, with the part that knows the model's jobs.
 
 The repository checks and repairs what is its own, the file, its records, its tables and
-their layout (:mod:`ganga_like.repository.integrity`, :mod:`ganga_like.repository.fullcheck`),
-and asks what only the model knows of :data:`MODEL_JOBS`: which objects are jobs, that a
-job's status is one of the model's, where a master keeps its subjobs and how they are
-counted. Call them from here (``ganga repository check|recover`` does), or run
+their layout (:mod:`ganga_like.repository.checks.integrity`,
+:mod:`ganga_like.repository.checks.fullcheck`), and asks what only the model knows of
+:data:`MODEL_JOBS`: which objects are jobs, that a job's status is one of the model's,
+where a master keeps its subjobs and how they are counted. Call them from here (``ganga
+repository check|recover`` does), or run
 ``python -m ganga_like.runtime.repository_check check|recover GANGADIR``.
 """
 
@@ -17,9 +18,9 @@ from typing import Any
 from ganga_like.errors import RepositoryError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
-from ganga_like.repository import fullcheck, integrity
-from ganga_like.repository.fullcheck import CheckReport
-from ganga_like.repository.integrity import RecoveryReport
+from ganga_like.repository.checks import fullcheck, integrity
+from ganga_like.repository.checks.fullcheck import CheckReport
+from ganga_like.repository.checks.integrity import RecoveryReport
 
 __all__ = [
     "MODEL_JOBS",
@@ -66,7 +67,7 @@ MODEL_JOBS = ModelJobs()
 
 
 def check_file_deeply(path: Path) -> CheckReport:
-    """The full check of one ``Data.fs`` (see :mod:`ganga_like.repository.fullcheck`)."""
+    """The full check of one ``Data.fs`` (see :mod:`ganga_like.repository.checks.fullcheck`)."""
     return fullcheck.check_file_deeply(path, MODEL_JOBS)
 
 
@@ -83,7 +84,7 @@ def check_repository(gangadir: Path) -> list[str]:
 
 def recover_repository(gangadir: Path) -> RecoveryReport:
     """Rebuild a damaged repository from what is intact, keeping the damaged file (see
-    :func:`ganga_like.repository.integrity.recover_repository`)."""
+    :func:`ganga_like.repository.checks.integrity.recover_repository`)."""
     return integrity.recover_repository(gangadir, MODEL_JOBS)
 
 

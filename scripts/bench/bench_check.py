@@ -23,8 +23,8 @@ def main() -> None:
     gangadir = base / "gangadir"
     from busy_repo import build, churn, data_fs, never_pack
 
+    from ganga_like.repository.checks.file_check import check_file
     from ganga_like.repository.connection import Repository
-    from ganga_like.repository.file_check import check_file
     from ganga_like.runtime.repository_check import full_check
 
     repo = Repository(gangadir, options=never_pack())

@@ -188,7 +188,7 @@ def listing(gangadir: Path, mode: str) -> float:
 
 
 def stop_everything(gangadir: Path) -> None:
-    from ganga_like.repository import shared
+    from ganga_like.repository.zeo import shared
     from ganga_like_local.backend import runner_dir
     from ganga_like_runner import client as runner_client
 

@@ -85,8 +85,8 @@ def main() -> None:
     base = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="bench-"))
     gangadir = base / "gangadir"
     from ganga_like.model.job import Job as JobImpl
-    from ganga_like.repository import shared
     from ganga_like.repository.registry import Registry
+    from ganga_like.repository.zeo import shared
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
 

@@ -142,7 +142,7 @@ def stop_server_and_remove(base: Path) -> None:
     its own)."""
     import shutil
 
-    from ganga_like.repository.shared import stop_server
+    from ganga_like.repository.zeo.shared import stop_server
 
     stop_server(base / "gangadir" / "repository")
     shutil.rmtree(base, ignore_errors=True)

@@ -53,7 +53,7 @@ def main() -> None:
         pid = runner_client.runner_pid(runner_dir(gangadir))
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-        from ganga_like.repository import shared
+        from ganga_like.repository.zeo import shared
 
         shared.stop_server(gangadir / "repository")
         shutil.rmtree(gangadir.parent, ignore_errors=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import close_session
 from ganga_like.runtime.settings import Settings

@@ -187,8 +187,8 @@ def test_objects_created_after_the_server_was_killed_get_new_ids(
     import signal
 
     from ganga_like.model.job import Job as JobImpl
-    from ganga_like.repository import shared
     from ganga_like.repository.connection import Repository
+    from ganga_like.repository.zeo import shared
 
     # Each session takes object ids from the server a hundred at a time; the server that
     # replaces a killed one gives out again the ids beyond the last commit, which the

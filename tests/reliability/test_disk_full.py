@@ -21,9 +21,9 @@ import pytest
 
 from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.job import Job as JobImpl
-from ganga_like.repository import shared
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.repository_check import check_repository
 
 from ..conftest import CHILD_PYTHONPATH
@@ -96,7 +96,7 @@ def test_a_full_disk_aborts_the_commit_and_the_repository_stays_usable(
     finally:
         repo.close()
     with contextlib.suppress(Exception):
-        from ganga_like.repository import shared
+        from ganga_like.repository.zeo import shared
 
         shared.stop_server(gangadir / "repository")
     assert check_repository(gangadir) == []
@@ -132,7 +132,7 @@ class _FullDisk:
 
 
 def test_a_client_cache_that_cannot_be_written_switches_itself_off(tmp_path: Path) -> None:
-    from ganga_like.repository.client_cache import ResilientClientCache
+    from ganga_like.repository.zeo.client_cache import ResilientClientCache
 
     path = tmp_path / "slot-0.zec"
     cache = ResilientClientCache(str(path), 1 << 20)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 
 from .. import every_kind
 from .conftest import child_env

@@ -11,8 +11,8 @@ import pytest
 
 from ganga_like.errors import RepositoryError
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.repository.checks.reset import reset_orphans
 from ganga_like.repository.connection import Repository
-from ganga_like.repository.reset import reset_orphans
 from ganga_like.runtime.repository_check import check_repository
 
 from .conftest import child_env

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 
 from .conftest import child_env, python, run_python
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job, jobs
-from ganga_like.repository import shared
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.session import Session
 
 from .conftest import child_env

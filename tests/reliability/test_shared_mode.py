@@ -14,8 +14,8 @@ import pytest
 
 from ganga_like import Job, jobs
 from ganga_like.errors import RepositoryBusyError, RepositoryError
-from ganga_like.repository import shared
 from ganga_like.repository.connection import Repository
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.session import open_session
 from ganga_like.runtime.settings import Settings
 

@@ -11,9 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from ganga_like.repository.exclusive import hold_for_maintenance
-from ganga_like.repository.file_check import check_file
-from ganga_like.repository.orphans import id_ranges, is_empty, job_dirs
+from ganga_like.repository.checks.exclusive import hold_for_maintenance
+from ganga_like.repository.checks.file_check import check_file
+from ganga_like.repository.checks.orphans import id_ranges, is_empty, job_dirs
 
 __all__ = ["reset_orphans"]
 

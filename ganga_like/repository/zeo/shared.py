@@ -1,6 +1,6 @@
 """Shared mode, client side: find the repository's ZEO server, start it when missing.
 
-One server per repository serves every session of the user (``zeo_server``). It is started
+One server per repository serves every session of the user (``server``). It is started
 by the first session that needs it, with this interpreter and ``sys.path`` (it resolves
 write conflicts with our own classes), detached, and exits after ``idle_exit`` seconds with
 no client. Files in ``<gangadir>/repository/``:
@@ -43,7 +43,7 @@ import zc.lockfile
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.private import touch_private
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
-from ganga_like.repository.zeo_client import client_storage_class
+from ganga_like.repository.zeo.client_storage import client_storage_class
 
 __all__ = [
     "Address",
@@ -70,7 +70,7 @@ CACHE_SLOTS = 16
 STOP_REQUEST = "zeo.stop-if-idle"
 STOP_ANSWER = "zeo.stop-answer"
 STOP_REQUEST_LIFETIME = 30.0
-SERVER_MODULE = "ganga_like.repository.zeo_server"
+SERVER_MODULE = "ganga_like.repository.zeo.server"
 
 log = logging.getLogger("ganga_like")
 
@@ -367,7 +367,7 @@ _caches: dict[str, Any] = {}
 
 def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
     """A persistent client cache in the first free slot (each file has a lock)."""
-    from ganga_like.repository.client_cache import ResilientClientCache as ClientCache
+    from ganga_like.repository.zeo.client_cache import ResilientClientCache as ClientCache
 
     size = int(cache_mb * 1024 * 1024)
     cache_dir = repo_dir / CACHE_DIR

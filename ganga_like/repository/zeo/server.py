@@ -1,6 +1,6 @@
-"""The shared-mode server of one repository: ``python -m ganga_like.repository.zeo_server``.
+"""The shared-mode server of one repository: ``python -m ganga_like.repository.zeo.server``.
 
-    python -m ganga_like.repository.zeo_server GANGADIR [--idle-exit S] [--address HOST:PORT]
+    python -m ganga_like.repository.zeo.server GANGADIR [--idle-exit S] [--address HOST:PORT]
         [--ready-fd N] [--pack-threshold-mb M] [--pack-keep-days D]
 
 It opens ``GANGADIR/repository/Data.fs`` (checked first, like an embedded session does),
@@ -29,15 +29,20 @@ from typing import Any
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
-from ganga_like.repository.shared import (
+from ganga_like.repository.storage import ensure_private_dir, open_file_storage
+from ganga_like.repository.zeo.client_storage import (
+    FEATURES,
+    MAX_OID_BATCH,
+    STORE_BATCHES,
+    VOTE_FINISH,
+)
+from ganga_like.repository.zeo.shared import (
     PID_NAME,
     STOP_ANSWER,
     STOP_REQUEST,
     STOP_REQUEST_LIFETIME,
     server_address,
 )
-from ganga_like.repository.storage import ensure_private_dir, open_file_storage
-from ganga_like.repository.zeo_client import FEATURES, MAX_OID_BATCH, STORE_BATCHES, VOTE_FINISH
 
 log = logging.getLogger("ganga_like.zeo_server")
 
@@ -227,7 +232,7 @@ def _test_hold(step: str) -> None:
 
 def _server_class() -> Any:
     """ZEO's StorageServer, with what our clients ask of it beyond ZEO's protocol
-    (:mod:`ganga_like.repository.zeo_client`): new object ids in batches of up to
+    (:mod:`ganga_like.repository.zeo.client_storage`): new object ids in batches of up to
     MAX_OID_BATCH (ZEO's own cap is 100), records in batches (``storeb``), a commit's
     vote and finish in one call (``vote_finish``), a transaction's records kept in memory
     until the vote (ZEO pickles each into a temporary file and reads it back), and a

@@ -28,7 +28,7 @@ What it changes, and why (figures in docs/performance.md, "Sessions"):
   them (for changes of at most ``PREFETCH_MAX`` records): a status change made by the
   monitor is read from the cache by the next cell instead of in a round trip.
 
-The server side of ``storeb`` and ``vote_finish`` is :mod:`ganga_like.repository.zeo_server`;
+The server side of ``storeb`` and ``vote_finish`` is :mod:`ganga_like.repository.zeo.server`;
 a server that does not offer them (``FEATURES`` in its info) gets ZEO's own messages.
 """
 

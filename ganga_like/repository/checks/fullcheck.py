@@ -36,7 +36,7 @@ from typing import Any
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 from ZODB.FileStorage.format import DATA_HDR, DATA_HDR_LEN, TRANS_HDR, TRANS_HDR_LEN
 
-from ganga_like.repository.pickles import NullUnpickler, class_name, memo_in_order
+from ganga_like.repository.checks.pickles import NullUnpickler, class_name, memo_in_order
 from ganga_like.repository.stored import JobChecks
 
 __all__ = [

@@ -20,7 +20,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from ganga_like.repository.fullcheck import record_is_readable, scan_records
+from ganga_like.repository.checks.fullcheck import record_is_readable, scan_records
 
 __all__ = ["drop_history", "find_tables", "revert_unreadable"]
 

@@ -66,7 +66,7 @@ def hold_for_maintenance(path: Path, doing: str) -> MaintenanceHold:
 
 def take_file_lock(path: Path, doing: str) -> Any:
     """The repository file's lock; its idle server is asked to leave first."""
-    from ganga_like.repository import shared
+    from ganga_like.repository.zeo import shared
 
     try:
         return _lock(path, doing)
@@ -119,7 +119,7 @@ def _lock_when_released(path: Path, timeout: float) -> Any:
 
 def _held_by_another(path: Path) -> bool:
     """Whether the lock is now held by a process other than a server on its way out."""
-    from ganga_like.repository import shared
+    from ganga_like.repository.zeo import shared
 
     holder = _lock_holder(path)
     return holder is not None and holder != shared.server_pid(path.parent) and _alive(holder)
@@ -164,7 +164,7 @@ def _busy(path: Path, doing: str, server_silent: bool) -> RepositoryBusyError:
 
 
 def _take_cache_slots(repo_dir: Path, doing: str) -> list[tuple[Path, Any]]:
-    from ganga_like.repository.shared import CACHE_DIR
+    from ganga_like.repository.zeo.shared import CACHE_DIR
 
     taken: list[tuple[Path, Any]] = []
     try:

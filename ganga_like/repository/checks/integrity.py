@@ -39,15 +39,15 @@ from typing import Any
 from ZODB.FileStorage.FileStorage import packed_version as MAGIC
 
 from ganga_like.errors import RepositoryError
-from ganga_like.repository.exclusive import hold_for_maintenance, take_file_lock
-from ganga_like.repository.file_check import (
+from ganga_like.repository.checks.exclusive import hold_for_maintenance, take_file_lock
+from ganga_like.repository.checks.file_check import (
     check_file,
     corrupt,
     data_path,
     describe,
     zodb_log_captured,
 )
-from ganga_like.repository.fullcheck import CheckReport, check_file_deeply
+from ganga_like.repository.checks.fullcheck import CheckReport, check_file_deeply
 from ganga_like.repository.stored import JobChecks
 
 __all__ = [
@@ -67,9 +67,9 @@ log = logging.getLogger("ganga_like")
 
 def full_check(gangadir: Path, checks: JobChecks) -> CheckReport:
     """Read every transaction, record and object (see
-    :mod:`ganga_like.repository.fullcheck`); the report: problems, notes and what was
+    :mod:`ganga_like.repository.checks.fullcheck`); the report: problems, notes and what was
     read. ``checks``: the model's part of checking a job."""
-    from ganga_like.repository.orphans import check_before_open, job_dirs
+    from ganga_like.repository.checks.orphans import check_before_open, job_dirs
 
     gangadir = gangadir.expanduser().resolve()
     path = data_path(gangadir)
@@ -134,7 +134,7 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
     """
     from ZODB import fsrecover
 
-    from ganga_like.repository.orphans import check_before_open
+    from ganga_like.repository.checks.orphans import check_before_open
 
     path = data_path(gangadir.expanduser().resolve())
     check_before_open(path, path.parent.parent / "workspace")  # lost jobs: say so
@@ -179,8 +179,8 @@ def recover_repository(gangadir: Path, checks: JobChecks) -> RecoveryReport:
         backup.chmod(0o600)
         # The caches hold records of the old file, some of which it no longer has.
         hold.forget_caches()
-        from ganga_like.repository.fullcheck import zodb_silenced
-        from ganga_like.repository.repair import drop_history, revert_unreadable
+        from ganga_like.repository.checks.fullcheck import zodb_silenced
+        from ganga_like.repository.checks.repair import drop_history, revert_unreadable
 
         hold.lock.close()  # the repairs below open the file themselves, one at a time
         with zodb_silenced():  # what cannot be read is said in the report, once
@@ -357,7 +357,7 @@ def _write_empty_root(path: Path) -> None:
 
 def _rebuild_root(conn: Any, root: Any, path: Path, report: RecoveryReport) -> None:
     """A root that lost the registry gets back the tables found in the file."""
-    from ganga_like.repository.repair import find_tables
+    from ganga_like.repository.checks.repair import find_tables
 
     tables = find_tables(path)
     for key, oid in sorted(tables.items()):
@@ -372,7 +372,7 @@ def _rebuild_root(conn: Any, root: Any, path: Path, report: RecoveryReport) -> N
 def _skip_used_ids(root: Any, workspace: Path, report: RecoveryReport) -> None:
     """Ids of jobs lost with the damaged part may have workspaces: never give them out
     again (the workspaces stay where they are)."""
-    from ganga_like.repository.orphans import job_dirs
+    from ganga_like.repository.checks.orphans import job_dirs
 
     used = [i for i in job_dirs(workspace) if i not in root["jobs"]]
     ids = root["ids"]

@@ -3,7 +3,7 @@
 Opening the repository calls :func:`check_file` before FileStorage reads the file (a cut or
 overwritten end would otherwise be dropped by FileStorage without a word); every layer that
 finds damage raises :func:`corrupt`'s error. The full check and recovery live in
-:mod:`ganga_like.repository.integrity`.
+:mod:`ganga_like.repository.checks.integrity`.
 """
 
 from __future__ import annotations
