@@ -226,3 +226,17 @@ def test_waiting_jobs_are_found_by_status_and_by_what_they_wait_for_and_shown_so
     assert "waiting for" in job_html(b)
     (tmp_path / "gate").touch()
     assert b.wait(timeout=120) == "completed"
+
+
+def test_removing_what_a_job_waits_for_skips_it(session: Session, tmp_path: Path) -> None:
+    a = Job(application=_ok(tmp_path))  # never submitted: what waits for it waits
+    b = Job(application=_ok(tmp_path), after=a)
+    c = Job(application=_ok(tmp_path), after=b)
+    b.submit()
+    c.submit()
+    assert (b.status, c.status) == ("waiting", "waiting")
+    a.remove()
+    assert (b.status, c.status) == ("skipped", "skipped")
+    assert c.history[-1].cause == f"user: skipped: upstream {a.id} was removed"
+    with pytest.raises(SchemaError, match=f"job {a.id} does not exist"):
+        Job(after=a.id)

@@ -12,6 +12,7 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.runtime.submission.handover import check_components
 from ganga_like.runtime.submission.recording import record
+from ganga_like.runtime.workflow import engine as workflow
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -73,9 +74,12 @@ def remove(session: Session, job: Job) -> bool:
         except GangaError as exc:
             log.warning("job %s: kill before removal failed: %s", job_id, exc)
 
-    session.repo.in_transaction(
-        lambda: session.repo.registry().remove(job_id), what=f"removing job {job_id}"
-    )
+    def forget() -> None:
+        registry = session.repo.registry()
+        registry.remove(job_id)
+        workflow.upstream_removed(registry, job_id)  # what waited for it is skipped
+
+    session.repo.in_transaction(forget, what=f"removing job {job_id}")
     shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
     return True
 

@@ -39,6 +39,7 @@ __all__ = [
     "settle",
     "start_waiting",
     "upstream_changed",
+    "upstream_removed",
     "waiting_dependents",
 ]
 
@@ -229,6 +230,16 @@ def upstream_changed(registry: Registry, tops: Iterable[Job], who: str) -> int:
         for _upstream, dependent in index.dependents_of_tree(registry.root, top.id)
     ]
     return settle(registry, candidates, who) if candidates else 0
+
+
+def upstream_removed(registry: Registry, job_id: int) -> int:
+    """Job ``job_id`` was removed in this transaction: what waited for it (or for one of
+    its subjobs) is skipped, and it no longer waits itself."""
+    table = index.pending(registry.root)
+    if table is not None:
+        table.pop(job_id, None)
+    candidates = [dependent for _up, dependent in index.dependents_of_tree(registry.root, job_id)]
+    return settle(registry, candidates, "user") if candidates else 0
 
 
 def waiting_dependents(registry: Registry, top: Job) -> list[int]:
