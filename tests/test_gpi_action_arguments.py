@@ -101,7 +101,7 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
         ),
         (
             "jobs(0).kill(False)",
-            "Job.kill() takes its options as keywords, kill(keep_going=...); "
+            "Job.kill() takes its options as keywords, kill(keep_going=..., dependents=...); "
             "not by position the bool False",
         ),
         (

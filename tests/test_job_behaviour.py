@@ -202,7 +202,7 @@ def test_wrong_status_names_are_one_line_listing_the_valid_ones(session: Session
         JobError,
         match=r"^unknown status 'done'; expected one of: new, "
         r"submitting, submitted, running, completing, completed, failed, "
-        r"killed, completed_frozen, failed_frozen$",
+        r"killed, completed_frozen, failed_frozen, waiting, skipped$",
     ):
         j.wait(until="done")
     with pytest.raises(
