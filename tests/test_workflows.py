@@ -240,3 +240,22 @@ def test_removing_what_a_job_waits_for_skips_it(session: Session, tmp_path: Path
     assert c.history[-1].cause == f"user: skipped: upstream {a.id} was removed"
     with pytest.raises(SchemaError, match=f"job {a.id} does not exist"):
         Job(after=a.id)
+
+
+def test_a_job_waits_for_one_subjob_and_a_template_refers_to_jobs_without_holding_them(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like import JobTemplate
+
+    flaky = _fails_until(tmp_path, tmp_path / "never")
+    a = Job(application=flaky, splitter=ArgSplitter(args=[["1"], ["2"]]))
+    a.submit()
+    good = Job(application=_ok(tmp_path), after=a.subjobs[0], when="finished")
+    assert good.submit() and good.status == "waiting"
+    template = JobTemplate(after=[a])
+    assert template.after == [str(a.id)] and Job(template).after == [str(a.id)]
+    assert object.__getattribute__(a, "_owner") is None  # referred to, not held
+    assert a.downstream.ids() == [good.id]  # through its subjob
+    (tmp_path / "gate").touch()
+    assert good.wait(timeout=120) == "completed"
+    assert a.wait(timeout=120) == "failed"

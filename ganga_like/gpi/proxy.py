@@ -337,6 +337,8 @@ def _adopt(owner: GPIObject, value: Any) -> Any:
     job above them decides what may change; a component already held by another object is
     copied (as Ganga does), so that one object never belongs to two jobs at once."""
     if isinstance(value, GPIObject):
+        if isinstance(object.__getattribute__(value, "_impl"), JobImpl):
+            return value  # a job is only referred to (a template's ``after=``), never held
         current = object.__getattribute__(value, "_owner")
         if current is None or current is owner:
             object.__setattr__(value, "_owner", owner)
