@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from ganga_like import ArgSplitter, Executable, Job, PythonFunction, Retry
+from ganga_like import ArgSplitter, Executable, Job, PythonFunction, Retry, XRootDFile
 from ganga_like.runtime.session import Session, close_session
 
 from .backends import BackendCase, case_params, kill_9_submitter_at, open_case_session
 from .waiting import wait_for
+from .xrootd_server import put, remote_text, shared_url
 
 # Longest a job of a few short subjobs may take to end on a loaded machine.
 PATIENCE = 120
@@ -481,3 +482,57 @@ def test_kill_9_of_what_runs_a_subjob_ends_it_with_the_reason_and_records_every_
     if retried:
         assert final == "completed", histories
         assert runs.count("0") == 2
+
+
+def test_xrootd_files_are_fetched_and_uploaded_where_each_subjob_runs(
+    case: BackendCase, backend_session: Session, tmp_path: Path
+) -> None:
+    """An input fetched, one passed by URL, and outputs uploaded to a pattern, the
+    subjobs keeping the URLs: the transfers run in the subjob's run, on any backend."""
+    area = f"{shared_url()}/conformance/{tmp_path.name}-{os.getpid()}"
+    put(f"{area}/in/calib.txt", "calibrated\n")
+    put(f"{area}/in/stream.txt", "streamed\n")
+    program = 'cat calib.txt > "hist_$1.txt"; xrdcp --nopbar "$GANGA_INPUT_URLS" - >> "hist_$1.txt"'
+    j = Job(
+        application=Executable(exe="/bin/sh"),
+        splitter=ArgSplitter(args=[["-c", program, "sh", "a"], ["-c", program, "sh", "b"]]),
+        inputfiles=[
+            XRootDFile(f"{area}/in/calib.txt"),
+            XRootDFile(f"{area}/in/stream.txt", stage=False),
+        ],
+        outputfiles=[XRootDFile(f"{area}/out/{{jid}}/{{sid}}/{{name}}", "hist_*.txt")],
+        backend=case.make(),
+    )
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "completed", _histories(j)
+    for sj, arg in zip(j.subjobs, "ab", strict=True):
+        url = f"{area}/out/{j.id}/{sj.id}/hist_{arg}.txt"
+        assert sj.outputfiles[0].locations == [url]
+        assert remote_text(url) == "calibrated\nstreamed\n"
+
+
+def test_a_failed_xrootd_transfer_fails_the_subjob_naming_the_url(
+    case: BackendCase, backend_session: Session, tmp_path: Path
+) -> None:
+    """A missing input, and an upload the server refuses: each subjob fails, its cause
+    naming the URL and the server's reason."""
+    missing = f"{shared_url()}/conformance/{tmp_path.name}-{os.getpid()}/absent.txt"
+    refused = f"{shared_url()}/readonly/{tmp_path.name}-{os.getpid()}/out.txt"
+    fetching = Job(
+        application=Executable(exe="true"),
+        inputfiles=[XRootDFile(missing)],
+        backend=case.make(),
+    )
+    uploading = Job(
+        application=Executable(exe="/bin/sh", args=["-c", "echo x > out.txt"]),
+        outputfiles=[XRootDFile(refused)],
+        backend=case.make(),
+    )
+    fetching.submit()
+    uploading.submit()
+    assert fetching.wait(timeout=PATIENCE) == "failed"
+    assert uploading.wait(timeout=PATIENCE) == "failed"
+    fetch_cause, upload_cause = fetching.history[-1].cause, uploading.history[-1].cause
+    assert f"input {missing} not fetched: no such file or directory" in fetch_cause
+    assert f"not uploaded to {refused}: permission denied" in upload_cause
+    assert uploading.outputfiles[0].locations == []
