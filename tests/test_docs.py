@@ -9,6 +9,8 @@ import pytest
 
 from ganga_like.runtime.session import Session
 
+from .xrootd_server import shared_url
+
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = [
     "user-guide.md",
@@ -34,3 +36,9 @@ def test_every_example_of_the_page_runs(page: str, session: Session) -> None:
             exec(compile(block, f"{page}[block {number}]", "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"{page}, example {number} failed: {exc!r}\n{block}") from exc
+
+
+def test_the_files_page_runs_against_the_xrootd_server(session: Session) -> None:
+    """docs/files.md's examples need an XRootD server: skipped, saying so, without one."""
+    shared_url()
+    test_every_example_of_the_page_runs("files.md", session)
