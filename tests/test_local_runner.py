@@ -32,6 +32,8 @@ from ganga_like_runner.client import (
     submit,
 )
 
+from .stand_in import process_with_args
+
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 BASE_ENV = {"PATH": os.environ.get("PATH", os.defpath), "PYTHONUTF8": "1", "LC_ALL": "C.UTF-8"}
 TIMEOUT = 120.0  # a guard against a hang, never reached unless something is wrong
@@ -691,3 +693,19 @@ def test_a_kill_posted_as_empty_files_for_a_full_disk_reaches_its_tasks(
     final = journal.wait(keys)
     assert {key: final[key].event for key in keys} == {"a.0@1": "killed", "a.1@1": "killed"}
     assert not [n for n in os.listdir(runner_dir / "queue") if not n.startswith(".")]
+
+
+@pytest.mark.parametrize("module", ["ganga_like_runner", "ganga_like_local.runner"])
+def test_a_live_runner_is_found_under_its_module_and_the_one_earlier_versions_started(
+    tmp_path: Path, module: str
+) -> None:
+    """A runner an earlier version started may still run tasks after an upgrade: its
+    command line names the runner's earlier module, and it is still found (and so woken
+    and stopped) rather than taken for a stranger holding the lock."""
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    with process_with_args(module, str(runner)) as pid:
+        (runner / "runner.pid").write_text(f"{pid}\n")
+        assert runner_pid(runner) == pid
+        (runner / "runner.pid").write_text(f"{os.getpid()}\n")  # not a runner
+        assert runner_pid(runner) is None

@@ -28,6 +28,7 @@ from ganga_like.repository.zeo import server, shared
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
+from .stand_in import process_with_args
 from .test_notebook import install_kernel, run_notebook
 from .test_shell import Shell
 from .waiting import wait_until
@@ -343,3 +344,19 @@ def test_a_client_the_server_dropped_itself_does_not_keep_it_from_exiting_idle(
     assert wait_until(lambda: shared.server_pid(repo_dir) != pid, timeout=30), (
         "the server kept counting the client it had dropped"
     )
+
+
+@pytest.mark.parametrize("module", [shared.SERVER_MODULE, "ganga_like.repository.zeo_server"])
+def test_a_live_server_is_found_under_its_module_and_the_one_earlier_versions_started(
+    tmp_path: Path, module: str
+) -> None:
+    """A repository server an earlier version started may still serve after an upgrade:
+    its command line names the server's earlier module, and it is still found (and so
+    waited for, or asked to leave) as this repository's server."""
+    repo_dir = tmp_path / "repository"
+    repo_dir.mkdir()
+    with process_with_args(module, str(tmp_path)) as pid:
+        (repo_dir / shared.PID_NAME).write_text(f"{pid}\n")
+        assert shared.server_pid(repo_dir) == pid
+        (repo_dir / shared.PID_NAME).write_text(f"{os.getpid()}\n")  # not a server
+        assert shared.server_pid(repo_dir) is None

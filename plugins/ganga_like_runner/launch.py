@@ -29,6 +29,7 @@ from ganga_like_runner.protocol import (
     PRIVATE_FILE,
     QUEUE_DIR,
     RUNNER_MODULE,
+    RUNNER_MODULES,
     RUNNER_SIGNALS,
     write_atomic,
 )
@@ -249,9 +250,10 @@ def _is_runner(pid: int, runner_dir: Path) -> bool:
     except OSError:
         return _process_alive(pid)
     args = [os.fsdecode(arg) for arg in cmdline.split(b"\0")]
-    if RUNNER_MODULE not in args:
+    module = next((m for m in RUNNER_MODULES if m in args), None)
+    if module is None:
         return False  # a zombie (empty cmdline) or another program that got the pid
-    position = args.index(RUNNER_MODULE) + 1
+    position = args.index(module) + 1
     if position >= len(args):
         return False
     return os.path.realpath(args[position]) == os.path.realpath(runner_dir)

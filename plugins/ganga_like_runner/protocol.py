@@ -80,6 +80,10 @@ STDERR_FILE = "stderr"
 # with the reason and the program's exit code: the twin of ganga_like.model.workspace's.
 FAILURE_NOTE = "__ganga_failure__.json"
 RUNNER_MODULE = "ganga_like_runner"
+# What a live runner's command line may name: this module, or the one earlier versions
+# started (a runner they started may still be running tasks; it is found, woken and
+# stopped as before).
+RUNNER_MODULES = (RUNNER_MODULE, "ganga_like_local.runner")
 FORMAT_VERSION = 1
 
 TERMINAL_EVENTS = frozenset({"completed", "failed", "killed"})

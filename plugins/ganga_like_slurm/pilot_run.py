@@ -421,10 +421,10 @@ def _ask_runner_to_kill(directory: str, keys: list[str]) -> None:
     protocol.write_atomic(
         Path(queue), name, protocol.dumps({"format": protocol.FORMAT_VERSION, "keys": keys})
     )
-    _wake(directory, protocol.PID_NAME)
+    _wake(directory, protocol.PID_NAME, protocol.RUNNER_MODULES)
 
 
-def _wake(directory: str, pid_name: str) -> None:
+def _wake(directory: str, pid_name: str, modules: Sequence[str]) -> None:
     """SIGUSR1 to the pilot's runner if it runs on this machine (its pid file names a
     process whose command line is the runner's on ``directory``); else nothing."""
     try:
@@ -434,7 +434,8 @@ def _wake(directory: str, pid_name: str) -> None:
             args = [os.fsdecode(a) for a in f.read().split(b"\0")]
     except (OSError, ValueError):
         return
-    if RUNNER_MODULE in args and os.path.realpath(directory) in {os.path.realpath(a) for a in args}:
+    ours = any(m in args for m in modules)
+    if ours and os.path.realpath(directory) in {os.path.realpath(a) for a in args}:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGUSR1)
 

@@ -71,6 +71,9 @@ STOP_REQUEST = "zeo.stop-if-idle"
 STOP_ANSWER = "zeo.stop-answer"
 STOP_REQUEST_LIFETIME = 30.0
 SERVER_MODULE = "ganga_like.repository.zeo.server"
+# What a live server's command line may name: this module, or the one earlier versions
+# started (a server they started may still be serving; it is found and waited for as before).
+SERVER_MODULES = (SERVER_MODULE, "ganga_like.repository.zeo_server")
 
 log = logging.getLogger("ganga_like")
 
@@ -159,7 +162,7 @@ def server_pid(repo_dir: Path) -> int | None:
         return None
     _reap()
     args = _cmdline(pid)
-    if args is None or SERVER_MODULE not in args:
+    if args is None or not _runs_server(args):
         return None  # gone, a zombie, or a reused pid
     return pid if _served_dir(args) == repo_dir.resolve() else None
 
@@ -174,9 +177,13 @@ def _cmdline(pid: int) -> list[str] | None:
     return [os.fsdecode(a) for a in raw.split(b"\0")] if raw else None
 
 
+def _runs_server(args: list[str]) -> bool:
+    return any(m in args for m in SERVER_MODULES)
+
+
 def _served_dir(args: list[str]) -> Path | None:
     """The repository directory a server's command line names."""
-    position = args.index(SERVER_MODULE) + 1
+    position = args.index(next(m for m in SERVER_MODULES if m in args)) + 1
     if position >= len(args):
         return None
     return Path(args[position]).resolve() / "repository"
@@ -223,7 +230,7 @@ def _is_server_process(pid: int, repo_dir: Path) -> bool:
     args = _cmdline(pid)
     if args is None:
         return True  # it exited meanwhile: whoever held the file let it go
-    return SERVER_MODULE in args and _served_dir(args) == repo_dir.resolve()
+    return _runs_server(args) and _served_dir(args) == repo_dir.resolve()
 
 
 def _wait_for_exit(pid: int | None, deadline: float) -> None:
@@ -233,7 +240,7 @@ def _wait_for_exit(pid: int | None, deadline: float) -> None:
     while time.monotonic() < deadline:
         _reap()
         args = _cmdline(pid)
-        if args is None or SERVER_MODULE not in args:
+        if args is None or not _runs_server(args):
             return
         time.sleep(0.01)
 
