@@ -157,8 +157,11 @@ def child_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return _child_env(tmp_path_factory.mktemp("env"))
 
 
+# Each example starts another session's process and a repository server (about a second):
+# 12 examples of up to 8 changes and listings each still draw every kind of change, both
+# orders and both outputs, settled and unsettled repositories (the events say so).
 @settings(
-    max_examples=25,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

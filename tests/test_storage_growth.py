@@ -23,7 +23,9 @@ from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
-SUBJOBS = 200
+# Enough that a master rewritten per subjob (or per commit) would show many times over
+# MASTER_ENTRIES; each runs 0.1 s, one at a time.
+SUBJOBS = 80
 # What a run of a master logs: submitting, submitted, running, its end (and a margin for a
 # master the monitor sees submitted again only while its submission is being recorded).
 MASTER_ENTRIES = 6
