@@ -259,3 +259,31 @@ def test_a_job_waits_for_one_subjob_and_a_template_refers_to_jobs_without_holdin
     (tmp_path / "gate").touch()
     assert good.wait(timeout=120) == "completed"
     assert a.wait(timeout=120) == "failed"
+
+
+def test_what_waits_for_a_job_with_postprocessors_waits_for_them_too(
+    session: Session, tmp_path: Path
+) -> None:
+    from ganga_like import FileChecker, TextMerger
+
+    said = Executable(exe=_script(tmp_path, "echo ERROR", "says_error.sh"))
+    rejects = FileChecker(files=["stdout"], searchStrings=["ERROR"], failIfFound=True)
+    checked = Job(application=said, postprocessors=[rejects])
+    merged = Job(
+        application=_ok(tmp_path),
+        splitter=ArgSplitter(args=[["1"], ["2"]]),
+        postprocessors=[TextMerger(files=["stdout"])],
+    )
+    after_checked = Job(application=_ok(tmp_path), after=checked)
+    after_merged = Job(application=_ok(tmp_path), after=merged)
+    for j in (checked, merged, after_checked, after_merged):
+        j.submit()
+    assert after_checked.wait(timeout=120) == "skipped"
+    assert after_checked.history[-1].cause.startswith(
+        f"monitor: skipped: upstream {checked.id} failed (postprocessing: "
+    )
+    assert after_merged.wait(timeout=120) == "completed"
+    # Submitted only once the merger had written the merged output.
+    merged_file = (merged.outputdir / "stdout").stat().st_mtime
+    submitted = next(e.time for e in after_merged.history if e.new == "submitting")
+    assert submitted >= merged_file

@@ -32,6 +32,7 @@ from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.retry import RetryPolicy, retried
 from ganga_like.repository.trees import IdSet
+from ganga_like.runtime.workflow import engine as workflow
 
 __all__ = [
     "METADATA_FILE",
@@ -251,6 +252,8 @@ def postprocess(
         stored = reg.get(job_id)
         if isinstance(stored, Job):
             _apply(reg, stored, outcome)
+            # What waits for a job with postprocessors waits for them: decided now.
+            workflow.upstream_changed(reg, [stored], "monitor")
         pending = _pending(reg.root)
         if pending is not None and job_id in pending:
             pending.remove(job_id)

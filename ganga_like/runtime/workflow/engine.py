@@ -82,6 +82,9 @@ def upstream_tally(registry: Registry, fqid: str) -> Tally | None:
     if top is None:
         return None
     _, sub = fqid_parts(fqid)
+    if sub is None and top.postprocessing_pending():
+        # Completed, its mergers and checkers still to run: it may yet fail.
+        return Tally(pending=max(top.subjob_count(), 1))
     if sub is None:
         if top.is_master:
             _read_current(top._counter)
@@ -118,6 +121,12 @@ def condition_of(registry: Registry, job: Job) -> tuple[Verdict, str]:
 def _failure(job: Job) -> str:
     """How ``job`` (not a master) spoilt what waits for it, as its dependents say it."""
     status = Status.parse(job.status)
+    if job.postprocessing_failed():
+        return f"upstream {job.fqid} failed (its postprocessing failed)"
+    if status is Status.FAILED:
+        why = next((c for _t, _o, new, c in reversed(job.history) if new == "failed"), "")
+        if why.startswith("postprocessing"):  # a checker rejected what it wrote
+            return f"upstream {job.fqid} failed ({why})"
     if status is Status.SKIPPED and job._skipped_by is not None:
         return job._skipped_by[1]
     if status is Status.SKIPPED:
