@@ -315,3 +315,31 @@ def test_a_job_writing_to_its_input_leaves_the_users_file_alone(
     assert j.wait(timeout=60) == "completed"
     assert (j.outputdir / "stdout").read_text() == "original\nAPPENDED\n"
     assert source.read_text() == "original\n" and source.stat().st_nlink == 1
+
+
+def test_a_token_in_the_environment_reaches_the_job_but_never_the_gangadir(
+    session: Session, gangadir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BEARER_TOKEN (a grid credential) is left out of the runner's batch files; the job
+    gets it from the runner's own environment, which this session gave it. Looked at while
+    the job runs: a batch file is deleted once its jobs have ended."""
+    token = "eyJ-secret-token-" + os.urandom(8).hex()
+    monkeypatch.setenv("BEARER_TOKEN", token)
+    monkeypatch.setenv("BEARER_TOKEN_FILE", "/run/user/token")  # a path: passed as it is
+    gate = tmp_path / "gate"
+    program = f'echo "$BEARER_TOKEN $BEARER_TOKEN_FILE"; while [ ! -e {gate} ]; do sleep 0.05; done'
+    j = Job(application=Executable(exe="sh", args=["-c", program]))
+    j.submit()
+    stdout = j.outputdir / "stdout"
+    assert wait_until(lambda: stdout.exists() and stdout.stat().st_size > 0, timeout=60)
+    try:
+        holding = [
+            path
+            for path in gangadir.rglob("*")
+            if path.is_file() and path != stdout and token.encode() in path.read_bytes()
+        ]
+    finally:
+        gate.touch()
+    assert holding == []
+    assert j.wait(timeout=60) == "completed"
+    assert stdout.read_text() == f"{token} /run/user/token\n"

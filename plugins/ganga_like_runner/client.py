@@ -31,6 +31,7 @@ from ganga_like_runner.protocol import (
     MAX_NAME,
     PRIVATE_DIR,
     QUEUE_DIR,
+    SECRET_VARIABLES,
     TERMINAL_EVENTS,
     Event,
     TaskSpec,
@@ -92,7 +93,7 @@ def submit(
             "id": name[: -len(BATCH_SUFFIX)],
             "max_concurrent": max_concurrent,
             "idle_exit_seconds": float(idle_exit_seconds),
-            "base_env": dict(base_env),
+            "base_env": {k: v for k, v in base_env.items() if k not in SECRET_VARIABLES},
         }
     )
 

@@ -40,6 +40,7 @@ from ganga_like_runner.protocol import (
     LOG_NAME,
     PRIVATE_FILE,
     RUN_FILE,
+    SECRET_VARIABLES,
     event_line,
 )
 from ganga_like_runner.spawn import (
@@ -134,6 +135,9 @@ class Engine:
         base_env = data.get("base_env", {})
         if self.inherited_env is not None:
             base_env = {**self.inherited_env, **base_env}
+        secrets = {k: os.environ[k] for k in SECRET_VARIABLES if k in os.environ}
+        if secrets:
+            base_env = {**secrets, **base_env}
         batch = Batch(str(data["id"]), path, base_env)
         tasks = [Task(row, batch) for row in data["tasks"]]
         batch.remaining = len(tasks)

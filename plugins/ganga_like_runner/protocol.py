@@ -59,6 +59,11 @@ __all__ = [
 # modes; the runner must start without importing ganga_like.
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
+# Variables whose value is a credential (a grid token): never written into a batch file in
+# the gangadir. A task gets them from the runner's own environment, which the session that
+# started the runner (or a pilot's allocation) gave it. Credentials kept in files
+# (X509_USER_PROXY, BEARER_TOKEN_FILE) are paths, written as any other variable.
+SECRET_VARIABLES = ("BEARER_TOKEN",)
 LOCK_NAME = "runner.lock"
 PID_NAME = "runner.pid"
 LOG_NAME = "runner.log"
