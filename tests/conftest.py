@@ -127,22 +127,66 @@ def slurm_timeout_retry(
     with twice the walltime, and the file it writes its findings to (None without a
     cluster). It takes 60-90 s and more: the first Slurm test of the run starts it in a
     gangadir of its own and tests/test_retry_slurm.py reads what it found."""
+    # Only the first run of each argument is slow: the retry runs to the end at once.
+    yield from _ganga_script_started(
+        tmp_path_factory,
+        "timeout-retry",
+        TIMEOUT_RETRY_SCRIPT,
+        'marker="WORK/ran-$1"\nif [ ! -e "$marker" ]; then touch "$marker"; sleep "$1"; fi\n',
+    )
+
+
+# A ganga script whose split job runs in a one-core pilot of 1 minute that its first subjob
+# outlasts, then is resubmitted to a new pilot: what it saw is written as JSON for
+# tests/test_slurm_pilot.py.
+PILOT_WALLTIME_SCRIPT = """
+import json, os, sys
+from pathlib import Path
+from ganga_like_slurm import commands
+exe, result = sys.argv[1], sys.argv[2]
+config.Monitor.max_interval = 0.5
+config.Slurm.poll_interval = 0.3
+j = Job(application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[["slow"], ["quick"], ["quick"]]),
+        backend=Slurm(pilot=Pilot(cores=1, walltime="1")))
+j.submit()
+first = j.backend.id
+found = {"status": j.wait(timeout=300)}
+slow, *quick = j.subjobs
+found["slow"] = [slow.status, slow.history[-1].cause]
+found["quick"] = [[s.status, s.history[-1].cause] for s in quick]
+(Path(exe).parent / "fixed").touch()
+j.backend.pilot.walltime = "5"  # the next pilot's; the ended job may change it
+before = commands.COMMAND_COUNTS["sbatch"]
+j.resubmit()
+found["sbatch_calls"] = commands.COMMAND_COUNTS["sbatch"] - before
+scripts = (Path(os.environ["GANGA_DIR"]) / "workspace" / str(j.id) / "slurm").glob("*.sh")
+found["five_minute_scripts"] = sum("--time=0-00:05:00" in s.read_text() for s in scripts)
+found["pilots"] = [first, j.backend.id, sorted({s.backend.id for s in j.subjobs})]
+found["end"] = j.wait(timeout=180)
+found["stdout"] = [(s.outputdir / "stdout").read_text() for s in j.subjobs]
+with open(result, "w") as out:
+    json.dump(found, out)
+"""
+
+
+def _ganga_script_started(
+    tmp_path_factory: pytest.TempPathFactory, name: str, script_text: str, program: str
+) -> Iterator[tuple[subprocess.Popen[str], Path] | None]:
+    """A ``ganga`` process running ``script_text`` in a gangadir of its own, with a program
+    (``program``, a shell script body) and the file it writes its findings to; None
+    without a cluster. Its output goes to ``output.txt`` beside them."""
     from ganga_like_slurm import commands
 
     if shutil.which("sbatch") is None or not commands.ping():
         yield None
         return
-    work = tmp_path_factory.mktemp("timeout-retry")
+    work = tmp_path_factory.mktemp(name)
     exe = work / "prog.sh"
-    # Only the first run of each argument is slow: the retry runs to the end at once.
-    exe.write_text(
-        "#!/bin/sh\n"
-        f'marker="{work}/ran-$1"\n'
-        'if [ ! -e "$marker" ]; then touch "$marker"; sleep "$1"; fi\n'
-    )
+    exe.write_text("#!/bin/sh\n" + program.replace("WORK", str(work)))
     exe.chmod(0o755)
-    script = work / "retry.py"
-    script.write_text(TIMEOUT_RETRY_SCRIPT)
+    script = work / "script.py"
+    script.write_text(script_text)
     env = {
         **os.environ,
         "GANGA_DIR": str(work / "gangadir"),
@@ -165,11 +209,27 @@ def slurm_timeout_retry(
     process.wait()
 
 
+@pytest.fixture(scope="session")
+def slurm_pilot_walltime(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.Popen[str], Path] | None]:
+    """A ``ganga`` process whose pilot of 1 minute ends while a subjob runs, and the file
+    it writes what it saw to (None without a cluster). Slurm ends it 60-90 s after it
+    starts: the first Slurm test of the run starts it, tests/test_slurm_pilot.py reads it."""
+    yield from _ganga_script_started(
+        tmp_path_factory,
+        "pilot-walltime",
+        PILOT_WALLTIME_SCRIPT,
+        '[ -e WORK/fixed ] || [ "$1" != slow ] || sleep 300; echo "$1"\n',
+    )
+
+
 @pytest.fixture(autouse=True)
 def _slurm_walltime_job_started_early(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("slurm") is not None:
         request.getfixturevalue("slurm_walltime_job")
         request.getfixturevalue("slurm_timeout_retry")
+        request.getfixturevalue("slurm_pilot_walltime")
 
 
 # The module that holds the class of tests.conftest.vanishing_class.
