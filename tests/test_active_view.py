@@ -24,13 +24,14 @@ from hypothesis import strategies as st
 from ZODB.FileStorage import FileStorage
 
 from ganga_like import ArgSplitter, Executable, Job
-from ganga_like.model.interfaces import ActiveRef, ActiveRefs, PollContext
+from ganga_like.model.interfaces import ActiveRef, ActiveRefs
+from ganga_like.model.ref_follower import RefFollower
 from ganga_like.repository.storage import GuardedDB
 from ganga_like.repository.trees import KeyMap
 from ganga_like.runtime.monitoring.active_view import ActiveView, index_records
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_local.backend import _followed, runner_dir
+from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 from tests.waiting import wait_until
 
@@ -90,10 +91,11 @@ def _cycle(db: Any, monitor: Any, tm: Any, view: ActiveView, derived: dict[str, 
     view.refresh(tree, last, collect() if collect is not None else None)
     assert view.matches(tree)
     for backend, refs in view.backends.items():
-        ctx = derived.setdefault(backend, PollContext(Path("."), Path("."), {}))
-        runs, masters = _followed(ctx, refs)
-        rebuilt = PollContext(Path("."), Path("."), {})
-        assert (runs, masters) == _followed(rebuilt, list(refs))
+        followed = derived.setdefault(backend, RefFollower())
+        followed.follow(refs)
+        rebuilt = RefFollower()
+        rebuilt.follow(list(refs))
+        assert (followed.runs, followed.masters) == (rebuilt.runs, rebuilt.masters)
 
 
 @pytest.mark.parametrize("told", [False, True], ids=["records-looked-at", "oids-told"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like.batch.polling import next_poll_gap
+from ganga_like.batch.polling import BatchPoller, next_poll_gap
 from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like_slurm import commands, polling
 
@@ -57,11 +57,13 @@ def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_e
     deadline = time.monotonic() + 90
     try:
         while refs and time.monotonic() < deadline:
-            ctx.staged = {}
             reports = polling.poll(ctx, refs)
-            if "polled_at" in ctx.staged:  # the controller was asked
-                polls.append((ctx.staged["poll_gap"], [str(r.status) for r in reports]))
-            ctx.memory.update(ctx.staged)  # as the monitor does after its commit
+            poller = ctx.poller_as(BatchPoller)
+            if poller.polled_at.staged:  # the controller was asked
+                gap = poller.poll_gap.latest
+                assert gap is not None
+                polls.append((gap, [str(r.status) for r in reports]))
+            poller.cycle_committed()  # as the monitor does after its commit
             if any(str(r.status) == "completed" for r in reports):
                 refs = []
             time.sleep(0.02)  # the monitor's cycle while jobs change

@@ -265,7 +265,7 @@ def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(tmp_pat
         ("4.1", "submitted", None),
         ("4.2", "completed", 0),
     ]
-    ctx.memory.update(ctx.staged)
+    ctx.poller_as(polling.BatchPoller).cycle_committed()
     assert polling.poll(toy, ctx, refs[:2], Waits()) == []  # nothing changed
 
     (tmp_path / "queue").unlink()  # the server stops answering: transient, nothing lost

@@ -32,6 +32,7 @@ from ganga_like import (
     SchemaError,
     Slurm,
 )
+from ganga_like.batch.polling import BatchPoller
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like.model.job import Job as JobImpl
@@ -390,10 +391,12 @@ class Poller:
         self.refs += [ActiveRef(job_id, i, 1, {"id": f"{array}_{i}"}) for i in range(count)]
 
     def cycle(self, commit: bool = True) -> dict[str, tuple[str, str, int | None]]:
-        self.ctx.staged = {}
         reports = polling.poll(self.ctx, self.refs)
+        poller = self.ctx.poller_as(BatchPoller)
         if commit:
-            self.ctx.memory.update(self.ctx.staged)
+            poller.cycle_committed()
+        else:
+            poller.cycle_abandoned()
         done = {r.fqid for r in reports if Status.parse(r.status).final}
         self.refs = [ref for ref in self.refs if ref.fqid not in done]
         return {r.fqid: (str(r.status), r.reason, r.exit_code) for r in reports}

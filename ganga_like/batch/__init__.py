@@ -25,7 +25,9 @@ one):
    (usually :func:`~.planning.plan_batches` with the job's options and a queue choice),
    ``render`` (the batch script of a batch: the system's directives, then the bash body
    :mod:`.script` writes), and optionally ``before_submit``,
-   ``record`` and ``read_failure``. Register it in the ``ganga_like.plugins`` entry points.
+   ``record`` and ``read_failure``. What its poll keeps between monitor cycles (what
+   was last reported, when the scheduler was last asked) it gets from the base's
+   :class:`~.polling.BatchPoller`. Register it in the ``ganga_like.plugins`` entry points.
 
 This package imports only the model, the errors and ``ganga_like.private``: never the
 runtime, the shell, the GPI or the repository.

@@ -75,6 +75,8 @@ class BatchBackend(IBackend):
     per_job_state = True  # each (sub)job keeps its own scheduler id
     _exported_methods = ("preview",)
     scheduler: ClassVar[BatchScheduler]
+    # What the poll keeps between cycles: a subclass that keeps more extends it.
+    poller_class: ClassVar[type[polling.BatchPoller]] = polling.BatchPoller
 
     id: str
 

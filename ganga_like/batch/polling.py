@@ -1,8 +1,8 @@
 """One monitoring cycle of a batch backend: one queue query and at most one history
 query for every active (sub)job, whatever their number; :mod:`.tracker` decides.
 
-Only changes are reported: what was last reported is kept in the poll memory, which the
-monitor keeps only once the cycle's commit succeeded.
+Only changes are reported: what was last reported is kept in the backend's poller
+(:class:`BatchPoller`), staged until the monitor says the cycle's commit succeeded.
 
 The scheduler is asked at most once per an adaptive gap (:func:`next_poll_gap`), as the
 monitor adapts its own cycle: ``min_poll_interval`` after a poll that saw (sub)jobs change
@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ganga_like.errors import BackendError
-from ganga_like.model.interfaces import ActiveRef, PollContext, StatusReport
+from ganga_like.model.interfaces import ActiveRef, PollContext, Poller, Staged, StatusReport
 from ganga_like.model.status import Status
 
 from .commands import CommandError
 from .scheduler import BatchScheduler
 from .tracker import Observation, Seen, Sighting, Tracker, TrackerSettings
 
-__all__ = ["PollSettings", "next_poll_gap", "poll", "query_ids"]
+__all__ = ["BatchPoller", "PollSettings", "next_poll_gap", "poll", "query_ids"]
 
 # Called for a failure with exit code 1, which may hide a reason the job left on disk.
 FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
@@ -39,6 +39,19 @@ class PollSettings(TrackerSettings, Protocol):
     def min_poll_interval(self) -> float: ...  # ...and this often while jobs change
     @property
     def command_timeout(self) -> float: ...
+
+
+class BatchPoller(Poller):
+    """What a batch backend keeps between monitor cycles, each kept once committed."""
+
+    def __init__(self) -> None:
+        # Scheduler id -> what was last reported about it (tracker).
+        self.seen: Staged[dict[str, Seen]] = Staged({})
+        # Why the scheduler's history cannot be asked (then exit codes are not known).
+        self.history_off: Staged[str | None] = Staged(None)
+        # When the scheduler was last asked (monotonic), and the gap before it is again.
+        self.polled_at: Staged[float | None] = Staged(None)
+        self.poll_gap: Staged[float | None] = Staged(None)
 
 
 def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[list[str]]:
@@ -88,17 +101,20 @@ def poll(
 ) -> list[StatusReport]:
     """Reports for the (sub)jobs of ``refs`` whose status changed since the last cycle."""
     log = logging.getLogger(f"ganga_like.{scheduler.label.lower()}")
-    previous: dict[str, Seen] = ctx.memory.get("seen", {})
-    history_off: str | None = ctx.memory.get("history_off")
+    poller = ctx.poller_as(BatchPoller)
+    previous = poller.seen.value
+    history_off = poller.history_off.value
     if not scheduler.history_name:
         history_off = f"{scheduler.label} keeps no job history"
     now, wall = time.monotonic(), time.time()
 
-    last = ctx.memory.get("polled_at")
-    gap: float = ctx.memory.get("poll_gap", settings.poll_interval)
+    last = poller.polled_at.value
+    gap = poller.poll_gap.value
+    if gap is None:
+        gap = settings.poll_interval
     if last is not None and now - last < min(gap, settings.poll_interval):
         return []  # too soon: a busy scheduler serves many users
-    ctx.staged["polled_at"] = now
+    poller.polled_at.stage(now)
 
     tracked: dict[str, ActiveRef] = {}
     for ref in refs:
@@ -145,7 +161,7 @@ def poll(
             history = _ask(scheduler, scheduler.history, ask, settings.command_timeout)
         except CommandError as exc:
             if scheduler.history_unavailable(exc):
-                ctx.staged["history_off"] = exc.message
+                poller.history_off.stage(exc.message)
                 tracker.history_off = True
                 log.info(
                     "%s is not available (%s): exit codes are not known",
@@ -157,10 +173,10 @@ def poll(
                     "%s failed (%s); finished jobs are confirmed later", scheduler.history_name, exc
                 )
     tracker.history(history)
-    ctx.staged["seen"] = tracker.seen
+    poller.seen.stage(tracker.seen)
     changing = changing or bool(tracker.changes)
-    ctx.staged["poll_gap"] = next_poll_gap(
-        gap, changing, settings.min_poll_interval, settings.poll_interval
+    poller.poll_gap.stage(
+        next_poll_gap(gap, changing, settings.min_poll_interval, settings.poll_interval)
     )
 
     reports: list[StatusReport] = []

@@ -21,6 +21,7 @@ from ganga_like.errors import BackendError, GangaError, JobError, PluginError
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
+from ganga_like.model.poller import Poller, Staged
 from ganga_like.model.status import Status
 
 __all__ = [
@@ -37,8 +38,10 @@ __all__ = [
     "ISplitter",
     "JobPaths",
     "PollContext",
+    "Poller",
     "PostProcessContext",
     "RunSpec",
+    "Staged",
     "StatusReport",
     "SubmitContext",
     "SubmitOutcome",
@@ -48,6 +51,7 @@ __all__ = [
 ]
 
 Section = TypeVar("Section", bound=Configurable)
+AnyPoller = TypeVar("AnyPoller", bound=Poller)
 
 
 class _Configured:
@@ -284,16 +288,26 @@ class StatusReport:
 
 @dataclass
 class PollContext(_Configured):
-    """Per-backend state the monitor keeps between cycles (offsets, caches)."""
+    """What a backend's poll is given: where the jobs are, the settings, and the backend's
+    poller (what it keeps between cycles), which the monitor holds from cycle to cycle."""
 
     gangadir: Path
     workspace: Path
     settings: Mapping[str, Any]
-    # What the backend keeps between cycles (journal offsets, caches). A poll never writes
-    # it directly: it writes ``staged``, which the monitor merges only once the cycle's
-    # transaction committed, so a failed commit makes the next poll report the same again.
-    memory: dict[str, Any] = field(default_factory=dict)
-    staged: dict[str, Any] = field(default_factory=dict)
+    # Made by the monitor from the backend's ``poller_class`` before its first poll; a
+    # context made by hand gets one on first use (:meth:`poller_as`).
+    poller: Poller | None = None
+
+    def poller_as(self, kind: type[AnyPoller]) -> AnyPoller:
+        """The backend's poller, a ``kind``; made now if the context has none yet."""
+        poller = self.poller
+        if poller is None:
+            poller = self.poller = kind()
+        if not isinstance(poller, kind):
+            raise PluginError(
+                f"PollContext.poller: expected a {kind.__name__}, got {type(poller).__name__}"
+            )
+        return poller
 
 
 class IApplication(GangaObject):
@@ -343,6 +357,9 @@ class IBackend(GangaObject):
     early_start_batch: ClassVar[int] = 0
     # The resources a retry may grow (Retry's ``grow``), e.g. {"memory", "walltime"}.
     growable: ClassVar[frozenset[str]] = frozenset()
+    # What the backend keeps between monitor cycles (ganga_like.model.poller): the monitor
+    # makes one per backend class and hands it to every poll as ``ctx.poller``.
+    poller_class: ClassVar[type[Poller]] = Poller
 
     def __getnewargs__(self) -> tuple[()]:
         # Having this method makes ZODB store references to backends as bare oids instead

@@ -25,7 +25,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import psutil
 import traitlets
@@ -35,7 +35,9 @@ from ganga_like.model.interfaces import (
     ActiveRef,
     IBackend,
     PollContext,
+    Poller,
     RunSpec,
+    Staged,
     StatusReport,
     SubmitContext,
     SubmitOutcome,
@@ -63,7 +65,19 @@ log = logging.getLogger("ganga_like")
 # Longest wait for the scheduler to know every submitted key before holding them.
 HOLD_PATIENCE = 30.0
 
-_FINAL = {"completed": Status.COMPLETED, "failed": Status.FAILED, "killed": Status.KILLED}
+_FINAL: Final[Mapping[str, Status]] = {
+    "completed": Status.COMPLETED,
+    "failed": Status.FAILED,
+    "killed": Status.KILLED,
+}
+
+
+class DaskPoller(Poller):
+    """What the Dask backend keeps between monitor cycles."""
+
+    def __init__(self) -> None:
+        # Task keys last reported running: reported once, kept once committed.
+        self.running: Staged[set[str]] = Staged(set())
 
 
 class Dask(IBackend):
@@ -90,6 +104,7 @@ class Dask(IBackend):
     }
     supports_real_bulk = True
     per_job_state = True  # each subjob keeps its task key
+    poller_class = DaskPoller
 
     address: str
     scheduler: str
@@ -260,7 +275,8 @@ class Dask(IBackend):
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         section = ctx.config_for(DaskSection)
         timeout = section.timeout
-        running: set[str] = ctx.memory.get("running", set())
+        poller = ctx.poller_as(DaskPoller)
+        running = poller.running.value
         by_address: dict[str, list[ActiveRef]] = {}
         for ref in refs:
             if ref.backend_data.get("id"):
@@ -317,7 +333,7 @@ class Dask(IBackend):
 
                 with contextlib.suppress(BackendError):
                     call(address, timeout, release)
-        ctx.staged["running"] = new_running
+        poller.running.stage(new_running)
         if unreachable is not None:
             if not reports:
                 raise unreachable

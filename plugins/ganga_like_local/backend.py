@@ -24,23 +24,25 @@ import traitlets
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
-    ActiveRefs,
     IBackend,
     PollContext,
+    Poller,
     RunSpec,
+    Staged,
     StatusReport,
     SubmitContext,
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LOCAL_LAUNCHERS, process_schema, start_words
+from ganga_like.model.ref_follower import RefFollower
 from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 from ganga_like_runner.client import TaskSpec
-from ganga_like_runner.journal_reports import read_journals
+from ganga_like_runner.journal_reports import Pending, read_journals
 
-__all__ = ["Local"]
+__all__ = ["Local", "LocalPoller"]
 
 log = logging.getLogger("ganga_like")
 
@@ -55,6 +57,22 @@ def runner_dir(gangadir: Path) -> Path:
 
 def task_key(job: Job) -> str:
     return f"{job.fqid}@{job.submit_count}"
+
+
+class LocalPoller(Poller):
+    """What the Local backend keeps between monitor cycles."""
+
+    def __init__(self) -> None:
+        # Per master: how far its journal was read, and the events read but not yet
+        # reported (a started event waits briefly for its end); kept once committed.
+        self.offsets: Staged[Mapping[int, int]] = Staged({})
+        self.pending: Staged[Pending] = Staged({})
+        # The followed (sub)jobs' runs and the journals to read (ref_follower).
+        self.followed = RefFollower()
+        # Kept at once, not staged: a restart has happened whether or not the cycle's
+        # commit succeeds.
+        self.revived_at = -REVIVE_INTERVAL
+        self.revive_failed = False
 
 
 # The launchers that can start several processes on this machine.
@@ -73,6 +91,7 @@ class Local(IBackend):
     # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
     # trivial programs on two cores, as long as preparing 1,000 more takes) start at once.
     early_start_batch = 64
+    poller_class = LocalPoller
 
     process_count: int
     launcher: str
@@ -147,17 +166,20 @@ class Local(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
+        poller = ctx.poller_as(LocalPoller)
         if refs:
-            _revive_runner(ctx)
-        runs, masters = _followed(ctx, refs)
-        reports, ctx.staged["offsets"], ctx.staged["pending"] = read_journals(
+            _revive_runner(ctx, poller)
+        poller.followed.follow(refs)
+        reports, offsets, pending = read_journals(
             ctx.workspace,
             JOURNAL,
-            masters,
-            runs,
-            ctx.memory.setdefault("offsets", {}),
-            ctx.memory.setdefault("pending", {}),
+            poller.followed.masters,
+            poller.followed.runs,
+            poller.offsets.value,
+            poller.pending.value,
         )
+        poller.offsets.stage(offsets)
+        poller.pending.stage(pending)
         return reports
 
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
@@ -184,59 +206,21 @@ class Local(IBackend):
         return found
 
 
-def _revive_runner(ctx: PollContext) -> None:
+def _revive_runner(ctx: PollContext, poller: LocalPoller) -> None:
     """Restart a runner that died with work left: its jobs then end with no user action.
 
     The new runner reports the tasks that were running as failed ("the runner died while
     it ran") and runs the queued ones; the events reach the jobs through the journals.
     """
-    # Kept in ``memory`` itself, not staged: a restart has happened whether or not the
-    # cycle's commit succeeds.
     now = time.monotonic()
-    if now - ctx.memory.get("revived_at", -REVIVE_INTERVAL) < REVIVE_INTERVAL:
+    if now - poller.revived_at < REVIVE_INTERVAL:
         return  # a runner that dies at start-up must not be restarted every cycle
     try:
         if runner_client.revive(runner_dir(ctx.gangadir)):
-            ctx.memory["revived_at"] = now
+            poller.revived_at = now
             log.warning("the Local runner had died with jobs still active; it was restarted")
-        ctx.memory.pop("revive_failed", None)
+        poller.revive_failed = False
     except OSError as exc:
-        if not ctx.memory.get("revive_failed"):
+        if not poller.revive_failed:
             log.warning("the Local runner is not running and cannot be restarted: %s", exc)
-        ctx.memory["revive_failed"] = True
-
-
-def _followed(ctx: PollContext, refs: Sequence[ActiveRef]) -> tuple[dict[str, int], dict[int, int]]:
-    """fqid -> run of the followed (sub)jobs, and job id -> how many of them each master
-    has (the journals to read), kept in ``ctx.memory`` and changed from the refs' change
-    log: a cycle costs what changed, not the number of subjobs followed.
-
-    Kept in ``memory`` itself, not staged: both derive from the refs alone, which change
-    only with what the monitor committed. A plain sequence (tests) is read in full."""
-    memory = ctx.memory
-    changes = None
-    if isinstance(refs, ActiveRefs) and memory.get("refs") is refs:
-        changes = refs.changes_since(memory["refs_version"])
-    if changes is None:
-        runs: dict[str, int] = {}
-        masters: dict[int, int] = {}
-        for ref in refs:
-            runs[ref.fqid] = ref.run
-            masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
-    else:
-        runs, masters = memory["runs"], memory["masters"]
-        for added, ref in changes:
-            if added:
-                runs[ref.fqid] = ref.run
-                masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
-            else:
-                if runs.get(ref.fqid) == ref.run:
-                    del runs[ref.fqid]
-                left = masters[ref.job_id] - 1
-                if left:
-                    masters[ref.job_id] = left
-                else:
-                    del masters[ref.job_id]
-    if isinstance(refs, ActiveRefs):
-        memory.update(refs=refs, refs_version=refs.version, runs=runs, masters=masters)
-    return runs, masters
+        poller.revive_failed = True

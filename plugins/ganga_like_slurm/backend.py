@@ -40,6 +40,7 @@ from ganga_like.model.launchers import LAUNCHERS, LauncherName
 from . import commands, pilot_run
 from .commands import SlurmCommandError
 from .pilot import Pilot, PilotTrait
+from .pilot_poller import SlurmPoller, is_pilot_ref
 from .resource_object import MAX_MEMORY, MAX_WALLTIME, Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
@@ -167,6 +168,7 @@ class Slurm(BatchBackend):
     scheduler = SCHEDULER
     # What a Retry may grow: the memory and walltime of ``resources``.
     growable = frozenset({"memory", "walltime"})
+    poller_class = SlurmPoller  # the batch base's, and the pilots'
 
     partition: str
     account: str
@@ -295,9 +297,10 @@ class Slurm(BatchBackend):
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         settings = cls.batch_settings(ctx)
         assert isinstance(settings, SlurmSettings)
-        reports, piloted = pilot_run.poll(ctx, refs, settings)
+        poller = ctx.poller_as(SlurmPoller)
+        reports, piloted = pilot_run.poll(ctx, poller.pilot, refs, settings)
         if piloted < len(refs):
-            plain = refs if not piloted else [r for r in refs if not pilot_run.is_pilot_ref(r)]
+            plain = refs if not piloted else [r for r in refs if not is_pilot_ref(r)]
             reports.extend(super().poll(ctx, plain))
         return reports
 

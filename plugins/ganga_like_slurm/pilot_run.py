@@ -35,7 +35,6 @@ from ganga_like.batch.records import handover_key, keep_handover, log_submission
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
-    ActiveRefs,
     PollContext,
     RunSpec,
     StatusReport,
@@ -52,6 +51,7 @@ from ganga_like.private import make_private_dirs
 from . import submission
 from .commands import SlurmCommandError
 from .partitions import choose_partition, rejection_reasons
+from .pilot_poller import PilotPoller
 from .resource_spec import ResourceError, ResourceSpec
 from .scheduler import SCHEDULER
 from .script import ScriptError, _directive_value
@@ -443,30 +443,24 @@ def _wake(directory: str, pid_name: str, modules: Sequence[str]) -> None:
 # -- poll ------------------------------------------------------------------------------
 
 
-def is_pilot_ref(ref: ActiveRef) -> bool:
-    return bool(ref.backend_data.get("pilot"))
-
-
 def poll(
-    ctx: PollContext, refs: Sequence[ActiveRef], settings: SlurmSettings
+    ctx: PollContext, poller: PilotPoller, refs: Sequence[ActiveRef], settings: SlurmSettings
 ) -> tuple[list[StatusReport], int]:
     """Reports for the followed pilot (sub)jobs, and how many of ``refs`` are those."""
-    runs, members, masters, ids = _followed(ctx, refs)
+    followed = poller.followed
+    followed.follow(refs)
+    runs, members = followed.runs, followed.members
     if not runs:
         return [], 0
     journals = _journals()
-    memory = ctx.memory
     # The pilots' state first, the journals after: an event written before a pilot ended
     # is read in the same cycle that concludes what it left.
-    ended = _ended_pilots(ctx, members, ids, settings)
-    reports, ctx.staged["pilot_offsets"], ctx.staged["pilot_pending"] = journals.read_journals(
-        ctx.workspace,
-        JOURNAL,
-        masters,
-        runs,
-        memory.get("pilot_offsets", {}),
-        memory.get("pilot_pending", {}),
+    ended = _ended_pilots(poller, members, followed.ids, settings)
+    reports, offsets, pending = journals.read_journals(
+        ctx.workspace, JOURNAL, followed.masters, runs, poller.offsets.value, poller.pending.value
     )
+    poller.offsets.stage(offsets)
+    poller.pending.stage(pending)
     if ended:
         final = {r.fqid for r in reports if r.status.final}
         for (job_id, _name), (slurm_id, why) in ended.items():
@@ -477,7 +471,7 @@ def poll(
 
 
 def _ended_pilots(
-    ctx: PollContext,
+    poller: PilotPoller,
     members: Mapping[tuple[int, str], set[str]],
     ids: Mapping[tuple[int, str], str],
     settings: SlurmSettings,
@@ -486,12 +480,11 @@ def _ended_pilots(
     Slurm is asked at most once per ``poll_interval``: squeue, then sacct for the pilots
     squeue no longer lists or shows ended; a pilot neither lists is taken as ended only
     after ``vanish_seconds``."""
-    memory = ctx.memory
     now = time.monotonic()
-    last = memory.get("pilot_polled_at")
+    last = poller.polled_at.value
     if last is not None and now - last < settings.poll_interval:
         return {}
-    ctx.staged["pilot_polled_at"] = now
+    poller.polled_at.stage(now)
     wanted = {ids[key] for key in members if key in ids}
     if not wanted:
         return {}
@@ -510,7 +503,7 @@ def _ended_pilots(
             done[slurm_id] = seen.reason
         else:
             ask.append(slurm_id)
-    missing: dict[str, float] = dict(memory.get("pilot_missing", {}))
+    missing = dict(poller.missing.value)
     if ask:
         try:
             history = SCHEDULER.history(sorted(ask), timeout=settings.command_timeout)
@@ -525,7 +518,7 @@ def _ended_pilots(
                 since = missing.setdefault(slurm_id, now)
                 if now - since >= settings.vanish_seconds:
                     done[slurm_id] = "Slurm no longer lists it"
-    ctx.staged["pilot_missing"] = {k: v for k, v in missing.items() if k not in done}
+    poller.missing.stage({k: v for k, v in missing.items() if k not in done})
     return {key: (ids[key], done[ids[key]]) for key in members if ids.get(key) in done}
 
 
@@ -560,67 +553,3 @@ def _leftover(ctx: PollContext, fqid: str, slurm_id: str, why: str) -> StatusRep
         reason=f"not run: {ended} before its turn; resubmit() runs it in a new pilot",
         started=False,
     )
-
-
-Key = tuple[int, str]  # (job id, the pilot's name)
-
-
-def _followed(
-    ctx: PollContext, refs: Sequence[ActiveRef]
-) -> tuple[dict[str, int], dict[Key, set[str]], dict[int, int], dict[Key, str]]:
-    """fqid -> run of the followed pilot (sub)jobs, (job id, pilot) -> their fqids, job
-    id -> how many each master has (the journals to read), and (job id, pilot) -> the
-    pilot's Slurm id; kept in ``ctx.memory`` and
-    changed from the refs' change log, so that a cycle costs what changed."""
-    memory = ctx.memory
-    changes = None
-    if isinstance(refs, ActiveRefs) and memory.get("pilot_refs") is refs:
-        changes = refs.changes_since(memory["pilot_version"])
-    if changes is None:
-        runs: dict[str, int] = {}
-        members: dict[tuple[int, str], set[str]] = {}
-        masters: dict[int, int] = {}
-        ids: dict[tuple[int, str], str] = {}
-        changes = [(True, ref) for ref in refs]
-    else:
-        runs, members, masters = (
-            memory["pilot_runs"],
-            memory["pilot_members"],
-            memory["pilot_masters"],
-        )
-        ids = memory["pilot_ids"]
-    for added, ref in changes:
-        data = ref.backend_data
-        name = data.get("pilot")
-        if not name:
-            continue
-        key = (ref.job_id, str(name))
-        if added:
-            runs[ref.fqid] = ref.run
-            members.setdefault(key, set()).add(ref.fqid)
-            masters[ref.job_id] = masters.get(ref.job_id, 0) + 1
-            ids[key] = str(data.get("id") or "")
-            continue
-        if runs.get(ref.fqid) == ref.run:
-            del runs[ref.fqid]
-        group = members.get(key)
-        if group is not None:
-            group.discard(ref.fqid)
-            if not group:
-                del members[key]
-                ids.pop(key, None)
-        left = masters.get(ref.job_id, 1) - 1
-        if left:
-            masters[ref.job_id] = left
-        else:
-            masters.pop(ref.job_id, None)
-    if isinstance(refs, ActiveRefs):
-        memory.update(
-            pilot_refs=refs,
-            pilot_version=refs.version,
-            pilot_runs=runs,
-            pilot_members=members,
-            pilot_masters=masters,
-            pilot_ids=ids,
-        )
-    return runs, members, masters, ids

@@ -27,7 +27,7 @@ from transaction.interfaces import TransientError
 
 from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
-from ganga_like.model.interfaces import IBackend, PollContext, StatusReport, SubmitContext
+from ganga_like.model.interfaces import IBackend, PollContext, Poller, StatusReport, SubmitContext
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import record_outputs
 from ganga_like.repository.connection import Repository, write_errors
@@ -237,7 +237,7 @@ class Monitor:
         self._tm.begin()
         result = CycleResult()
         registry = Registry(self._conn.root())
-        staged: dict[str, dict[str, Any]] = {}
+        polled: list[Poller] = []  # told whether the cycle committed
         unfollowed: list[tuple[int, int]] = []
         try:
             collect = getattr(self._conn, "collect_invalidations", None)
@@ -249,7 +249,7 @@ class Monitor:
                 # bring no invalidations: read the index again.
                 self.view.resync(registry.active)
             self._followed_here = False
-            self._cycle(registry, result, staged, unfollowed)
+            self._cycle(registry, result, polled, unfollowed)
             cycle_hold.before_commit(self._tm, result.changed)
             with write_errors(self.repo.gangadir):
                 self._tm.commit()
@@ -258,11 +258,13 @@ class Monitor:
             # nothing is lost, the same reports are produced again next cycle because
             # backend offsets were not advanced.
             self._tm.abort()
+            _abandoned(polled)
             result.changed = 1
             return result
         except RepositoryWriteError as exc:
             # Disk full: the cycle's updates wait in the backends for the next cycle.
             self._tm.abort()
+            _abandoned(polled)
             self.repo.release_failed_write()
             if not self._write_failed:
                 log.warning("monitoring: %s", exc)
@@ -270,6 +272,7 @@ class Monitor:
             return result
         except BaseException:
             self._tm.abort()
+            _abandoned(polled)
             raise
         self._write_failed = False
         cycle_hold.after_commit(result.changed)
@@ -277,8 +280,8 @@ class Monitor:
             self.view.discard(unfollowed)
         if result.changed:
             self.commits += 1
-        for name, memory in staged.items():
-            self._contexts[name].memory.update(memory)
+        for poller in polled:
+            poller.cycle_committed()
         self.stale_backends = result.stale_backends
         self.cycles += 1
         return result
@@ -297,7 +300,7 @@ class Monitor:
         self,
         registry: Registry,
         result: CycleResult,
-        staged: dict[str, dict[str, Any]],
+        polled: list[Poller],
         unfollowed: list[tuple[int, int]],
     ) -> None:
         for backend, refs in list(self.view.backends.items()):
@@ -310,18 +313,22 @@ class Monitor:
                 result.stale_backends[backend] = str(exc)
                 continue
             assert issubclass(cls, IBackend)
-            ctx = self._context(backend)
-            ctx.staged = {}
+            ctx = self._context(backend, cls)
+            poller = ctx.poller
+            assert poller is not None
+            polled.append(poller)  # abandoned with the cycle if the poll raises
             try:
                 reports = cls.poll(ctx, refs)
             except BackendError as exc:
+                # What it staged before it failed is dropped, whatever the cycle does.
+                polled.pop()
+                poller.cycle_abandoned()
                 if backend not in self.stale_backends:
                     log.warning(
                         "%s backend cannot be reached, jobs kept as they are: %s", backend, exc
                     )
                 result.stale_backends[backend] = str(exc)
                 continue
-            staged[backend] = ctx.staged
             self._apply(registry, backend, reports, result, unfollowed)
 
     def _apply(
@@ -404,19 +411,35 @@ class Monitor:
             self.commits += 1
         return done
 
+    def poller(self, backend: str) -> Poller | None:
+        """What ``backend`` keeps between this monitor's cycles; None before its first poll
+        (or the first of a new tenure of the lease)."""
+        ctx = self._contexts.get(backend)
+        return None if ctx is None else ctx.poller
+
     def _submit_context(self) -> SubmitContext:
         return SubmitContext(
             self.repo.gangadir, self.repo.workspace, self.settings.backend_settings()
         )
 
-    def _context(self, backend: str) -> PollContext:
+    def _context(self, backend: str, cls: type[IBackend]) -> PollContext:
+        """The backend's context and its poller, made the first time it is polled (in a
+        tenure of the lease): they are kept from cycle to cycle."""
         ctx = self._contexts.get(backend)
         if ctx is None:
             ctx = PollContext(
-                self.repo.gangadir, self.repo.workspace, self.settings.backend_settings()
+                self.repo.gangadir,
+                self.repo.workspace,
+                self.settings.backend_settings(),
+                poller=cls.poller_class(),
             )
             self._contexts[backend] = ctx
         return ctx
+
+
+def _abandoned(polled: list[Poller]) -> None:
+    for poller in polled:
+        poller.cycle_abandoned()
 
 
 def wait_for(predicate: Any, timeout: float | None, step: float = 0.05) -> bool:
