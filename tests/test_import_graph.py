@@ -334,3 +334,157 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
             if not dists & declared:
                 undeclared.append(f"{module.name} imports {top} ({sorted(dists) or 'unknown'})")
     assert not undeclared, "imported but not declared in pyproject:\n" + "\n".join(undeclared)
+
+
+# -- no module-level mutable state in plugins --------------------------------------------
+#
+# What a plugin keeps from call to call lives in its backend's poller (what the monitor
+# keeps between cycles) or in an object its process owns, never in a module global: a
+# module global is shared by every session and monitor of the process and survives them.
+# Constants are ALL_CAPS and frozen: tuples, frozensets, or annotated ``Final`` with a
+# read-only type (``Final[Mapping[...]]``). ``__all__`` is the module's export list.
+
+MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"}
+MUTABLE_TYPES = MUTABLE_CALLS | {"Dict", "List", "Set", "DefaultDict", "MutableMapping"}
+MUTABLE_TYPES |= {"MutableSequence", "MutableSet", "bytearray"}
+MUTABLE_LITERALS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+# Module state known to break the rule, each moved by work under way: an entry that no
+# longer exists fails the test below, so the list only shrinks.
+ALLOWED_MODULE_STATE: set[tuple[str, str]] = {
+    ("ganga_like_dask.cluster_process", "global _leaving_fd"),
+    ("ganga_like_dask.connection", "_clients"),
+    ("ganga_like_dask.connection", "_securities"),
+    ("ganga_like_dask.connection", "global _exit_registered"),
+    ("ganga_like_dask.default_cluster", "_spawned"),
+    ("ganga_like_dask.task", "_killed"),
+    ("ganga_like_dask.task", "_running"),
+    ("ganga_like_runner.launch", "_spawned"),
+    ("ganga_like_slurm.commands", "COMMAND_COUNTS"),
+}
+
+
+def _called(node: ast.expr | None) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+
+
+def _names_a_mutable_type(annotation: ast.expr | None) -> bool:
+    """Whether an annotation is a mutable container (``dict[str, int]``, ``"set[str]"``,
+    ``Final[list[str]]``, ``list[int] | None``); not a class that merely holds one."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    if isinstance(annotation, ast.BinOp):  # X | None
+        return _names_a_mutable_type(annotation.left) or _names_a_mutable_type(annotation.right)
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = head.id if isinstance(head, ast.Name) else getattr(head, "attr", None)
+    if name in ("Final", "Optional") and isinstance(annotation, ast.Subscript):
+        return _names_a_mutable_type(annotation.slice)
+    return name in MUTABLE_TYPES
+
+
+def _is_final(annotation: ast.expr | None) -> bool:
+    if annotation is None:
+        return False
+    head = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = head.id if isinstance(head, ast.Name) else getattr(head, "attr", None)
+    return name == "Final"
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """The module's own statements, in ``if``/``try``/``with`` blocks too; not those of
+    its functions and classes."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, block, []):
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def module_state(source: str) -> list[str]:
+    """The module-level mutable state of a module's source, one line each: assignments
+    of mutable values, or of names annotated as such, but ALL_CAPS frozen constants; and
+    ``global`` statements (a function rebinding a module name)."""
+    tree = ast.parse(source)
+    found: list[tuple[int, str]] = []
+    for node in _module_level(tree):
+        if isinstance(node, ast.Assign):
+            targets, value, annotation = node.targets, node.value, None
+        elif isinstance(node, ast.AnnAssign):
+            targets, value, annotation = [node.target], node.value, node.annotation
+        else:
+            continue
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if names == ["__all__"]:
+            continue
+        mutable = (
+            isinstance(value, MUTABLE_LITERALS)
+            or _called(value) in MUTABLE_CALLS
+            or _names_a_mutable_type(annotation)
+        )
+        constant = all(n.lstrip("_").isupper() for n in names) and (
+            isinstance(value, ast.Tuple)
+            or _called(value) == "frozenset"
+            or (_is_final(annotation) and not _names_a_mutable_type(annotation))
+        )
+        if mutable and not constant:
+            found.append((node.lineno, ", ".join(names) or "?"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append((node.lineno, f"global {', '.join(node.names)}"))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def _plugin_state() -> set[tuple[str, str]]:
+    state: set[tuple[str, str]] = set()
+    for module in graph().values():
+        if module.path.is_relative_to(PLUGINS):
+            for line in module_state(module.path.read_text()):
+                state.add((module.name, line.partition(": ")[2]))
+    return state
+
+
+def test_no_plugin_keeps_mutable_state_in_a_module_global() -> None:
+    broken = sorted(_plugin_state() - ALLOWED_MODULE_STATE)
+    assert not broken, "module-level mutable state in plugins: " + "; ".join(
+        f"{module}: {what}" for module, what in broken
+    )
+    assert not ALLOWED_MODULE_STATE - _plugin_state(), "moved since: drop from the list"
+
+
+def test_the_module_state_check_tells_constants_from_state() -> None:
+    state = """
+__all__ = ["a"]
+TABLE = {"a": 1}
+_CACHE: dict[str, int] = {}
+seen = set()
+COUNTS = Counter()
+later: "list[int]" = []
+NAMES = ("a", "b")
+KINDS = frozenset({"a"})
+STATES: Final[Mapping[str, int]] = {"a": 1}
+BAD: Final[dict[str, int]] = {}
+if True:
+    hidden = []
+def f():
+    global seen
+    local = {}
+class C:
+    attribute = {}
+"""
+    assert module_state(state) == [
+        "line 3: TABLE",
+        "line 4: _CACHE",
+        "line 5: seen",
+        "line 6: COUNTS",
+        "line 7: later",
+        "line 11: BAD",
+        "line 13: hidden",
+        "line 15: global seen",
+    ]

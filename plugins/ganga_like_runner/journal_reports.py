@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Final
 
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import StatusReport
@@ -24,7 +25,7 @@ __all__ = ["PENDING_EVENT_SECONDS", "STATES", "Pending", "read_journals"]
 PENDING_EVENT_SECONDS = 60.0
 
 # A journal event (or a run record's state) and the status it reports.
-STATES = {
+STATES: Final[Mapping[str, Status]] = {
     "started": Status.RUNNING,
     "completed": Status.COMPLETED,
     "failed": Status.FAILED,

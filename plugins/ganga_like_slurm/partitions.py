@@ -27,7 +27,7 @@ __all__ = [
 
 _MB = 1024**2
 _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_/]*)=")
-_UNLIMITED = {"UNLIMITED", "INFINITE", "NONE", "N/A", "(NULL)", ""}
+_UNLIMITED = frozenset({"UNLIMITED", "INFINITE", "NONE", "N/A", "(NULL)", ""})
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Final
 
 from ganga_like.model.launchers import launcher_words, resolve_launcher
 
@@ -24,7 +26,7 @@ __all__ = [
 
 # Slurm counts memory in binary units (``--mem=1G`` is 1024 MiB), so the
 # suffixes are binary whether or not the user writes the ``i``.
-_MEMORY_UNITS: dict[str, int] = {
+_MEMORY_UNITS: Final[Mapping[str, int]] = {
     "": 1,
     "B": 1,
     "K": 1024,

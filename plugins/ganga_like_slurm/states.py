@@ -7,7 +7,8 @@ base's :class:`~ganga_like.batch.tracker.Observation`.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Final, Literal
 
 from ganga_like.batch.tracker import Observation
 
@@ -25,7 +26,7 @@ Status = Literal["submitted", "running", "completing", "completed", "failed", "k
 
 # state -> (status, human reason).  Long names as printed by squeue %T,
 # scontrol JobState and sacct State.
-STATE_TABLE: dict[str, tuple[Status, str]] = {
+STATE_TABLE: Final[Mapping[str, tuple[Status, str]]] = {
     "PENDING": ("submitted", "waiting in the queue"),
     "CONFIGURING": ("submitted", "allocated, nodes are being configured"),
     "RUNNING": ("running", "running"),
@@ -57,10 +58,10 @@ STATE_TABLE: dict[str, tuple[Status, str]] = {
 
 # The machine-readable cause of the failed states that have a more precise one than
 # "failed" (a retry may grow what ran out).
-_CAUSES: dict[str, str] = {"TIMEOUT": "timeout", "OUT_OF_MEMORY": "out_of_memory"}
+_CAUSES: Final[Mapping[str, str]] = {"TIMEOUT": "timeout", "OUT_OF_MEMORY": "out_of_memory"}
 
 # squeue %t prints these two- or three-letter codes.
-_SHORT_CODES: dict[str, str] = {
+_SHORT_CODES: Final[Mapping[str, str]] = {
     "PD": "PENDING",
     "CF": "CONFIGURING",
     "R": "RUNNING",
@@ -89,7 +90,7 @@ _SHORT_CODES: dict[str, str] = {
 
 # Pending reasons after which the job will not start unless someone changes
 # limits: with EnforcePartLimits=NO, sbatch accepts such jobs and they wait forever.
-_BLOCKED_REASONS: dict[str, str] = {
+_BLOCKED_REASONS: Final[Mapping[str, str]] = {
     "PartitionTimeLimit": "walltime above the partition's MaxTime",
     "PartitionNodeLimit": "more nodes than the partition allows",
     "PartitionConfig": "more resources than the partition has",

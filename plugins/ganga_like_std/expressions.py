@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import traitlets
 
@@ -18,7 +18,7 @@ from ganga_like.errors import PostProcessError
 
 __all__ = ["MetadataExpression", "check_expression", "evaluate"]
 
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+_COMPARE: Final[Mapping[type[ast.cmpop], Callable[[Any, Any], Any]]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
 
 import traitlets
 
@@ -19,13 +20,13 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # What to give instead of a URL of each kind, named in the refusal: the file type that
 # fetches it, or how it is usually copied here.
-_FILE_TYPES = {
+_FILE_TYPES: Final[Mapping[str, str]] = {
     "root://": "XRootDFile",
     "xroot://": "XRootDFile",
     "roots://": "XRootDFile",
     "xroots://": "XRootDFile",
 }
-_COPY_TOOLS = {
+_COPY_TOOLS: Final[Mapping[str, str]] = {
     "s3://": " (e.g. with aws s3 cp)",
     "gs://": " (e.g. with gsutil cp)",
     "http://": " (e.g. with curl -O)",
