@@ -21,6 +21,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "HelperNotReady",
     "flock_within",
     "import_path",
+    "reap_when_it_exits",
     "send_ready_line",
     "start_detached",
     "stop_detached",
@@ -133,6 +135,15 @@ def start_detached(
         return Detached(proc, _read_ready_line(read_fd, proc, ready_timeout))
     finally:
         os.close(read_fd)
+
+
+def reap_when_it_exits(proc: subprocess.Popen[bytes]) -> None:
+    """Collect ``proc``'s exit status as soon as it exits, so that a helper this process
+    started never lingers as a zombie: a daemon thread waits for it, and nothing needs
+    to keep the process object (a module's list of them would be state shared by every
+    session of the process)."""
+    waiter = threading.Thread(target=proc.wait, name=f"ganga_like-reap-{proc.pid}", daemon=True)
+    waiter.start()
 
 
 def _read_ready_line(fd: int, proc: subprocess.Popen[bytes], timeout: float) -> str:

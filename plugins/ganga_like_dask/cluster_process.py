@@ -145,15 +145,13 @@ def _snapshot(cluster: Any) -> tuple[int, frozenset[str]]:
     return result
 
 
-# The use lock, held from the decision to leave until the process exits: a session that
-# wants the cluster meanwhile waits, then finds no record and starts a new one.
-_leaving_fd: int | None = None
-
-
 def _leave_if_idle(gangadir: Path, cluster: Any) -> bool:
     """Take the use lock (no session is submitting) and, if no task came meanwhile, take
-    the record away: from then on, sessions start a new cluster."""
-    global _leaving_fd
+    the record away: from then on, sessions start a new cluster.
+
+    The use lock is then held from the decision to leave until the process exits (its
+    descriptor is never closed): a session that wants the cluster meanwhile waits, then
+    finds no record and starts a new one."""
     fd = os.open(cluster_dir(gangadir) / USE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -164,8 +162,7 @@ def _leave_if_idle(gangadir: Path, cluster: Any) -> bool:
         os.close(fd)
         return False
     _forget_record(gangadir)
-    _leaving_fd = fd
-    return True
+    return True  # ``fd`` stays open, holding the lock, until the process exits
 
 
 def _forget_record(gangadir: Path) -> None:

@@ -164,10 +164,6 @@ def in_use(gangadir: Path) -> Iterator[None]:
         yield
 
 
-# Clusters started from this process, kept so that they are reaped when they exit.
-_spawned: list[Any] = []
-
-
 def ensure_cluster(
     gangadir: Path, n_workers: int, threads_per_worker: int, idle_exit: float
 ) -> ClusterRecord:
@@ -176,9 +172,6 @@ def ensure_cluster(
     as it is."""
     directory = cluster_dir(gangadir)
     make_private_dirs(directory)
-    for proc in list(_spawned):
-        if proc.poll() is not None:
-            _spawned.remove(proc)
     with _flock(directory / SPAWN_LOCK, fcntl.LOCK_EX, "starting"):
         record = alive_record(gangadir)
         if record is not None:
@@ -197,7 +190,7 @@ def ensure_cluster(
 
 
 def _start(gangadir: Path, n_workers: int, threads_per_worker: int, idle_exit: float) -> None:
-    from ganga_like.detached import HelperNotReady, start_detached
+    from ganga_like.detached import HelperNotReady, reap_when_it_exits, start_detached
 
     directory = cluster_dir(gangadir)
     argv = [
@@ -222,12 +215,12 @@ def _start(gangadir: Path, n_workers: int, threads_per_worker: int, idle_exit: f
             first_on_path=Path(__file__).resolve().parents[1],
         )
     except HelperNotReady as exc:
-        _spawned.append(exc.proc)
+        reap_when_it_exits(exc.proc)  # gone once it exits, never a zombie
         raise BackendError(
             f"the Dask cluster of {gangadir} did not start: {exc.reason}; see "
             f"{directory / LOG_NAME}: {_last_log_line(directory)}"
         ) from None
-    _spawned.append(started.proc)
+    reap_when_it_exits(started.proc)
     kind, _, rest = (started.ready_line or "").partition(" ")
     if kind != "ready":
         raise BackendError(f"the Dask cluster of {gangadir} did not start: {rest or kind}")
@@ -260,13 +253,6 @@ def stop_cluster(gangadir: Path, timeout: float = 30.0) -> bool:
     if record is None:
         return False
     pid = record.pid
-    if not stop_detached(pid, lambda: _running(pid, gangadir), timeout):
+    if not stop_detached(pid, lambda: is_helper(pid, gangadir), timeout):
         raise TimeoutError(f"the Dask cluster {pid} of {gangadir} did not exit in {timeout} s")
     return True
-
-
-def _running(pid: int, gangadir: Path) -> bool:
-    for proc in list(_spawned):
-        if proc.pid == pid and proc.poll() is not None:
-            _spawned.remove(proc)
-    return is_helper(pid, gangadir)

@@ -23,7 +23,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["STARTED_ATTRIBUTE", "STARTED_TOPIC", "claim_start", "kill_all", "kill_keys", "run"]
+__all__ = [
+    "STARTED_ATTRIBUTE",
+    "STARTED_TOPIC",
+    "TASKS_ATTRIBUTE",
+    "WorkerTasks",
+    "claim_start",
+    "kill_all",
+    "kill_keys",
+    "run",
+]
 
 # Where the scheduler keeps, per key, when its program started (``claim_start``): the poll
 # reads it to tell a running subjob from one still queued on a worker, and a task sent
@@ -36,11 +45,33 @@ CLAIM_TIMEOUT = 30.0
 # SIGTERM first; what is still alive this many seconds later gets SIGKILL.
 KILL_GRACE = 3.0
 
-# key -> the running program, and the keys killed (so that one killed just before its
-# program starts never starts it). One of each per worker process.
-_lock = threading.Lock()
-_running: dict[str, subprocess.Popen[bytes]] = {}
-_killed: set[str] = set()
+# Where a worker keeps its WorkerTasks (as the scheduler keeps the claims on itself).
+TASKS_ATTRIBUTE = "_ganga_like_tasks"
+
+
+class WorkerTasks:
+    """Of one worker: key -> the running program, and the keys killed (so that one killed
+    just before its program starts never starts it)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+        self.killed: set[str] = set()
+
+
+def _tasks_of(worker: Any) -> WorkerTasks:
+    """The worker's WorkerTasks, made on first use (``setdefault`` makes one even when
+    two of its threads ask at once); a new one when not called on a worker (directly:
+    nothing else can kill what it runs)."""
+    if worker is None:
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):
+            return WorkerTasks()
+    tasks: WorkerTasks = vars(worker).setdefault(TASKS_ATTRIBUTE, WorkerTasks())
+    return tasks
 
 
 def _log_started(key: str, start: float) -> None:
@@ -120,8 +151,9 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         env = _environment(payload)
         out_path = os.path.join(work, ".ganga_like.stdout")
         err_path = os.path.join(work, ".ganga_like.stderr")
-        with open(out_path, "wb") as out, open(err_path, "wb") as err, _lock:
-            if key in _killed:
+        tasks = _tasks_of(None)
+        with open(out_path, "wb") as out, open(err_path, "wb") as err, tasks.lock:
+            if key in tasks.killed:
                 result["state"] = "killed"
                 return result
             try:
@@ -142,7 +174,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             except PermissionError:
                 result["reason"] = f"program is not executable: {payload['argv'][0]}"
                 return result
-            _running[key] = proc
+            tasks.running[key] = proc
         result["start"] = time.time()
         watchdog = _watch(proc)
         try:
@@ -150,9 +182,9 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         finally:
             _stop(watchdog)
         result["end"] = time.time()
-        with _lock:
-            _running.pop(key, None)
-            killed = key in _killed
+        with tasks.lock:
+            tasks.running.pop(key, None)
+            killed = key in tasks.killed
         result["exit_code"] = code
         result["stdout"] = _read(out_path)
         result["stderr"] = _read(err_path)
@@ -277,12 +309,14 @@ def _collect(work: str, patterns: list[str], outputs: dict[str, bytes]) -> str |
     return problem
 
 
-def kill_keys(keys: list[str]) -> list[str]:
-    """Kill the programs of ``keys`` running in this worker process (SIGTERM to the
-    process group, SIGKILL after a grace); the keys it found running."""
-    with _lock:
-        _killed.update(keys)
-        procs = [(k, _running[k]) for k in keys if k in _running]
+def kill_keys(keys: list[str], dask_worker: Any = None) -> list[str]:
+    """Kill the programs of ``keys`` running in this worker (SIGTERM to the process
+    group, SIGKILL after a grace); the keys it found running. Run by ``client.run``,
+    which passes the worker as ``dask_worker``."""
+    tasks = _tasks_of(dask_worker)
+    with tasks.lock:
+        tasks.killed.update(keys)
+        procs = [(k, tasks.running[k]) for k in keys if k in tasks.running]
     for _key, proc in procs:
         _signal(proc, signal.SIGTERM)
     if procs:
@@ -290,14 +324,15 @@ def kill_keys(keys: list[str]) -> list[str]:
     return [k for k, _ in procs]
 
 
-def kill_all() -> list[str]:
-    """Kill every program this worker process runs and wait until they are gone (its
-    cluster is closing: the programs, in process groups of their own, would otherwise
-    outlive it); the keys killed."""
-    with _lock:
-        keys = list(_running)
-        procs = [_running[k] for k in keys]
-    killed = kill_keys(keys)
+def kill_all(dask_worker: Any = None) -> list[str]:
+    """Kill every program this worker runs and wait until they are gone (its cluster is
+    closing: the programs, in process groups of their own, would otherwise outlive it);
+    the keys killed. Run by ``client.run``, which passes the worker."""
+    tasks = _tasks_of(dask_worker)
+    with tasks.lock:
+        keys = list(tasks.running)
+        procs = [tasks.running[k] for k in keys]
+    killed = kill_keys(keys, dask_worker)
     _finish(procs)
     return killed
 

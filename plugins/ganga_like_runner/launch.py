@@ -14,12 +14,11 @@ import fcntl
 import itertools
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ganga_like.detached import start_detached
+from ganga_like.detached import reap_when_it_exits, start_detached
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
@@ -41,9 +40,6 @@ LOCK_PATIENCE_SECONDS = 10.0
 
 # Temporary pid file names, unique within this process.
 _sequence = itertools.count()
-# Runners started from this process, kept so that they can be reaped (no zombies) and so
-# that stop() can tell an exited child from a live one.
-_spawned: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def runner_pid(runner_dir: Path) -> int | None:
@@ -74,7 +70,6 @@ def revive(runner_dir: Path) -> bool:
             return False  # a runner (or a client about to start one) holds it
         if not (has_batches(runner_dir) or has_accepted(runner_dir)):
             return False  # nothing left behind; the lock is let go by the close below
-        _reap_spawned()
         # With the lock in hand no runner is alive: a pid file is a dead one's.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(runner_dir / PID_NAME)
@@ -130,7 +125,6 @@ def ensure_runner(runner_dir: Path, always: bool) -> bool:
     will see the request.  The lock held with no live runner named means a runner that is
     leaving or dying, or a client about to name one: try again in a moment.
     """
-    _reap_spawned()
     patience = time.monotonic() + LOCK_PATIENCE_SECONDS
     delay = 0.001
     while True:
@@ -194,7 +188,7 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
         first_on_path=Path(__file__).resolve().parents[1],
         blocked_signals=RUNNER_SIGNALS,
     )
-    _spawned[started.proc.pid] = started.proc
+    reap_when_it_exits(started.proc)  # an exited runner is then gone, never a zombie
     _name_runner(runner_dir, started.proc.pid)
 
 
@@ -227,12 +221,6 @@ def _log(runner_dir: Path, message: str) -> None:
             os.close(fd)
 
 
-def _reap_spawned() -> None:
-    for pid, proc in list(_spawned.items()):
-        if proc.poll() is not None:
-            _spawned.pop(pid, None)
-
-
 def wake(runner_dir: Path) -> None:
     pid = runner_pid(runner_dir)
     if pid is not None:
@@ -261,12 +249,6 @@ def _is_runner(pid: int, runner_dir: Path) -> bool:
 
 def _process_alive(pid: int) -> bool:
     """Whether ``pid`` runs; a zombie counts as gone."""
-    proc = _spawned.get(pid)
-    if proc is not None:
-        if proc.poll() is None:
-            return True
-        _spawned.pop(pid, None)
-        return False
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
