@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("distributed", reason="the Dask backend needs `pip install .[dask]`")
 
 from ganga_like import ArgSplitter, Dask, Executable, GangaError, Job, LocalFile
-from ganga_like.runtime.session import Session
+from ganga_like.runtime.session import Session, existing_session
+from ganga_like_dask.connection import DaskConnections
 
 from .dask_cluster import DaskCluster, start_cluster
 from .waiting import wait_for
@@ -114,15 +115,20 @@ def test_an_unreachable_scheduler_refuses_the_submission_in_one_line_and_changes
     assert len(j.subjobs) == 0
 
 
+def forget_clients_of(cluster: DaskCluster) -> None:
+    """No client of the open session (if any) left reconnecting to ``cluster``."""
+    session = existing_session()
+    if session is not None:
+        session.plugin_objects.of(DaskConnections).forget(cluster.address)
+
+
 @pytest.fixture
 def own_cluster() -> Iterator[DaskCluster]:
     cluster = start_cluster(n_workers=1, nthreads=2)
     try:
         yield cluster
     finally:
-        from ganga_like_dask import connection
-
-        connection.forget(cluster.address)  # no client left reconnecting to it
+        forget_clients_of(cluster)
         cluster.stop()
 
 
@@ -173,7 +179,12 @@ def test_jobs_of_an_in_session_cluster_of_an_ended_process_are_failed(
     )
     owner = int(ended.stdout)
     gangadir = session.settings.gangadir
-    ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 1.0})
+    ctx = PollContext(
+        gangadir,
+        gangadir / "workspace",
+        {"dask_timeout": 1.0},
+        plugin_objects=session.plugin_objects,
+    )
     address = f"tcp://127.0.0.1:{_free_port()}"
     ref = ActiveRef(0, None, 1, {"id": "ganga_like-0@1-x", "address": address, "owner": owner})
     [report] = DaskBackend.poll(ctx, [ref])
@@ -206,7 +217,12 @@ def test_a_recorded_outcome_is_released_at_the_scheduler_and_read_back_from_disk
         wait_for(lambda: not client.run_on_scheduler(known), 60, "the key to be released")
     # A cycle whose commit failed follows the job again: its outcome comes from disk.
     gangadir = session.settings.gangadir
-    ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 5.0})
+    ctx = PollContext(
+        gangadir,
+        gangadir / "workspace",
+        {"dask_timeout": 5.0},
+        plugin_objects=session.plugin_objects,
+    )
     ref = ActiveRef(j.id, None, 1, {"id": key, "address": own_cluster.address, "owner": 0})
     [report] = DaskBackend.poll(ctx, [ref])
     assert (report.status, report.exit_code) == (Status.FAILED, 3)
@@ -245,9 +261,7 @@ def two_workers() -> Iterator[DaskCluster]:
     try:
         yield cluster
     finally:
-        from ganga_like_dask import connection
-
-        connection.forget(cluster.address)
+        forget_clients_of(cluster)
         cluster.stop()
 
 
@@ -416,7 +430,12 @@ def test_a_poll_between_the_cancel_and_the_record_of_a_kill_leaves_the_job_to_th
         # The program and its child, deaf to SIGTERM, which the SIGKILL after it reaches.
         wait_for(lambda: not any(map(_alive, tree)), 60, "the kill")
         gangadir = session.settings.gangadir
-        ctx = PollContext(gangadir, gangadir / "workspace", {"dask_timeout": 5.0})
+        ctx = PollContext(
+            gangadir,
+            gangadir / "workspace",
+            {"dask_timeout": 5.0},
+            plugin_objects=session.plugin_objects,
+        )
         ref = ActiveRef(j.id, None, 1, impl.backend.monitor_data(impl))
         assert DaskBackend.poll(ctx, [ref]) == []  # not "failed": the kill is recorded next
     finally:

@@ -21,6 +21,7 @@ from ganga_like.errors import BackendError, GangaError, JobError, PluginError
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
+from ganga_like.model.plugin_objects import PluginObjects
 from ganga_like.model.poller import Poller, Staged
 from ganga_like.model.status import Status
 
@@ -37,6 +38,7 @@ __all__ = [
     "IRetry",
     "ISplitter",
     "JobPaths",
+    "PluginObjects",
     "PollContext",
     "Poller",
     "PostProcessContext",
@@ -51,13 +53,21 @@ __all__ = [
 ]
 
 Section = TypeVar("Section", bound=Configurable)
+Kept = TypeVar("Kept")
 AnyPoller = TypeVar("AnyPoller", bound=Poller)
 
 
 class _Configured:
-    """What both contexts offer: a plugin's configuration section, typed."""
+    """What both contexts offer: a plugin's configuration section, typed, and the
+    objects it keeps for as long as the session lasts."""
 
     settings: Mapping[str, Any]
+    plugin_objects: PluginObjects
+
+    def kept(self, kind: type[Kept]) -> Kept:
+        """The session's one ``kind()`` (a Dask client per scheduler...), made on first
+        use and closed with the session (ganga_like.model.plugin_objects)."""
+        return self.plugin_objects.of(kind)
 
     def config_for(self, section: type[Section]) -> Section:
         """The plugin's configuration section ``section`` (a class it declared through the
@@ -120,6 +130,8 @@ class SubmitContext(_Configured):
     build_subjobs: Callable[[Job, list[dict[str, Any]]], list[Job]] | None = None
     # The stored top-level job whose backend is the given object (None: no such job).
     job_of_backend: Callable[[IBackend], Job | None] | None = None
+    # The session's (a context made on its own, in a test, has its own).
+    plugin_objects: PluginObjects = field(default_factory=PluginObjects)
 
     def paths(self, job: Job) -> JobPaths:
         master = job.master
@@ -297,6 +309,8 @@ class PollContext(_Configured):
     # Made by the monitor from the backend's ``poller_class`` before its first poll; a
     # context made by hand gets one on first use (:meth:`poller_as`).
     poller: Poller | None = None
+    # The session's (a context made on its own, in a test, has its own).
+    plugin_objects: PluginObjects = field(default_factory=PluginObjects)
 
     def poller_as(self, kind: type[AnyPoller]) -> AnyPoller:
         """The backend's poller, a ``kind``; made now if the context has none yet."""
@@ -498,6 +512,7 @@ class PostProcessContext(_Configured):
     # The metadata read at completion (fqid -> dict), before it is stored in the jobs.
     metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    plugin_objects: PluginObjects = field(default_factory=PluginObjects)
 
     def paths(self, job: Job) -> JobPaths:
         master = job.master

@@ -17,7 +17,12 @@ from typing import Any
 
 from ganga_like.config.store import option_key
 from ganga_like.config.store import store as config_store
-from ganga_like.model.interfaces import IBackend, SubmitContext, set_submit_context_source
+from ganga_like.model.interfaces import (
+    IBackend,
+    PluginObjects,
+    SubmitContext,
+    set_submit_context_source,
+)
 from ganga_like.model.job import Job
 from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
@@ -58,7 +63,9 @@ class Session:
         self.repo = Repository(
             settings.gangadir, settings.repository_mode, options=settings.storage_options()
         )
-        self.monitor = Monitor(self.repo, settings)
+        # What plugins keep while the session lasts (a Dask client per scheduler).
+        self.plugin_objects = PluginObjects()
+        self.monitor = Monitor(self.repo, settings, self.plugin_objects)
         for name, run in _MONITOR_PASSES.items():
             self.monitor.add_pass(name, functools.partial(run, self))
         # Outside a shell cell, every change is committed at once (scripts, notebooks
@@ -95,6 +102,7 @@ class Session:
             self.settings.backend_settings(),
             build_subjobs=build_subjobs,
             job_of_backend=self._job_of_backend,
+            plugin_objects=self.plugin_objects,
         )
 
     def _job_of_backend(self, backend: IBackend) -> Job | None:
@@ -147,6 +155,7 @@ class Session:
 
     def close(self) -> None:
         self.monitor.stop(timeout=0.8)
+        self.plugin_objects.close()
         self.repo.close()
 
 

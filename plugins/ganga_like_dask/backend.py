@@ -49,13 +49,7 @@ from ganga_like.model.workspace import keep_earlier_output, run_environment, sta
 from ganga_like.private import make_private_dirs, write_private
 from ganga_like_dask import default_cluster, scheduler_side, task
 from ganga_like_dask.address import SchedulerAddress
-from ganga_like_dask.connection import (
-    DaskUnreachable,
-    call,
-    client_for,
-    on_scheduler,
-    trust,
-)
+from ganga_like_dask.connection import DaskConnections, DaskUnreachable, on_scheduler
 from ganga_like_dask.settings import Dask as DaskSection
 
 __all__ = ["Dask"]
@@ -126,7 +120,7 @@ class Dask(IBackend):
             raise
         except Exception as exc:  # anything else starting it raises: one line, nothing sent
             raise BackendError(f"the Dask cluster could not be started: {exc}") from None
-        trust(record.address, record.security())
+        ctx.kept(DaskConnections).trust(record.address, record.security())
         return record.address, {"environment": default_cluster.environment_change(record)}
 
     def submit_bulk(
@@ -161,7 +155,8 @@ class Dask(IBackend):
         address: str,
         extra: dict[str, Any],
     ) -> SubmitOutcome:
-        client = client_for(address, section.timeout)  # unreachable: raises, nothing sent
+        connections = ctx.kept(DaskConnections)
+        client = connections.client_for(address, section.timeout)  # unreachable: raises
         outcome = SubmitOutcome(real_bulk=True)
         token = _token(ctx, jobs[0][0])
         payloads: list[dict[str, Any]] = []
@@ -195,7 +190,7 @@ class Dask(IBackend):
             result: list[str] = missing
             return result
 
-        missing = set(call(address, timeout, send))
+        missing = set(connections.call(address, timeout, send))
         for job in chosen:
             key = _key(job, token)
             if key in missing:
@@ -219,7 +214,7 @@ class Dask(IBackend):
             if record is None:
                 return set()
             address = record.address
-            trust(address, record.security())
+            ctx.kept(DaskConnections).trust(address, record.security())
         by_key = {_key(job, _token(ctx, job)): job for job in jobs}
         timeout = section.timeout
 
@@ -228,7 +223,7 @@ class Dask(IBackend):
             return found
 
         try:
-            found = call(address, timeout, known)
+            found = ctx.kept(DaskConnections).call(address, timeout, known)
         except DaskUnreachable:
             return None
         for key in found:
@@ -246,7 +241,7 @@ class Dask(IBackend):
                 by_address.setdefault(job.backend.scheduler, []).append(job)
         errors: dict[str, str] = {}
         for address, group in by_address.items():
-            if not group[0].backend.address and not _gangadir_cluster(ctx.gangadir, address):
+            if not group[0].backend.address and not _gangadir_cluster(ctx, address):
                 continue  # the gangadir's cluster that ran them is gone, and they with it
             keys = [j.backend.key for j in group]
 
@@ -257,7 +252,7 @@ class Dask(IBackend):
                 c.sync(c._run, task.kill_keys, keys, callback_timeout=t)
 
             try:
-                call(address, section.timeout, kill)
+                ctx.kept(DaskConnections).call(address, section.timeout, kill)
             except BackendError as exc:
                 errors.update((j.fqid, str(exc)) for j in group)
         return errors
@@ -284,8 +279,9 @@ class Dask(IBackend):
         reports: list[StatusReport] = []
         new_running: set[str] = set()
         unreachable: BackendError | None = None
+        connections = ctx.kept(DaskConnections)
         for address, here in sorted(by_address.items()):
-            if here[0].backend_data.get("default") and not _gangadir_cluster(ctx.gangadir, address):
+            if here[0].backend_data.get("default") and not _gangadir_cluster(ctx, address):
                 reports.extend(_ended_with_cluster(ctx, ref, address) for ref in here)
                 continue
             keys = [str(ref.backend_data["id"]) for ref in here]
@@ -294,7 +290,7 @@ class Dask(IBackend):
                 return _observe(c, timeout, k)
 
             try:
-                answer, results = call(address, timeout, observe)
+                answer, results = connections.call(address, timeout, observe)
             except DaskUnreachable as exc:
                 gone = _owner_gone(here)
                 if gone:
@@ -332,7 +328,7 @@ class Dask(IBackend):
                     on_scheduler(c, timeout, scheduler_side.release, d)
 
                 with contextlib.suppress(BackendError):
-                    call(address, timeout, release)
+                    connections.call(address, timeout, release)
         poller.running.stage(new_running)
         if unreachable is not None:
             if not reports:
@@ -499,13 +495,13 @@ def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> No
     write_private(os.path.join(output, "__run__"), json.dumps(record).encode())
 
 
-def _gangadir_cluster(gangadir: Path, address: str) -> bool:
-    """Whether ``address`` is the live cluster of ``gangadir`` (then its clients connect
+def _gangadir_cluster(ctx: SubmitContext | PollContext, address: str) -> bool:
+    """Whether ``address`` is the live cluster of the gangadir (then its clients connect
     with the credentials it left there)."""
-    record = default_cluster.alive_record(gangadir)
+    record = default_cluster.alive_record(ctx.gangadir)
     if record is None or record.address != address:
         return False
-    trust(address, record.security())
+    ctx.kept(DaskConnections).trust(address, record.security())
     return True
 
 

@@ -1,4 +1,4 @@
-"""Clients of Dask schedulers, one per address per process.
+"""Clients of Dask schedulers, one per address per session (:class:`DaskConnections`).
 
 ``distributed`` is imported here, on first use, never when ``ganga_like`` is imported.
 Every call has a deadline: a scheduler that does not answer (gone, stopped, cut off) raises
@@ -15,14 +15,7 @@ from typing import Any
 
 from ganga_like.errors import BackendError
 
-__all__ = [
-    "DaskUnreachable",
-    "call",
-    "client_for",
-    "forget",
-    "quiet_distributed",
-    "trust",
-]
+__all__ = ["DaskConnections", "DaskUnreachable", "on_scheduler", "quiet_distributed"]
 
 
 class DaskUnreachable(BackendError):
@@ -32,29 +25,85 @@ class DaskUnreachable(BackendError):
         super().__init__(f"cannot reach the Dask scheduler at {address}: {detail}", transient=True)
 
 
-_lock = threading.Lock()
-_clients: dict[str, Any] = {}
-# The TLS credentials of the schedulers that need them (the gangadir's own cluster).
-_securities: dict[str, Any] = {}
-_exit_registered = False
+class DaskConnections:
+    """The clients of Dask schedulers of one session, one per address, and the TLS
+    credentials of the schedulers that need them (the gangadir's own cluster); the
+    session's one is ``ctx.kept(DaskConnections)``. Closed with the session, and at exit
+    at the latest."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[str, Any] = {}
+        self._securities: dict[str, Any] = {}
+        self._closing_at_exit = False
 
-def trust(address: str, security: Any) -> None:
-    """Connect to ``address`` with ``security`` (a ``distributed`` Security) from now on."""
-    with _lock:
-        _securities[address] = security
+    def trust(self, address: str, security: Any) -> None:
+        """Connect to ``address`` with ``security`` (a ``distributed`` Security) from now
+        on."""
+        with self._lock:
+            self._securities[address] = security
 
+    def close(self) -> None:
+        """Close the clients, without the warnings ``distributed`` logs about a connection
+        that ends (the schedulers and their jobs go on without this session)."""
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        if clients:
+            quiet_distributed()
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.close(timeout=2)
 
-def _close_all() -> None:
-    """At exit: close the clients, without the warnings ``distributed`` logs about a
-    connection that ends (the schedulers and their jobs go on without this process)."""
-    quiet_distributed()
-    with _lock:
-        clients = list(_clients.values())
-        _clients.clear()
-    for client in clients:
-        with contextlib.suppress(Exception):
-            client.close(timeout=2)
+    def client_for(self, address: str, timeout: float) -> Any:
+        """A connected client of ``address`` (kept); DaskUnreachable when it does not
+        answer."""
+        with self._lock:
+            if not self._closing_at_exit:
+                quiet_distributed()
+                atexit.register(self.close)
+                self._closing_at_exit = True
+            client = self._clients.get(address)
+            if client is not None:
+                status = client.status
+                if status == "running":
+                    return client
+                if status == "connecting":  # reconnecting to a scheduler that went away
+                    raise DaskUnreachable(address, "the connection was lost; reconnecting")
+                self._clients.pop(address, None)
+                with contextlib.suppress(Exception):
+                    client.close(timeout=1)
+            client = _connect(address, timeout, self._securities.get(address))
+            self._clients[address] = client
+            return client
+
+    def forget(self, address: str) -> None:
+        """Drop the client of ``address`` (after a call that failed on it)."""
+        with self._lock:
+            client = self._clients.pop(address, None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close(timeout=1)
+
+    def call(self, address: str, timeout: float, what: Callable[[Any], Any]) -> Any:
+        """``what(client)`` with the client of ``address``; a failed or late call is a
+        DaskUnreachable (and the client is dropped, to be made again next time)."""
+        client = self.client_for(address, timeout)
+        try:
+            return what(client)
+        except TimeoutError as exc:
+            # A late answer: the client stays (a new one would have to connect again).
+            raise DaskUnreachable(address, f"no answer within {timeout:g} s") from exc
+        except OSError as exc:
+            self.forget(address)
+            raise DaskUnreachable(address, _short(exc)) from None
+        except Exception as exc:
+            from distributed.comm.core import CommClosedError
+
+            if isinstance(exc, CommClosedError):
+                self.forget(address)
+                raise DaskUnreachable(address, _short(exc)) from None
+            raise
 
 
 def quiet_distributed() -> None:
@@ -81,29 +130,6 @@ def quiet_distributed() -> None:
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def client_for(address: str, timeout: float) -> Any:
-    """A connected client of ``address`` (cached); DaskUnreachable when it does not answer."""
-    global _exit_registered
-    with _lock:
-        if not _exit_registered:
-            quiet_distributed()
-            atexit.register(_close_all)
-            _exit_registered = True
-        client = _clients.get(address)
-        if client is not None:
-            status = client.status
-            if status == "running":
-                return client
-            if status == "connecting":  # reconnecting to a scheduler that went away
-                raise DaskUnreachable(address, "the connection was lost; reconnecting")
-            _clients.pop(address, None)
-            with contextlib.suppress(Exception):
-                client.close(timeout=1)
-        client = _connect(address, timeout, _securities.get(address))
-        _clients[address] = client
-        return client
 
 
 def _connect(address: str, timeout: float, security: Any) -> Any:
@@ -141,36 +167,6 @@ def _connect(address: str, timeout: float, security: Any) -> Any:
         abandoned = True
     detail = _short(failed[0]) if failed else f"no answer within {timeout:g} s"
     raise DaskUnreachable(address, detail)
-
-
-def forget(address: str) -> None:
-    """Drop the client of ``address`` (after a call that failed on it)."""
-    with _lock:
-        client = _clients.pop(address, None)
-    if client is not None:
-        with contextlib.suppress(Exception):
-            client.close(timeout=1)
-
-
-def call(address: str, timeout: float, what: Callable[[Any], Any]) -> Any:
-    """``what(client)`` with the client of ``address``; a failed or late call is a
-    DaskUnreachable (and the client is dropped, to be made again next time)."""
-    client = client_for(address, timeout)
-    try:
-        return what(client)
-    except TimeoutError as exc:
-        # A late answer: the client stays (a new one would have to connect again).
-        raise DaskUnreachable(address, f"no answer within {timeout:g} s") from exc
-    except OSError as exc:
-        forget(address)
-        raise DaskUnreachable(address, _short(exc)) from None
-    except Exception as exc:
-        from distributed.comm.core import CommClosedError
-
-        if isinstance(exc, CommClosedError):
-            forget(address)
-            raise DaskUnreachable(address, _short(exc)) from None
-        raise
 
 
 def on_scheduler(client: Any, timeout: float, function: Callable[..., Any], *args: Any) -> Any:

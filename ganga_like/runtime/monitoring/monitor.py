@@ -27,7 +27,14 @@ from transaction.interfaces import TransientError
 
 from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
-from ganga_like.model.interfaces import IBackend, PollContext, Poller, StatusReport, SubmitContext
+from ganga_like.model.interfaces import (
+    IBackend,
+    PluginObjects,
+    PollContext,
+    Poller,
+    StatusReport,
+    SubmitContext,
+)
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import record_outputs
 from ganga_like.repository.connection import Repository, write_errors
@@ -77,9 +84,13 @@ class CycleResult:
 class Monitor:
     """Keeps the status of active jobs current."""
 
-    def __init__(self, repo: Repository, settings: Settings) -> None:
+    def __init__(
+        self, repo: Repository, settings: Settings, plugin_objects: PluginObjects | None = None
+    ) -> None:
         self.repo = repo
         self.settings = settings
+        # The session's, handed to every context (one of its own without a session).
+        self.plugin_objects = plugin_objects if plugin_objects is not None else PluginObjects()
         self._tm = transaction.TransactionManager()
         self._conn: Any = None
         self._contexts: dict[str, PollContext] = {}
@@ -419,7 +430,10 @@ class Monitor:
 
     def _submit_context(self) -> SubmitContext:
         return SubmitContext(
-            self.repo.gangadir, self.repo.workspace, self.settings.backend_settings()
+            self.repo.gangadir,
+            self.repo.workspace,
+            self.settings.backend_settings(),
+            plugin_objects=self.plugin_objects,
         )
 
     def _context(self, backend: str, cls: type[IBackend]) -> PollContext:
@@ -432,6 +446,7 @@ class Monitor:
                 self.repo.workspace,
                 self.settings.backend_settings(),
                 poller=cls.poller_class(),
+                plugin_objects=self.plugin_objects,
             )
             self._contexts[backend] = ctx
         return ctx
