@@ -224,12 +224,44 @@ def slurm_pilot_walltime(
     )
 
 
+# A ganga script whose job outlasts its 1-minute walltime on Slurm: what it saw is written
+# as JSON for tests/test_slurm_backend.py.
+BACKEND_WALLTIME_SCRIPT = """
+import json, sys
+exe, result = sys.argv[1], sys.argv[2]
+config.Monitor.max_interval = 0.5
+config.Slurm.poll_interval = 0.3
+j = Job(application=Executable(exe=exe), backend=Slurm(resources={"walltime": "1"}))
+j.submit()
+found = {"status": j.wait(timeout=300)}
+found["cause"] = j.history[-1].cause
+found["exit_code"] = j.exit_code
+found["actual_partition"] = j.backend.actual_partition
+found["slurm_out"] = (j.outputdir / "slurm.out").read_text()
+with open(result, "w") as out:
+    json.dump(found, out)
+"""
+
+
+@pytest.fixture(scope="session")
+def slurm_backend_walltime(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[subprocess.Popen[str], Path] | None]:
+    """A ``ganga`` process whose Slurm job runs past its 1-minute walltime, and the file it
+    writes what it saw to (None without a cluster); started by the first Slurm test of the
+    run, read by tests/test_slurm_backend.py."""
+    yield from _ganga_script_started(
+        tmp_path_factory, "backend-walltime", BACKEND_WALLTIME_SCRIPT, "sleep 300\n"
+    )
+
+
 @pytest.fixture(autouse=True)
 def _slurm_walltime_job_started_early(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("slurm") is not None:
         request.getfixturevalue("slurm_walltime_job")
         request.getfixturevalue("slurm_timeout_retry")
         request.getfixturevalue("slurm_pilot_walltime")
+        request.getfixturevalue("slurm_backend_walltime")
 
 
 # The module that holds the class of tests.conftest.vanishing_class.
