@@ -4,6 +4,7 @@ uploaded to a pattern (the subjob keeps the URLs), failures naming the URL."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from ganga_like import (
 )
 from ganga_like.runtime.session import Session
 
+from .waiting import wait_until
 from .xrootd_server import listing, private_server, put, remote_text, shared_url, stop
 
 
@@ -172,3 +174,50 @@ def test_a_dataset_of_xrootd_files_is_split_one_file_per_subjob(
         "part 1\n",
         "part 2\n",
     ]
+
+
+def test_a_resubmitted_subjob_that_fails_keeps_no_locations_of_the_earlier_run(
+    session: Session, area: str, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    j = Job(
+        application=sh(f"[ -e {broken} ] && exit 3; echo x > out.txt"),
+        outputfiles=[XRootDFile(f"{area}/{{jid}}/{{name}}", "out.txt")],
+    )
+    j.submit()
+    assert j.wait(timeout=60) == "completed", cause(j)
+    assert j.outputfiles[0].locations == [f"{area}/{j.id}/out.txt"]
+    broken.touch()
+    j.resubmit()
+    assert j.wait(timeout=60) == "failed"
+    assert j.outputfiles[0].locations == []
+
+
+def test_a_server_stopped_during_the_upload_leaves_no_file_under_the_final_name(
+    session: Session,
+) -> None:
+    with private_server() as (url, data, directory):
+        target = f"{url.rstrip('/')}//out/big.bin"
+        # 64 MiB at 4 MiB/s (the client's own rate limit): the upload is still going when
+        # the test, having seen its temporary file on the server's disk, stops the server.
+        app = sh("head -c 67108864 /dev/zero > big.bin")
+        app.env = {"XRD_CONNECTIONRETRY": "1", "GANGA_XRDCP_OPTIONS": "--xrate 4M"}
+        j = Job(application=app, outputfiles=[XRootDFile(target)])
+        j.submit()
+        assert wait_until(lambda: list((data / "out").glob(".big.bin.ganga-partial-*")), 60)
+        stop(directory)
+        assert j.wait(timeout=60) == "failed"
+        assert f"output big.bin not uploaded to {target}" in cause(j), cause(j)
+        assert not (data / "out" / "big.bin").exists()
+        assert j.outputfiles[0].locations == []
+
+
+def test_every_reader_of_the_failure_note_looks_for_the_name_the_wrapper_writes() -> None:
+    """The runner and the Dask worker import nothing of ganga_like: each has a twin."""
+    from ganga_like.model import workspace
+    from ganga_like_dask import task
+    from ganga_like_runner import protocol
+    from ganga_like_std import xrootd_transfer
+
+    names = {workspace.FAILURE_NOTE, protocol.FAILURE_NOTE, task.FAILURE_NOTE}
+    assert names == {xrootd_transfer.FAILURE_NOTE}

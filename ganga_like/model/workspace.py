@@ -76,12 +76,15 @@ def read_failure_note(workdir: str) -> tuple[str, int | None] | None:
 
 
 def record_outputs(job: Job, output_dir: str) -> None:
-    """Once ``job`` completed: its output files as the run left them (a remote file's
-    destinations filled in). The job then holds its own list, no longer its master's."""
+    """Once ``job`` ended: its output files as the run left them (a remote file's
+    destinations filled in when it completed, none when it did not). A job whose files
+    changed then holds its own list, no longer its master's."""
     files = job.outputfiles
     if not any(f.remote for f in files):
         return
-    job.outputfiles = tuple(f.recorded(job, output_dir) if f.remote else f for f in files)
+    recorded = tuple(f.recorded(job, output_dir) if f.remote else f for f in files)
+    if any(new is not old for new, old in zip(recorded, files, strict=True)):
+        job.outputfiles = recorded
 
 
 def run_environment(job: Job, spec: RunSpec) -> dict[str, str]:

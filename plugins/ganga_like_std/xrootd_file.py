@@ -19,6 +19,7 @@ import traitlets
 from ganga_like.errors import JobError
 from ganga_like.model.interfaces import IFile, RunSpec
 from ganga_like.model.job import Job
+from ganga_like.model.status import Status
 from ganga_like.model.text import Text
 from ganga_like_std import xrootd_transfer
 
@@ -122,15 +123,24 @@ class XRootDFile(IFile):
         return RunSpec(spec.argv, env, spec.inputs, patterns, wrapper)
 
     def recorded(self, job: Job, output_dir: str) -> IFile:
+        """With the URLs the run uploaded to, read from the list the transfer program left
+        (collected into ``output_dir``); none when there is no list (the run failed)."""
+        urls: list[str] = []
+        if Status.parse(job.status) is Status.COMPLETED:
+            urls = self._uploaded(output_dir)
+        if urls == list(self.locations):
+            return self
+        copy = self._copy()
+        copy._assign("locations", urls)
+        return copy
+
+    def _uploaded(self, output_dir: str) -> list[str]:
         try:
             with open(os.path.join(output_dir, xrootd_transfer.UPLOADED_FILE)) as handle:
                 uploads = json.load(handle)["uploads"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return self
-        for entry in uploads:
-            if entry.get("url") == self.url and entry.get("pattern") == self.output_pattern():
-                copy = self._copy()
-                copy._assign("locations", list(entry.get("urls", ())))
-                assert isinstance(copy, XRootDFile)
-                return copy
-        return self
+            for entry in uploads:
+                if entry["url"] == self.url and entry["pattern"] == self.output_pattern():
+                    return [str(url) for url in entry["urls"]]
+        except (OSError, ValueError, KeyError, TypeError, JobError):
+            pass
+        return []

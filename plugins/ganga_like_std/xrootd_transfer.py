@@ -27,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 FAILURE_NOTE = "__ganga_failure__.json"
+# Options added to every xrdcp, from the run's environment ("--streams 4 --xrate 10M").
+OPTIONS_VARIABLE = "GANGA_XRDCP_OPTIONS"
 UPLOADED_FILE = "__ganga_uploaded__.json"
 # root://host[:port]//absolute/path (xroot://, and roots:// / xroots:// over TLS).
 _URL = re.compile(r"^((?:x?root)s?://[^/]+)/(/.*)$")
@@ -105,13 +108,21 @@ def _gist(line: str) -> str:
     return text.rsplit("; ", 1)[-1].strip(" :") or line
 
 
+def _xrdcp(*words: str) -> list[str]:
+    try:
+        extra = shlex.split(os.environ.get(OPTIONS_VARIABLE, ""))
+    except ValueError as exc:
+        raise TransferError(f"{OPTIONS_VARIABLE} is not a list of options: {exc}") from None
+    return [_tool("xrdcp"), "--nopbar", *extra, *words]
+
+
 def fetch(url: str, name: str) -> None:
     """Copy ``url`` to ``name`` in the current directory (complete, or not at all)."""
     split_url(url)
     partial = f".{name}.partial"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(partial)
-    error = _run([_tool("xrdcp"), "--nopbar", "--force", url, partial])
+    error = _run(_xrdcp("--force", url, partial))
     if error is not None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
@@ -125,7 +136,7 @@ def upload(path: str, url: str) -> None:
     directory, _, name = remote.rpartition("/")
     temporary = f"{directory}/.{name}.ganga-partial-{secrets.token_hex(4)}"
     xrdfs = _tool("xrdfs")
-    error = _run([_tool("xrdcp"), "--nopbar", "--posc", path, f"{server}/{temporary}"])
+    error = _run(_xrdcp("--posc", path, f"{server}/{temporary}"))
     if error is None:
         error = _run([xrdfs, server, "mv", temporary, remote])
     if error is not None:

@@ -364,9 +364,9 @@ class Monitor:
                     result.finished += 1
                     registry.unfollow(job)
                     unfollowed.append(active_key(job))
-                    if applied.path[-1] is Status.COMPLETED:
-                        # Where its remote output files went, in this cycle's commit.
-                        record_outputs(job, self._output_dir(job))
+                    # Where its remote output files went (nowhere, unless it completed),
+                    # in this cycle's commit.
+                    record_outputs(job, self._output_dir(job))
                     if applied.path[-1] is Status.FAILED:
                         retrying.note_failed(registry, job, report)  # in this cycle's commit
         for top in touched.values():
