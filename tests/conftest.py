@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import types
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -207,6 +208,20 @@ def _ganga_script_started(
     if process.poll() is None:
         process.kill()
     process.wait()
+
+
+def findings_of(
+    started: tuple[subprocess.Popen[str], Path] | None, timeout: float
+) -> dict[str, Any]:
+    """What a ganga process started by :func:`_ganga_script_started` found, once it has
+    ended (within ``timeout`` s); the test is skipped without a cluster."""
+    if started is None:
+        pytest.skip("no Slurm cluster answers")
+    process, result = started
+    process.wait(timeout=timeout)
+    assert process.returncode == 0, (result.parent / "output.txt").read_text()
+    found: dict[str, Any] = json.loads(result.read_text())
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ twice the memory (when the cluster enforces memory: SLURM_TEST_MEMORY_LIMITS=1).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import textwrap
@@ -29,6 +28,8 @@ from ganga_like.gpi.proxy import unwrap
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_slurm import commands
+
+from .conftest import findings_of
 
 pytestmark = pytest.mark.slurm
 
@@ -112,12 +113,7 @@ def test_a_subjob_over_its_walltime_comes_back_with_twice_the_walltime_and_compl
     # Slurm's limits are whole minutes, checked about every 30 s: a 1-minute walltime
     # ends a 95-second run after 60-90 s. That wait overlaps the rest of the run: the job
     # runs in a ganga process of its own started by the first Slurm test (conftest.py).
-    if slurm_timeout_retry is None:
-        pytest.skip("no Slurm cluster answers")
-    process, result = slurm_timeout_retry
-    process.wait(timeout=420)
-    assert process.returncode == 0, (result.parent / "output.txt").read_text()
-    found = json.loads(result.read_text())
+    found = findings_of(slurm_timeout_retry, timeout=420)
     assert found["status"] == "completed", found
     assert (
         "monitor: retry 1 of 1 after timeout; grown: resources.walltime 0:01:00 -> 0:02:00"

@@ -8,7 +8,6 @@ the slow waits overlap: the walltime test's job is submitted first and checked l
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -45,6 +44,7 @@ from ganga_like_slurm import commands, polling, submission
 from ganga_like_slurm.commands import SacctRow, SlurmCommandError, SqueueRow
 from ganga_like_slurm.settings import SlurmSettings
 
+from .conftest import findings_of
 from .waiting import wait_for
 
 # Short waits, so that the rules can be watched within a test's patience.
@@ -1187,12 +1187,7 @@ def test_a_job_over_its_walltime_fails_with_timeout(
     # Slurm's limits are whole minutes, checked about every 30 s: a 1-minute walltime ends
     # the job after 60-90 s. That wait overlaps the rest of the run: the job runs in a
     # ganga process of its own started by the first Slurm test (conftest.py).
-    if slurm_backend_walltime is None:
-        pytest.skip("no Slurm cluster answers")
-    process, result = slurm_backend_walltime
-    process.wait(timeout=400)
-    assert process.returncode == 0, (result.parent / "output.txt").read_text()
-    found = json.loads(result.read_text())
+    found = findings_of(slurm_backend_walltime, timeout=400)
     assert found["status"] == "failed", found
     assert found["cause"].startswith("Slurm: failed, walltime exceeded")
     assert found["exit_code"] is None  # Slurm's 0:0 would read as success

@@ -7,7 +7,6 @@ overlap: the walltime test's pilot is submitted by the first test and checked by
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from ganga_like.shell.display import job_html, job_text
 from ganga_like_runner import protocol
 from ganga_like_slurm import commands
 
+from .conftest import findings_of
 from .test_slurm_backend import FastSettings
 from .waiting import wait_for
 
@@ -333,12 +333,7 @@ def test_a_pilot_past_its_walltime_leaves_its_unfinished_subjobs_to_a_new_pilot(
     # minutes, checked about every 30 s, so it ends after 60-90 s. That wait overlaps the
     # rest of the run: the job runs in a ganga process of its own started by the first
     # Slurm test (conftest.py), which then resubmits it to a pilot of 5 minutes.
-    if slurm_pilot_walltime is None:
-        pytest.skip("no Slurm cluster answers")
-    process, result = slurm_pilot_walltime
-    process.wait(timeout=600)
-    assert process.returncode == 0, (result.parent / "output.txt").read_text()
-    found = json.loads(result.read_text())
+    found = findings_of(slurm_pilot_walltime, timeout=600)
     assert found["status"] == "failed", found
     assert found["slow"][0] == "failed"
     assert "ended (walltime exceeded) while it ran" in found["slow"][1]
