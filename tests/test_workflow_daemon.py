@@ -118,3 +118,21 @@ def test_the_daemon_killed_mid_chain_and_started_again_completes_it(
     assert ganga(["monitor", "start"], env).returncode == 0
     wait_for(lambda: statuses(env)[m] == "completed", 120, "the new daemon to end the chain")
     assert [submits(env, j) for j in (a, b, m)] == [1, 1, 1]
+
+
+def test_ganga_kill_of_a_job_others_wait_for_needs_dependents(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    a, b, m = _submit_chain(env, tmp_path)
+    refused = ganga(["kill", "--yes", str(a)], env)
+    assert refused.returncode == 1
+    assert f"job(s) {b} wait for it; say what becomes of them: --dependents skip or" in (
+        refused.stderr
+    )
+    assert statuses(env)[a] in ("submitted", "running")
+    done = ganga(["kill", "--yes", "--dependents", "skip", str(a)], env)
+    assert done.returncode == 0, done.stderr
+    assert statuses(env) == {a: "killed", b: "skipped", m: "skipped"}
+    why = ganga(["why", str(m)], env).stdout.splitlines()
+    assert why[0] == f"{m} skipped: it waited for {b} to be completed"
+    assert why[-1] == f"{a}.0 killed: user: kill"  # the first subjob the kill ended

@@ -287,3 +287,18 @@ def test_what_waits_for_a_job_with_postprocessors_waits_for_them_too(
     merged_file = (merged.outputdir / "stdout").stat().st_mtime
     submitted = next(e.time for e in after_merged.history if e.new == "submitting")
     assert submitted >= merged_file
+
+
+def test_resubmitting_a_skipped_job_makes_it_wait_again(session: Session, tmp_path: Path) -> None:
+    a = Job(application=_fails_until(tmp_path, tmp_path / "fixed"))
+    b = Job(application=_ok(tmp_path), after=a)
+    a.submit()
+    b.submit()
+    (tmp_path / "gate").touch()
+    assert b.wait(timeout=120) == "skipped"
+    b.resubmit()  # what it waits for still failed: skipped again, by the monitor
+    assert b.wait(timeout=120) == "skipped"
+    assert [e.new for e in b.history][-2:] == ["waiting", "skipped"]
+    (tmp_path / "fixed").touch()
+    a.resubmit()
+    assert b.wait(timeout=120) == "completed"

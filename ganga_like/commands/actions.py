@@ -24,6 +24,7 @@ from ganga_like.commands.context import (
 )
 from ganga_like.commands.lookup import Selection, select
 from ganga_like.errors import GangaError, JobError
+from ganga_like.gpi import workflow
 from ganga_like.model.job import Job
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.submission import actions as job_actions
@@ -63,7 +64,25 @@ def _parser(parser: argparse.ArgumentParser, verb: str, action: Action) -> Any:
 
 
 def kill_parser(parser: argparse.ArgumentParser) -> Any:
-    return _parser(parser, "kill", lambda s, j: job_actions.kill(s, j, keep_going=True))
+    parser.add_argument(
+        "--dependents",
+        choices=workflow.DEPENDENTS_CHOICES,
+        help="what becomes of the jobs waiting for a killed job: skip them, or keep them "
+        "waiting for its resubmission (needed when some wait)",
+    )
+    given: dict[str, str | None] = {}
+
+    def kill(session: Session, job: Job) -> bool:
+        how = "--dependents skip or --dependents keep"
+        return workflow.kill(session, job, True, given.get("dependents"), how)
+
+    run = _parser(parser, "kill", kill)
+
+    def run_kill(args: argparse.Namespace) -> int:
+        given["dependents"] = args.dependents
+        return int(run(args))
+
+    return run_kill
 
 
 def resubmit_parser(parser: argparse.ArgumentParser) -> Any:

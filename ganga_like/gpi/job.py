@@ -30,6 +30,7 @@ from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
+from ganga_like.model.status import Status
 from ganga_like.model.status_column import status_of
 from ganga_like.model.template import copy_description, describes
 from ganga_like.model.times import JobTimes
@@ -238,6 +239,8 @@ class Job(GPIObject):
         Resources(memory="4G"))``; of the same type, changing only what may change at
         resubmission (see each attribute's help). Each resubmitted (sub)job keeps it."""
         job = self._live("resubmit()")
+        if job.master is None and job.current_status() is Status.SKIPPED:
+            return workflow.resubmit_skipped(current_session(), job)  # it waits again
         return actions.resubmit(current_session(), job, keep_going, resubmit_backend(backend))
 
     @keyword_options

@@ -36,6 +36,7 @@ __all__ = [
     "check_after",
     "downstream_ids",
     "kill",
+    "resubmit_skipped",
     "submit",
     "upstream_fqids",
     "why",
@@ -112,7 +113,13 @@ def _ask(job: JobImpl, waiting: list[int]) -> str | None:
     return {"s": "skip", "k": "keep"}.get(answer.strip().lower()[:1], "")
 
 
-def kill(session: Session, job: JobImpl, keep_going: bool, dependents: str | None) -> bool:
+def kill(
+    session: Session,
+    job: JobImpl,
+    keep_going: bool,
+    dependents: str | None,
+    how: str = "kill(dependents='skip') or kill(dependents='keep')",
+) -> bool:
     """``kill()`` of a job others wait for: ``dependents`` says what becomes of the
     waiting ones ("skip": skipped, naming the kill; "keep": they keep waiting for a
     resubmission). Without it, the shell asks; anywhere else it is one line, nothing
@@ -129,15 +136,32 @@ def kill(session: Session, job: JobImpl, keep_going: bool, dependents: str | Non
         if dependents is None:
             shown = ", ".join(str(i) for i in waiting)
             raise JobError(
-                f"job {job.fqid}: job(s) {shown} wait for it; say what becomes of them: "
-                "kill(dependents='skip') or kill(dependents='keep')"
+                f"job {job.fqid}: job(s) {shown} wait for it; say what becomes of them: {how}"
             )
     waiting_itself = job.master is None and job.current_status() is Status.WAITING
     kill_it = _kill_waiting if waiting_itself else actions.kill
-    if dependents == "keep":
-        with engine.keeping_dependents():
-            return kill_it(session, job, keep_going)
-    return kill_it(session, job, keep_going)
+    try:
+        if dependents == "keep":
+            with engine.keeping_dependents():
+                return kill_it(session, job, keep_going)
+        return kill_it(session, job, keep_going)
+    finally:
+        session.poke_monitor()  # what the kill decided is acted on soon
+
+
+def resubmit_skipped(session: Session, job: JobImpl) -> bool:
+    """``resubmit()`` of a skipped job: it waits again, and goes on or is skipped again as
+    what it waits for says."""
+
+    def record() -> None:
+        registry = session.registry()
+        if job.current_status() is not Status.SKIPPED:
+            raise JobError(f"job {job.fqid} is {job.current_status()}: it is not skipped")
+        engine.rearm(registry, job, "user")
+
+    session.repo.in_transaction(record, what=f"resubmitting skipped job {job.fqid}")
+    session.poke_monitor()
+    return True
 
 
 def _kill_waiting(session: Session, job: JobImpl, _keep_going: bool) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "condition_of",
     "first_spoilt",
     "keeping_dependents",
+    "rearm",
     "root_cause",
     "settle",
     "start_waiting",
@@ -217,15 +218,21 @@ def settle(registry: Registry, candidates: Iterable[int], who: str) -> int:
                 changed += 1
             continue
         if decided is not Verdict.NEVER:  # skipped, and what it waited for runs again
-            job._skipped_by = None
-            job.change_status(Status.WAITING, f"{who}: re-armed: {', '.join(job.after)} again")
-            table = index.pending(root, create=True)
-            assert table is not None
-            table[job_id] = index.CHECK
-            registry.reindex(job)
+            rearm(registry, job, who)
             queue.extend(index.dependents(root, str(job_id)))
             changed += 1
     return changed
+
+
+def rearm(registry: Registry, job: Job, who: str) -> None:
+    """Skipped ``job`` waits again; the driver looks at its condition next (in the
+    caller's transaction)."""
+    job._skipped_by = None
+    job.change_status(Status.WAITING, f"{who}: re-armed: waiting for {', '.join(job.after)}")
+    table = index.pending(registry.root, create=True)
+    assert table is not None
+    table[job.id] = index.CHECK
+    registry.reindex(job)
 
 
 def upstream_changed(registry: Registry, tops: Iterable[Job], who: str) -> int:
