@@ -27,7 +27,7 @@ from ganga_like.runtime.session import Session, close_session
 
 from .backends import BackendCase, case_params, kill_9_submitter_at, open_case_session
 from .waiting import wait_for
-from .xrootd_server import put, remote_text, shared_url
+from .xrootd_server import put, readonly_url, remote_text, shared_url
 
 # Longest a job of a few short subjobs may take to end on a loaded machine.
 PATIENCE = 120
@@ -517,7 +517,7 @@ def test_a_failed_xrootd_transfer_fails_the_subjob_naming_the_url(
     """A missing input, and an upload the server refuses: each subjob fails, its cause
     naming the URL and the server's reason."""
     missing = f"{shared_url()}/conformance/{tmp_path.name}-{os.getpid()}/absent.txt"
-    refused = f"{shared_url()}/readonly/{tmp_path.name}-{os.getpid()}/out.txt"
+    refused = f"{readonly_url()}/{tmp_path.name}-{os.getpid()}/out.txt"
     fetching = Job(
         application=Executable(exe="true"),
         inputfiles=[XRootDFile(missing)],

@@ -20,7 +20,15 @@ from ganga_like import (
 from ganga_like.runtime.session import Session
 
 from .waiting import wait_until
-from .xrootd_server import listing, private_server, put, remote_text, shared_url, stop
+from .xrootd_server import (
+    listing,
+    private_server,
+    put,
+    readonly_url,
+    remote_text,
+    shared_url,
+    stop,
+)
 
 
 @pytest.fixture
@@ -117,7 +125,7 @@ def test_an_output_pattern_matching_nothing_fails_saying_so(session: Session, ar
 def test_an_upload_refused_by_the_server_fails_with_permission_denied(
     session: Session,
 ) -> None:
-    url = f"{shared_url()}/readonly/{uuid.uuid4().hex[:8]}/out.txt"
+    url = f"{readonly_url()}/{uuid.uuid4().hex[:8]}/out.txt"
     j = Job(application=sh("echo x > out.txt"), outputfiles=[XRootDFile(url)])
     j.submit()
     assert j.wait(timeout=60) == "failed"
@@ -221,3 +229,33 @@ def test_every_reader_of_the_failure_note_looks_for_the_name_the_wrapper_writes(
 
     names = {workspace.FAILURE_NOTE, protocol.FAILURE_NOTE, task.FAILURE_NOTE}
     assert names == {xrootd_transfer.FAILURE_NOTE}
+
+
+def test_killing_a_job_ends_its_program_and_uploads_nothing(
+    session: Session, area: str, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    j = Job(
+        application=sh(f"echo $$ > {pid_file}; echo x > out.txt; exec sleep 600"),
+        outputfiles=[XRootDFile(f"{area}/{{jid}}/out.txt")],
+    )
+    j.submit()
+    assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 60)
+    program = int(pid_file.read_text())
+    j.kill()
+    assert j.wait(timeout=60) == "killed"
+    assert wait_until(lambda: not Path(f"/proc/{program}").exists(), 30)
+    assert listing(area) == []
+    assert j.outputfiles[0].locations == []
+
+
+def test_without_the_client_the_subjob_fails_saying_what_to_install(
+    session: Session, tmp_path: Path
+) -> None:
+    """No server needed: the transfer program looks for xrdcp first."""
+    app = sh("true")
+    app.env = {"PATH": str(tmp_path)}  # neither xrdcp nor xrdfs there
+    j = Job(application=app, inputfiles=[XRootDFile("root://127.0.0.1:1//absent.txt")])
+    j.submit()
+    assert j.wait(timeout=60) == "failed"
+    assert "xrdcp not found on PATH (it comes with the xrootd-client package)" in cause(j)

@@ -44,6 +44,19 @@ def shared_url() -> str:
     return url.rstrip("/") + "/"
 
 
+def readonly_url() -> str:
+    """The shared server's directory where writes are refused (``start-xrootd.sh`` makes
+    ``readonly/``, root's); skip the test when the server has none."""
+    url = shared_url()
+    server = url.rstrip("/")
+    done = subprocess.run(
+        ["xrdfs", server, "stat", "/readonly"], capture_output=True, timeout=20, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"the XRootD server at {server} has no /readonly (start-xrootd.sh makes it)")
+    return f"{url}/readonly"
+
+
 def can_start_private() -> bool:
     return os.geteuid() == 0 and shutil.which("xrootd") is not None
 
