@@ -302,3 +302,28 @@ def test_resubmitting_a_skipped_job_makes_it_wait_again(session: Session, tmp_pa
     (tmp_path / "fixed").touch()
     a.resubmit()
     assert b.wait(timeout=120) == "completed"
+
+
+def test_a_waiting_job_whose_decision_was_missed_is_found_by_the_periodic_look(
+    session: Session, tmp_path: Path
+) -> None:
+    """Two sessions committing at once an upstream's end and the start of a job waiting
+    for it can each miss the other; the lease holder looks at every waiting job again
+    periodically. Made here by recording a job waiting with no decision pending."""
+    from ganga_like.model.status import Status
+    from ganga_like.runtime.workflow import driver
+
+    a = Job(application=_ok(tmp_path))
+    a.submit()
+    assert a.wait(timeout=60) == "completed"
+    b = Job(application=_ok(tmp_path), after=a)
+
+    def missed() -> None:
+        index.add_dependent(session.registry().root, str(a.id), b.id)
+        b._impl.change_status(Status.WAITING, "test: started waiting, decision missed")
+        session.registry().reindex(b._impl)
+
+    session.repo.in_transaction(missed)
+    driver._swept.clear()  # the period is over
+    session.poke_monitor()
+    assert b.wait(timeout=120) == "completed"

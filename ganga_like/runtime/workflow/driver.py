@@ -19,6 +19,7 @@ seen here, and the job goes on, is skipped, or waits.
 from __future__ import annotations
 
 import logging
+import time
 
 import transaction
 
@@ -46,16 +47,43 @@ def run_pending(session: Session) -> int:
     # the session's close, from another thread, can then close it too.
     repo.connection(transaction.TransactionManager())
     repo.abort()  # what was committed since this thread last looked
+    done = _sweep(session)
     table = index.pending(repo.connection().root())
     if not table:
-        return 0
-    done = 0
+        return done
     for job_id in list(table.keys()):
         try:
             done += _drive(session, job_id)
         except GangaError as exc:
             log.warning("job %s (waiting for others): %s", job_id, exc)
     return done
+
+
+# How often the lease holder looks again at every waiting job (see _sweep), in seconds.
+SWEEP_SECONDS = 30.0
+_swept: dict[int, float] = {}  # id(session) -> when it last swept
+
+
+def _sweep(session: Session) -> int:
+    """Every ``SWEEP_SECONDS``, decide again on every waiting job (found through the status
+    index: the cost follows the waiting jobs, not the repository).
+
+    A safety net: two sessions can commit at once a change of an upstream and the start
+    of a job waiting for it, each transaction reading the other's tables as they were
+    before; the decisions are taken in those transactions and by the check that follows a
+    job's start, but this pass closes whatever window is left, within its period."""
+    now = time.monotonic()
+    if now - _swept.get(id(session), -SWEEP_SECONDS) < SWEEP_SECONDS:
+        return 0
+    _swept[id(session)] = now
+    decided: list[int] = []
+
+    def sweep() -> None:
+        registry = session.registry()
+        decided[:] = [settle(registry, list(registry.ids_with_status("waiting")), "monitor")]
+
+    session.repo.in_transaction(sweep, what="looking again at the waiting jobs")
+    return decided[0] if decided else 0
 
 
 def _drive(session: Session, job_id: int) -> int:

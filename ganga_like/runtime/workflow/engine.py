@@ -206,7 +206,7 @@ def settle(registry: Registry, candidates: Iterable[int], who: str) -> int:
             if decided is Verdict.GO:
                 table = index.pending(root, create=True)
                 assert table is not None
-                if table.get(job_id) != index.HANDING:
+                if table.get(job_id) in (None, index.CHECK):  # not decided yet
                     table[job_id] = index.DECIDED
                     job.log_event(f"{who}: {reason}: to be submitted")
                     changed += 1
