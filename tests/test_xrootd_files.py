@@ -13,6 +13,7 @@ from ganga_like import (
     Executable,
     GangaDataset,
     Job,
+    JobError,
     LocalFile,
     SchemaError,
     XRootDFile,
@@ -49,10 +50,16 @@ def test_an_input_is_fetched_into_the_work_directory_before_the_program_runs(
     session: Session, area: str
 ) -> None:
     put(f"{area}/in/data.txt", "forty-two\n")
-    j = Job(application=sh("cat data.txt"), inputfiles=[XRootDFile(f"{area}/in/data.txt")])
+    j = Job(
+        application=sh("cat data.txt calib/c.txt"),
+        inputfiles=[
+            XRootDFile(f"{area}/in/data.txt"),
+            XRootDFile(f"{area}/in/data.txt", "calib/c.txt"),  # a name of one's choice
+        ],
+    )
     j.submit()
     assert j.wait(timeout=60) == "completed", cause(j)
-    assert (j.outputdir / "stdout").read_text() == "forty-two\n"
+    assert (j.outputdir / "stdout").read_text() == "forty-two\nforty-two\n"
 
 
 def test_an_input_not_staged_reaches_the_program_as_its_url(session: Session, area: str) -> None:
@@ -259,3 +266,12 @@ def test_without_the_client_the_subjob_fails_saying_what_to_install(
     j.submit()
     assert j.wait(timeout=60) == "failed"
     assert "xrdcp not found on PATH (it comes with the xrootd-client package)" in cause(j)
+
+
+def test_an_input_name_outside_the_work_directory_fails_the_submission(
+    session: Session,
+) -> None:
+    for name in ("/etc/passwd", "../up.txt"):
+        j = Job(application=sh("true"), inputfiles=[XRootDFile("root://h//a.txt", name)])
+        with pytest.raises(JobError, match="namePattern must be a path below it"):
+            j.submit()

@@ -474,7 +474,8 @@ class IFile(GangaObject):
     remote: ClassVar[bool] = False
 
     def input_path(self) -> str:
-        """Absolute path of the file to copy in (as input)."""
+        """Absolute path of the file to copy in (as input); for a remote kind, the path
+        relative to the work directory it is fetched to."""
         raise NotImplementedError
 
     def output_pattern(self) -> str:

@@ -85,7 +85,14 @@ class XRootDFile(IFile):
         return str(self.url).rstrip("/").rsplit("/", 1)[-1]
 
     def input_path(self) -> str:
-        return self.namePattern or self._last_part()
+        name = str(self.namePattern or self._last_part())
+        if os.path.isabs(name) or os.pardir in name.split("/"):
+            # Fetched where the program runs: only into its work directory.
+            raise JobError(
+                f"XRootDFile({self.url!r}) as an input is fetched into the work directory: "
+                f"namePattern must be a path below it, not {name!r}"
+            )
+        return name
 
     def output_pattern(self) -> str:
         if self.namePattern:

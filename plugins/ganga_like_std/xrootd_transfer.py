@@ -119,15 +119,22 @@ def _xrdcp(*words: str) -> list[str]:
 def fetch(url: str, name: str) -> None:
     """Copy ``url`` to ``name`` in the current directory (complete, or not at all)."""
     split_url(url)
-    partial = f".{name}.partial"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(partial)
-    error = _run(_xrdcp("--force", url, partial))
-    if error is not None:
+    directory, base = os.path.split(name)
+    partial = os.path.join(directory, f".{base}.partial")
+    try:
+        if directory:
+            os.makedirs(directory, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
+        error = _run(_xrdcp("--force", url, partial))
+        if error is None:
+            os.replace(partial, name)
+    except OSError as exc:
+        error = f"cannot place it as {name}: {exc}"
+    if error is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
         raise TransferError(f"input {url} not fetched: {error}")
-    os.replace(partial, name)
 
 
 def upload(path: str, url: str) -> None:
@@ -223,9 +230,11 @@ def main(args: Sequence[str]) -> None:
         sys.exit(code)
     try:
         uploaded = _uploads(spec)
+        _write_json(UPLOADED_FILE, {"uploads": uploaded})
     except TransferError as exc:
         _fail(str(exc), 0)
-    _write_json(UPLOADED_FILE, {"uploads": uploaded})
+    except OSError as exc:  # the work directory itself (full, gone)
+        _fail(f"the list of uploaded files cannot be written: {exc}", 0)
 
 
 if __name__ == "__main__":
