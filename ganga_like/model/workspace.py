@@ -75,13 +75,18 @@ def read_failure_note(workdir: str) -> tuple[str, int | None] | None:
     return reason, code
 
 
-def record_outputs(job: Job, output_dir: str) -> None:
+def record_outputs(job: Job, workspace: str) -> None:
     """Once ``job`` ended: its output files as the run left them (a remote file's
     destinations filled in when it completed, none when it did not). A job whose files
     changed then holds its own list, no longer its master's."""
-    files = job.outputfiles
-    if not any(f.remote for f in files):
+    # The stored value, not the attribute: the monitor asks this of every job that ends,
+    # and most have no output files, whose default a read would build each time.
+    files: tuple[IFile, ...] = job.stored().get("outputfiles", ())
+    if not files or not any(f.remote for f in files):
         return
+    master = job.master
+    top = f"{job.id}" if master is None else f"{master.id}/{job.id}"
+    output_dir = os.path.join(workspace, top, "output")
     recorded = tuple(f.recorded(job, output_dir) if f.remote else f for f in files)
     if any(new is not old for new, old in zip(recorded, files, strict=True)):
         job.outputfiles = recorded

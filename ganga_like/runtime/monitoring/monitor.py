@@ -366,7 +366,7 @@ class Monitor:
                     unfollowed.append(active_key(job))
                     # Where its remote output files went (nowhere, unless it completed),
                     # in this cycle's commit.
-                    record_outputs(job, self._output_dir(job))
+                    record_outputs(job, str(self.repo.workspace))
                     if applied.path[-1] is Status.FAILED:
                         retrying.note_failed(registry, job, report)  # in this cycle's commit
         for top in touched.values():
@@ -374,11 +374,6 @@ class Monitor:
             postprocessing.note_completed(registry, top)  # recorded with this cycle
         # Jobs waiting for what changed: decided in this cycle's commit.
         result.changed += workflow.upstream_changed(registry, touched.values(), "monitor")
-
-    def _output_dir(self, job: Any) -> str:
-        master = job.master
-        top = job.id if master is None else f"{master.id}/{job.id}"
-        return f"{self.repo.workspace}/{top}/output"
 
     # -- postprocessing (ganga_like.runtime.postprocessing) -----------------------------
 
