@@ -140,6 +140,46 @@ def _slurm_available() -> None:
         )
 
 
+def _sge_leftovers(gangadir: Path, ids: list[str]) -> None:
+    from ganga_like_sge.scheduler import SCHEDULER
+
+    SCHEDULER.cancel(sorted({i.split(".")[0] for i in ids if i}), timeout=30)
+
+
+def _sge_available() -> None:
+    """Skip, saying why, unless a Grid Engine qmaster answers (scripts/start-sge.sh)."""
+    if shutil.which("qsub") is None:
+        pytest.skip("qsub is not on PATH: start Grid Engine with scripts/start-sge.sh")
+    try:
+        answer = subprocess.run(["qstat"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.skip("the Grid Engine qmaster does not answer qstat within 30 s")
+    if answer.returncode != 0:
+        pytest.skip(f"the Grid Engine qmaster does not answer qstat: {answer.stderr.strip()}")
+
+
+def _sge() -> Any:
+    from ganga_like import SGE
+
+    return SGE()
+
+
+def short_batch_waits(section: str) -> dict[str, Any]:
+    """The waits of a batch backend's ``section`` (flat keys), short, so that each poll
+    rule concludes within a test's patience."""
+    waits = {
+        "poll_interval": 0.3,
+        "vanish_seconds": 3.0,
+        "vanish_cycles": 3,
+        "final_grace_seconds": 30.0,
+        "submit_attempts": 2,
+        "submit_backoff": 0.5,
+        "submit_patience": 5.0,
+        "command_timeout": 30.0,
+    }
+    return {f"{section}_{name}": value for name, value in waits.items()}
+
+
 BATCH_STOP_POINTS = ("scheduler-accepted", "handed-over", "before-commit")
 
 BACKENDS: list[BackendCase] = [
@@ -154,17 +194,7 @@ BACKENDS: list[BackendCase] = [
         "Slurm",
         _slurm,
         settings={"monitor_max_interval": 0.5},
-        # Short waits, so that each poll rule concludes within a test's patience.
-        backend_settings={
-            "slurm_poll_interval": 0.3,
-            "slurm_vanish_seconds": 3.0,
-            "slurm_vanish_cycles": 3,
-            "slurm_final_grace_seconds": 30.0,
-            "slurm_submit_attempts": 2,
-            "slurm_submit_backoff": 0.5,
-            "slurm_submit_patience": 5.0,
-            "slurm_command_timeout": 30.0,
-        },
+        backend_settings=short_batch_waits("slurm"),
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
         leftovers=_slurm_leftovers,
@@ -191,6 +221,20 @@ BACKENDS: list[BackendCase] = [
         stop_points=BATCH_STOP_POINTS,
         # The pilot's runner, in the allocation: a new one there reports what it ran.
         executor_killed="the runner died while it ran",
+    ),
+    BackendCase(
+        "SGE",
+        _sge,
+        settings={"monitor_max_interval": 0.5},
+        backend_settings=short_batch_waits("sge"),
+        marks=(pytest.mark.sge,),
+        available=_sge_available,
+        leftovers=_sge_leftovers,
+        stop_points=BATCH_STOP_POINTS,
+        # The job script runs the program itself (exec): killing it ends the job with its
+        # signal, which qacct records.
+        executor=lambda pid: pid,
+        executor_killed="(signal 9)",
     ),
     BackendCase(
         "Dask",

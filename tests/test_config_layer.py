@@ -73,12 +73,13 @@ def test_plugins_declare_their_own_sections() -> None:
         "Dask",
         "Local",
         "Notifier",
+        "SGE",
         "Slurm",
         "Jobs",
         "Display",
         "Shell",
     ]
-    assert all_sections()[3] is LocalSection and all_sections()[5] is SlurmSection
+    assert all_sections()[3] is LocalSection and all_sections()[6] is SlurmSection
     assert "Slurm" in dir(config)
     assert config.Slurm.poll_interval == SlurmSettings().poll_interval
 
@@ -98,6 +99,26 @@ def test_the_slurm_section_is_read_from_the_config_file() -> None:
         poll_interval=7.5, max_array_size=100
     )
     path.write_text("c.Slurm.poll_intervl = 1\n")
+    store.reset()
+    with pytest.raises(ConfigError, match="did you mean 'poll_interval'"):
+        configured_settings()
+
+
+def test_a_batch_backend_section_takes_the_options_it_inherits_from_the_batch_base() -> None:
+    from ganga_like_sge.settings import SGE as SGESection
+    from ganga_like_sge.settings import SGESettings
+
+    path = config_dir() / "ganga_config.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("c.SGE.poll_interval = 7.5\nc.SGE.max_array_size = 100\n")
+    store.reset()
+    settings = configured_settings()
+    assert (settings.sge_poll_interval, settings.sge_max_array_size) == (7.5, 100)
+    section = SubmitContext(Path("/g"), Path("/g/w"), settings.backend_settings()).config_for(
+        SGESection
+    )
+    assert SGESettings.from_section(section) == SGESettings(poll_interval=7.5, max_array_size=100)
+    path.write_text("c.SGE.poll_intervl = 1\n")
     store.reset()
     with pytest.raises(ConfigError, match="did you mean 'poll_interval'"):
         configured_settings()

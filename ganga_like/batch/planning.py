@@ -8,14 +8,24 @@ set not to bulk, is a plain job of its own. No side effects.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from ganga_like.model.interfaces import RunSpec, SubmitContext
 from ganga_like.model.job import Job
 
-__all__ = ["Batch", "Member", "PlacementError", "compress", "plan_batches", "render_pinned"]
+__all__ = [
+    "Batch",
+    "Member",
+    "PlacementError",
+    "batch_name",
+    "compress",
+    "consecutive_arrays",
+    "plan_batches",
+    "render_pinned",
+]
 
 Opts = TypeVar("Opts", bound=Hashable)  # the job-level options: equal options share an array
 C = TypeVar("C")  # what one member runs, in the backend's terms
@@ -59,6 +69,12 @@ class Batch(Generic[Opts, C]):
         if first is None or first.index is None:
             return 0
         return first.job.id - first.index
+
+
+def batch_name(job: Job) -> str:
+    """A new name for a submission of ``job`` (or of subjobs of master ``job``), unique: a
+    retry after an ambiguous failure looks the job up by its name."""
+    return f"ganga-{job.fqid}-{secrets.token_hex(3)}"
 
 
 def plan_batches(
@@ -111,6 +127,31 @@ def plan_batches(
             batches.append(batch)
         batch.members.append(member)
     return batches, failed
+
+
+def consecutive_arrays(
+    batches: Sequence[Batch[Opts, C]], new_name: Callable[[Job], str]
+) -> list[Batch[Opts, C]]:
+    """``batches`` with each array cut where its indices stop being consecutive, for a
+    scheduler whose array takes one range of task ids (Grid Engine's ``qsub -t n-m``):
+    a resubmission of subjobs 1 and 3 is two arrays. Each new array gets a name of its own
+    from ``new_name(master)``."""
+    result: list[Batch[Opts, C]] = []
+    for batch in batches:
+        if not batch.is_array:
+            result.append(batch)
+            continue
+        members = sorted(batch.members, key=lambda m: m.index or 0)
+        run: list[Member[C]] = []
+        for member in members:
+            if run and member.index != (run[-1].index or 0) + 1:
+                result.append(replace(batch, members=run))
+                master = member.job.master
+                batch = replace(batch, name=new_name(master if master is not None else member.job))
+                run = []
+            run.append(member)
+        result.append(replace(batch, members=run))
+    return result
 
 
 def compress(indices: Iterable[int]) -> str:

@@ -85,10 +85,11 @@ def section_class(name: str) -> type[Configurable]:
 
 
 def options(cls: type[Configurable]) -> dict[str, Any]:
-    """The config traits of a section, in declaration order."""
+    """The config traits of a section, in declaration order (those a base section
+    declares first, as a batch backend's section inherits the batch base's)."""
     traits: dict[str, Any] = cls.class_traits(config=True)
-    order = [n for n in vars(cls) if n in traits]
-    return {n: traits[n] for n in order}
+    order = [n for klass in reversed(cls.__mro__) for n in vars(klass) if n in traits]
+    return {n: traits[n] for n in dict.fromkeys(order)}
 
 
 def option_key(section: str, option: str) -> str:

@@ -25,6 +25,7 @@ import traitlets
 
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
 from ganga_like.batch.records import HandOver
+from ganga_like.batch.traits import SingleLine, SubmitOption, array_throttle, setup_lines
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
     ActiveRef,
@@ -70,29 +71,13 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-class SingleLine(traitlets.Unicode):  # type: ignore[type-arg]
-    """A string that stays on one line (it becomes one line of the batch script)."""
-
-    info_text = "a single-line string"
-
-    def validate(self, obj: Any, value: Any) -> str:
-        result: str = super().validate(obj, value)
-        if any(ch in result for ch in "\n\r\0"):
-            self.error(obj, value)
-        return result
-
-
-class SbatchOption(SingleLine):
+class SbatchOption(SubmitOption):
     """One more ``#SBATCH`` option: it starts with '-' (sbatch refuses any other line as
     an invalid directive, at submit)."""
 
-    info_text = "a single-line sbatch option, such as '--constraint=avx2'"
-
-    def validate(self, obj: Any, value: Any) -> str:
-        result = super().validate(obj, value)
-        if not result.startswith("-"):
-            self.error(obj, value)
-        return result
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("--constraint=avx2", **kwargs)
+        self.info_text = "a single-line sbatch option, such as '--constraint=avx2'"
 
 
 class Slurm(BatchBackend):
@@ -133,17 +118,8 @@ class Slurm(BatchBackend):
             SbatchOption(),
             help="More #SBATCH options, one per item, e.g. ['--constraint=avx2', '--exclusive'].",
         ).tag(changeable_at_resubmit=True),
-        "setup": traitlets.List(
-            SingleLine(), help="Shell lines run before the program, e.g. ['module load gcc']."
-        ).tag(changeable_at_resubmit=True),
-        "array_throttle": traitlets.Int(
-            None,
-            allow_none=True,
-            min=1,
-            help="At most this "
-            "many subjobs of an array run at once (--array=...%N);"
-            " None: no limit.",
-        ).tag(changeable_at_resubmit=True),
+        "setup": setup_lines().tag(changeable_at_resubmit=True),
+        "array_throttle": array_throttle("--array=...%N").tag(changeable_at_resubmit=True),
         "bulk": traitlets.Bool(
             True, help="True: a split job is one job array. False: one sbatch per subjob."
         ),

@@ -14,45 +14,19 @@ from typing import Any, ClassVar
 
 import traitlets
 
+from ganga_like.batch.quantities import MAX_MEMORY, ResourceError
+from ganga_like.batch.traits import Memory
 from ganga_like.errors import SchemaError
 from ganga_like.model.base import Component, GangaObject
 
-from .resource_spec import (
-    ResourceError,
-    ResourceSpec,
-    parse_memory,
-    parse_slurm_time,
-)
+from .resource_spec import ResourceSpec, parse_slurm_time
 
 __all__ = ["MAX_MEMORY", "MAX_WALLTIME", "Memory", "Resources", "ResourcesTrait", "Walltime"]
 
 
-# The largest request a job may make, far beyond any node or partition: a larger value is a
-# mistake (a size in bytes given as "G", a walltime in seconds given as minutes), and a
-# Retry that grows a resource stops there.
-MAX_MEMORY = 1024**5  # 1 PiB per node
+# The longest walltime a job may request: a longer one is a mistake (a walltime in seconds
+# given as minutes), and a Retry that grows it stops there.
 MAX_WALLTIME = timedelta(days=365)
-
-
-class Memory(traitlets.TraitType[Any, Any]):
-    """A memory size: bytes (int) or a string such as ``"2G"``; stored as bytes."""
-
-    info_text = "bytes or a size such as '2G' or '500M' (binary units, as Slurm's; at most 1P)"
-    allow_none = True
-    default_value = None
-
-    def validate(self, obj: Any, value: Any) -> int | None:
-        if value is None:
-            return None
-        if isinstance(value, int | str) and not isinstance(value, bool):
-            try:
-                size = parse_memory(value)
-            except (ResourceError, OverflowError):
-                self.error(obj, value)
-            if not 0 < size <= MAX_MEMORY:
-                self.error(obj, value)
-            return size
-        self.error(obj, value)
 
 
 class Walltime(traitlets.TraitType[Any, Any]):

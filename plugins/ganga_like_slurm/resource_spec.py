@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
 
+from ganga_like.batch.quantities import ResourceError, parse_memory
 from ganga_like.model.launchers import launcher_words, resolve_launcher
 
 __all__ = [
@@ -24,46 +23,7 @@ __all__ = [
     "parse_slurm_time",
 ]
 
-# Slurm counts memory in binary units (``--mem=1G`` is 1024 MiB), so the
-# suffixes are binary whether or not the user writes the ``i``.
-_MEMORY_UNITS: Final[Mapping[str, int]] = {
-    "": 1,
-    "B": 1,
-    "K": 1024,
-    "M": 1024**2,
-    "G": 1024**3,
-    "T": 1024**4,
-    "P": 1024**5,
-}
-_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE)
 _MIB = 1024**2
-
-
-class ResourceError(ValueError):
-    """A resource request that no scheduler could satisfy, or that does not fit a partition."""
-
-
-def parse_memory(value: int | str) -> int:
-    """Return a memory size in bytes.
-
-    Accepts an int (bytes) or a string such as ``"2G"``, ``"500M"``, ``"1.5GiB"``,
-    ``"2048"`` (bytes).  Units are binary, as in Slurm.
-    """
-    if isinstance(value, bool):
-        raise ResourceError(f"memory must be a size, not {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise ResourceError(f"memory must not be negative, got {value}")
-        return value
-    match = _MEMORY_RE.match(value)
-    if match is None:
-        if value.strip().startswith("-"):
-            raise ResourceError(f"memory must not be negative, got {value!r}")
-        raise ResourceError(
-            f"cannot read memory size {value!r}: use bytes or a number with K, M, G, T or P"
-        )
-    number, unit = match.groups()
-    return math.ceil(float(number) * _MEMORY_UNITS[unit.upper()])
 
 
 _TIME_RE = re.compile(

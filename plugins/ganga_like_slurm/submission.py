@@ -11,7 +11,6 @@ writes the script. Retries, the workspace and the submission log are the base's.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ganga_like.batch import planning
-from ganga_like.batch.planning import PlacementError, plan_batches, render_pinned
+from ganga_like.batch.planning import PlacementError, batch_name, plan_batches, render_pinned
 from ganga_like.batch.records import SUBMISSION_LOG, log_submission, unconfirmed_submissions
 from ganga_like.batch.records import prepare_workspace as _prepare_workspace
 from ganga_like.batch.retry import retry as _retry
@@ -169,10 +168,8 @@ ARRAY_LIMIT: ClusterQuery[int] = ClusterQuery(
 
 # -- planning -------------------------------------------------------------------------
 
-
-def _new_name(job: Job) -> str:
-    # Unique per sbatch: a retry after an ambiguous failure looks the job up by name.
-    return f"ganga-{job.fqid}-{secrets.token_hex(3)}"
+# A new name for an sbatch (the pilot's too).
+_new_name = batch_name
 
 
 def _launcher(job: Job, process_count: int) -> str:
@@ -250,7 +247,7 @@ def plan(
         place=place,
         command=_element,
         array_size=lambda: _array_size(array_limit(), settings),
-        new_name=_new_name,
+        new_name=batch_name,
     )
     return batches, {**refused, **failed}
 
