@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # stop-sge.sh - stop the sge_execd and sge_qmaster that start-sge.sh started.
 #
-# Usage: bash scripts/stop-sge.sh
+# Usage: bash scripts/stop-sge.sh [--qmaster-only]
+#   --qmaster-only  stop sge_qmaster alone, as in an outage of the master: the jobs running
+#                   go on under sge_execd, which reports their end once a qmaster is back
+#                   (start-sge.sh starts it again)
 # Asks qmaster to shut down the execd with the jobs running there (qconf -kej), then
 # itself (qconf -km); a daemon still there after 30 s gets SIGKILL. Only the pids in
 # DIR/execd.pid and the qmaster spool's qmaster.pid are touched, each checked against its
@@ -13,8 +16,10 @@ set -uo pipefail
 
 log() { printf '[stop-sge] %s\n' "$*" >&2; }
 
+ONLY_QMASTER=0
 case ${1-} in
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    --qmaster-only) ONLY_QMASTER=1 ;;
     '') ;;
     *) log "unknown argument: $1"; exit 2 ;;
 esac
@@ -41,7 +46,7 @@ stop() {   # stop NAME QCONF-ARGS...: ask qmaster, wait up to 30 s, then SIGKILL
 
 found=0
 { sge_pid execd || sge_pid qmaster; } >/dev/null && found=1
-stop execd -kej all   # -kej: the jobs running there are killed with it
+[ $ONLY_QMASTER = 1 ] || stop execd -kej all   # -kej: the jobs running there are killed with it
 stop qmaster -km
 [ $found = 1 ] || log "no sge_execd or sge_qmaster of start-sge.sh was running"
 exit 0

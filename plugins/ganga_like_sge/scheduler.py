@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator, Sequence
@@ -196,6 +197,19 @@ class SGEScheduler(BatchScheduler):
         return int(found.group(1)) if found and int(found.group(1)) > 0 else None
 
     # -- Grid Engine's quirks ----------------------------------------------------------
+
+    def run(
+        self, args: Sequence[str], *, timeout: float, input_text: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """As the base runs a command, its messages without the words that say nothing
+        (``error:`` before each line, a last ``Exiting.``), so that one reads as a line."""
+        result = super().run(args, timeout=timeout, input_text=input_text)
+        if result.returncode != 0:
+            lines = (line.strip() for line in result.stderr.splitlines())
+            result.stderr = "\n".join(
+                line.removeprefix("error:").strip() for line in lines if line != "Exiting."
+            )
+        return result
 
     def history(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
         """One qacct per job or array asked about (qacct takes one): an array of any
