@@ -10,6 +10,7 @@ tests/backends.py; these tests skip as it does when no qmaster answers.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import textwrap
 from collections.abc import Iterator
@@ -336,3 +337,17 @@ def test_a_qmaster_stopped_mid_monitoring_is_transient_and_the_jobs_complete_aft
     wait_for(lambda: "SGE" not in monitor.stale_backends, 30, "the backend to recover", 0.3)
     assert [(s.outputdir / "stdout").read_text() for s in j.subjobs] == ["done 0\n", "done 1\n"]
     assert not any(e.new == "failed" for s in j.subjobs for e in s.history)
+
+
+@pytest.mark.sge
+def test_the_examples_of_the_sge_page_run(sge_session: Session) -> None:
+    page = ROOT / "docs" / "backends" / "sge.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    assert blocks
+    namespace: dict[str, object] = {}
+    exec("from ganga_like import *", namespace)
+    for number, block in enumerate(blocks, 1):
+        try:
+            exec(compile(block, f"sge.md[block {number}]", "exec"), namespace)
+        except Exception as exc:
+            raise AssertionError(f"sge.md, example {number} failed: {exc!r}\n{block}") from exc
