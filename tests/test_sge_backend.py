@@ -351,3 +351,33 @@ def test_the_examples_of_the_sge_page_run(sge_session: Session) -> None:
             exec(compile(block, f"sge.md[block {number}]", "exec"), namespace)
         except Exception as exc:
             raise AssertionError(f"sge.md, example {number} failed: {exc!r}\n{block}") from exc
+
+
+def test_a_retry_grows_memory_and_walltime_and_leaves_the_queue_s_defaults() -> None:
+    from ganga_like_sge.backend import SGE
+
+    backend = SGE(memory="1G", walltime=60)
+    assert backend.grow({"memory": 1.5, "walltime": 2.0}) == [
+        "memory 1024M -> 1536M",
+        "walltime 0:01:00 -> 0:02:00",
+    ]
+    assert (backend.memory, backend.walltime) == (1536 * 1024**2, timedelta(minutes=2))
+    assert SGE().grow({"memory": 2.0, "walltime": 2.0}) == []  # the queue's: not grown
+
+
+@pytest.mark.sge
+def test_a_subjob_over_its_walltime_is_retried_with_a_grown_walltime_and_completes(
+    sge_session: Session, tmp_path: Path
+) -> None:
+    from ganga_like import SGE, Retry
+
+    j = Job(
+        application=Executable(exe="/bin/sleep", args=["5"]),
+        backend=SGE(walltime=2),
+        retry=Retry(attempts=1, on=["timeout"], grow={"walltime": 10.0}),
+    )
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "completed"
+    causes = [h.cause for h in j.history]
+    assert any("qmaster enforced h_rt" in c for c in causes), causes
+    assert any("grown: walltime 0:00:02 -> 0:00:20" in c for c in causes), causes

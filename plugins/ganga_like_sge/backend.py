@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -26,6 +26,7 @@ from ganga_like.batch.planning import (
     plan_batches,
     render_pinned,
 )
+from ganga_like.batch.quantities import grown_all, shown
 from ganga_like.batch.script import ScriptError, element_command
 from ganga_like.batch.traits import (
     Memory,
@@ -126,6 +127,8 @@ class SGE(BatchBackend):
         ).tag(protected=True, copyable=False),
     }
     scheduler = SCHEDULER
+    # What a Retry may grow.
+    growable = frozenset({"memory", "walltime"})
 
     queue: str
     project: str
@@ -139,6 +142,15 @@ class SGE(BatchBackend):
     array_throttle: int | None
     bulk: bool
     id: str
+
+    def grow(self, factors: Mapping[str, float]) -> list[str]:
+        """Multiply ``memory`` (rounded up to a MiB) and ``walltime`` (to a second) by their
+        factors; one left to the queue's default (None) has nothing to grow."""
+        grown = grown_all({n: getattr(self, n) for n in self.growable}, factors)
+        lines = [f"{name} {shown(getattr(self, name))} -> {shown(v)}" for name, v in grown.items()]
+        for name, value in grown.items():
+            self._assign(name, value)
+        return lines
 
     # -- the batch base's hooks ------------------------------------------------------
 

@@ -14,19 +14,30 @@ import re
 import subprocess
 import time
 import xml.etree.ElementTree as ElementTree
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
-from ganga_like.batch.commands import CommandError, command_failure
+from ganga_like.batch.commands import CommandError, command_failure, run_command
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.tracker import Sighting
 
 from .states import finished, queued
 
-__all__ = ["SCHEDULER", "SGEScheduler", "expand_tasks", "parse_qacct", "parse_qstat"]
+__all__ = [
+    "COMMAND_COUNTS",
+    "SCHEDULER",
+    "SGEScheduler",
+    "expand_tasks",
+    "parse_qacct",
+    "parse_qstat",
+]
 
 log = logging.getLogger("ganga_like.sge")
+
+# Every Grid Engine command run, by program name (what a benchmark or a test counts).
+COMMAND_COUNTS: Counter[str] = Counter()
 
 _ID_RE = re.compile(r"^\d+(?:\.\d+)?$")
 # qsub -terse: "123" for a job, "123.1-20:1" for an array.
@@ -203,7 +214,7 @@ class SGEScheduler(BatchScheduler):
     ) -> subprocess.CompletedProcess[str]:
         """As the base runs a command, its messages without the words that say nothing
         (``error:`` before each line, a last ``Exiting.``), so that one reads as a line."""
-        result = super().run(args, timeout=timeout, input_text=input_text)
+        result = run_command(args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS)
         if result.returncode != 0:
             lines = (line.strip() for line in result.stderr.splitlines())
             result.stderr = "\n".join(

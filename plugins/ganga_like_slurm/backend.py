@@ -15,15 +15,14 @@ are in :mod:`.scheduler` and :mod:`.commands`. Here: the attributes and the hook
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any, ClassVar
 
 import traitlets
 
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
+from ganga_like.batch.quantities import grown_all, shown
 from ganga_like.batch.records import HandOver
 from ganga_like.batch.traits import SingleLine, SubmitOption, array_throttle, setup_lines
 from ganga_like.errors import BackendError
@@ -42,7 +41,7 @@ from . import commands, pilot_run
 from .commands import SlurmCommandError
 from .pilot import Pilot, PilotTrait
 from .pilot_poller import SlurmPoller, is_pilot_ref
-from .resource_object import MAX_MEMORY, MAX_WALLTIME, Resources, ResourcesTrait
+from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
@@ -58,17 +57,6 @@ from .submission import (
 from .submission import plan as plan_submission
 
 __all__ = ["ScriptPreview", "SingleLine", "Slurm"]
-
-_MIB = 1024 * 1024
-
-
-def _shown(value: Any) -> str:
-    """A resource value as a user reads it: '0:02:00', '4096M'."""
-    if isinstance(value, timedelta):
-        return str(value)
-    if isinstance(value, int):
-        return f"{math.ceil(value / _MIB)}M"
-    return repr(value)
 
 
 class SbatchOption(SubmitOption):
@@ -174,19 +162,7 @@ class Slurm(BatchBackend):
         resources = self.resources
         if resources is None:
             return []
-        grown: dict[str, Any] = {}
-        for name, factor in factors.items():
-            value = getattr(resources, name) if name in self.growable else None
-            if value is None or factor == 1:
-                continue
-            # Grown at most to the largest request the attribute takes.
-            if isinstance(value, timedelta):
-                seconds = min(value.total_seconds() * factor, MAX_WALLTIME.total_seconds())
-                grown[name] = timedelta(seconds=math.ceil(seconds))
-            else:
-                grown[name] = min(math.ceil(value * factor / _MIB) * _MIB, MAX_MEMORY)
-            if grown[name] == value:
-                del grown[name]  # at the largest already: nothing changes
+        grown = grown_all({n: getattr(resources, n) for n in self.growable}, factors)
         if not grown:
             return []
         replacement = Resources(**{n: getattr(resources, n) for n in resources.stored()})
@@ -194,7 +170,7 @@ class Slurm(BatchBackend):
             replacement._assign(name, value)
         self._assign("resources", replacement)
         return [
-            f"resources.{name} {_shown(getattr(resources, name))} -> {_shown(value)}"
+            f"resources.{name} {shown(getattr(resources, name))} -> {shown(value)}"
             for name, value in grown.items()
         ]
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import traitlets
 
-from ganga_like.batch.quantities import MAX_MEMORY, ResourceError
+from ganga_like.batch.quantities import MAX_MEMORY, MAX_WALLTIME, ResourceError
 from ganga_like.batch.traits import Memory
 from ganga_like.errors import SchemaError
 from ganga_like.model.base import Component, GangaObject
@@ -22,11 +22,6 @@ from ganga_like.model.base import Component, GangaObject
 from .resource_spec import ResourceSpec, parse_slurm_time
 
 __all__ = ["MAX_MEMORY", "MAX_WALLTIME", "Memory", "Resources", "ResourcesTrait", "Walltime"]
-
-
-# The longest walltime a job may request: a longer one is a mistake (a walltime in seconds
-# given as minutes), and a Retry that grows it stops there.
-MAX_WALLTIME = timedelta(days=365)
 
 
 class Walltime(traitlets.TraitType[Any, Any]):
