@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.batch.planning import Batch, Member, consecutive_arrays
-from ganga_like.batch.tracker import Observation
+from ganga_like.batch.tracker import Observation, Sighting
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session, close_session
 from ganga_like_sge.scheduler import SCHEDULER, expand_tasks, parse_qacct, parse_qstat
@@ -269,7 +269,9 @@ def test_killing_a_running_array_ends_every_task_at_grid_engine(
     j.submit()
     wait_for(lambda: Path(f"{started}.0").exists(), PATIENCE, "the first task to start")
     assert j.kill()
-    assert [s.status for s in j.subjobs] == ["killed"] * 4
+    assert [s.status for s in j.subjobs] == ["killed"] * 4, [
+        [(h.new, h.cause) for h in s.history] for s in j.subjobs
+    ]
     wait_for(lambda: not _qstat_lists(j.backend.id), 60, "qstat to forget the array")
 
 
@@ -381,3 +383,34 @@ def test_a_subjob_over_its_walltime_is_retried_with_a_grown_walltime_and_complet
     causes = [h.cause for h in j.history]
     assert any("qmaster enforced h_rt" in c for c in causes), causes
     assert any("grown: walltime 0:00:02 -> 0:00:20" in c for c in causes), causes
+
+
+@pytest.mark.sge
+def test_a_task_this_process_deleted_reads_killed_in_qacct_not_failed(
+    sge_session: Session, tmp_path: Path
+) -> None:
+    """qacct records a deleted running task as any task a signal ended: a monitor reading
+    it between the qdel and the kill's recording must not call it failed."""
+    started = tmp_path / "started"
+    exe = _script(tmp_path, f'touch "{started}.$1"\nexec sleep 300\n')
+    j = Job(
+        application=Executable(exe=exe),
+        splitter=ArgSplitter(args=[[0], [1]]),
+        backend=CASE.make(),
+    )
+    j.submit()
+    wait_for(lambda: Path(f"{started}.0").exists(), PATIENCE, "task 1 to start")
+    element = j.subjobs[0].backend.id
+    SCHEDULER.cancel([element], timeout=30)  # what kill() sends, before it records
+    rows: dict[str, object] = {}
+
+    def recorded() -> bool:
+        rows.update(SCHEDULER.history([element], timeout=30))
+        return element in rows
+
+    wait_for(recorded, 60, "qacct to record the deleted task", 0.3)
+    assert rows[element] == Sighting(
+        Observation("killed", "deleted (qdel)"),
+        started=True,
+        ended_at=rows[element].ended_at,  # type: ignore[attr-defined]
+    )

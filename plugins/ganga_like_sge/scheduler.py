@@ -16,12 +16,13 @@ import time
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import ClassVar
 
 from ganga_like.batch.commands import CommandError, command_failure, run_command
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
-from ganga_like.batch.tracker import Sighting
+from ganga_like.batch.tracker import Observation, Sighting
 
 from .states import finished, queued
 
@@ -132,6 +133,12 @@ class SGEScheduler(BatchScheduler):
     # qstat lists every job of the user in one call, whatever the ids.
     max_query_chars: ClassVar[int] = 10**12
 
+    def __init__(self) -> None:
+        # The jobs and tasks this process deleted (qdel): qacct records a deleted running
+        # task as any task a signal ended, so a monitor that reads it before the kill is
+        # recorded would call it failed.
+        self._deleted: set[str] = set()
+
     # -- ids -------------------------------------------------------------------------
 
     def valid_id(self, scheduler_id: str) -> bool:
@@ -228,6 +235,11 @@ class SGEScheduler(BatchScheduler):
         rows: dict[str, Sighting] = {}
         for base in dict.fromkeys(self.split_id(i)[0] for i in job_ids):
             rows.update(self._qacct(["qacct", "-j", base], timeout))
+        for key, row in rows.items():
+            ended = row.observation
+            deleted = key in self._deleted or self.split_id(key)[0] in self._deleted
+            if deleted and ended is not None and ended.status == "failed" and ended.exit_code:
+                rows[key] = replace(row, observation=Observation("killed", "deleted (qdel)"))
         return rows
 
     def _qacct(self, args: list[str], timeout: float) -> dict[str, Sighting]:
@@ -243,6 +255,11 @@ class SGEScheduler(BatchScheduler):
         if not targets:
             return
         args = self.cancel_command(targets)
+        for word in args[1:]:
+            base, _, tasks = word.partition(".")
+            self._deleted.update(f"{base}.{t}" for t in expand_tasks(tasks) if tasks)
+            if not tasks:
+                self._deleted.add(base)
         result = self.run(args, timeout=timeout)
         if result.returncode == 0:
             return
