@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -51,8 +50,6 @@ from .settings import SGESettings
 
 __all__ = ["SGE"]
 
-# Grid Engine's own default of max_aj_tasks, assumed by a preview that cannot read it.
-DEFAULT_MAX_AJ_TASKS = 75000
 _TIME_RE = re.compile(r"^(?:(?:(\d+):)?(\d+):)?(\d+)$")
 
 
@@ -176,8 +173,8 @@ class SGE(BatchBackend):
                 # One attempt: a preview should not wait out a qmaster that is down.
                 return _array_limit(replace(settings, submit_attempts=1))
             except BackendError as exc:
-                assumed.append(f"# {exc}; assumed {DEFAULT_MAX_AJ_TASKS}")
-                return DEFAULT_MAX_AJ_TASKS
+                assumed.append(f"# {exc}; assumed {SCHEDULER.default_max_tasks}")
+                return SCHEDULER.default_max_tasks
 
         return (*self._plan(ctx, jobs, settings, limit), assumed)
 
@@ -260,27 +257,12 @@ def _launch_problems(pairs: Sequence[tuple[Job, RunSpec]]) -> dict[str, str]:
     return problems
 
 
-# max_aj_tasks as last read, and when: a loop of submissions reads it once.
-_limit_cache: tuple[int, float] | None = None
-
-
 def _array_limit(settings: SGESettings) -> int:
-    """The cluster's max_aj_tasks (``qconf -sconf``), read at most once per
-    ``limits_cache_seconds``."""
-    global _limit_cache
-    now = time.monotonic()
-    if _limit_cache is not None and now - _limit_cache[1] <= settings.limits_cache_seconds:
-        return _limit_cache[0]
-    timeout = settings.command_timeout
+    """The cluster's max_aj_tasks, read at most once per ``limits_cache_seconds``."""
     try:
-        found: int | None = SCHEDULER.retry(
-            lambda: SCHEDULER.max_array_tasks(timeout=timeout), settings
-        )
+        return SCHEDULER.array_limit(settings, settings.limits_cache_seconds)
     except CommandError as exc:
         raise BackendError(
             f"cannot read the cluster's max_aj_tasks: qconf: {exc.message}",
             transient=exc.transient,
         ) from None
-    limit = found or DEFAULT_MAX_AJ_TASKS
-    _limit_cache = (limit, now)
-    return limit

@@ -22,12 +22,12 @@ from typing import ClassVar
 from ganga_like.batch.commands import CommandError, command_failure, run_command
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
+from ganga_like.batch.settings import BatchWaits
 from ganga_like.batch.tracker import Observation, Sighting
 
 from .states import finished, queued
 
 __all__ = [
-    "COMMAND_COUNTS",
     "SCHEDULER",
     "SGEScheduler",
     "expand_tasks",
@@ -36,9 +36,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("ganga_like.sge")
-
-# Every Grid Engine command run, by program name (what a benchmark or a test counts).
-COMMAND_COUNTS: Counter[str] = Counter()
 
 _ID_RE = re.compile(r"^\d+(?:\.\d+)?$")
 # qsub -terse: "123" for a job, "123.1-20:1" for an array.
@@ -133,11 +130,18 @@ class SGEScheduler(BatchScheduler):
     # qstat lists every job of the user in one call, whatever the ids.
     max_query_chars: ClassVar[int] = 10**12
 
+    # Grid Engine's own default of max_aj_tasks: a cluster that sets none has it.
+    default_max_tasks: ClassVar[int] = 75000
+
     def __init__(self) -> None:
         # The jobs and tasks this process deleted (qdel): qacct records a deleted running
         # task as any task a signal ended, so a monitor that reads it before the kill is
         # recorded would call it failed.
         self._deleted: set[str] = set()
+        # Every Grid Engine command run, by program name (what a benchmark counts).
+        self.counts: Counter[str] = Counter()
+        # max_aj_tasks as last read, and when: a loop of submissions reads it once.
+        self._max_tasks: tuple[int, float] | None = None
 
     # -- ids -------------------------------------------------------------------------
 
@@ -208,11 +212,18 @@ class SGEScheduler(BatchScheduler):
     def is_transient(self, message: str) -> bool:
         return _DOWN.search(message) is not None
 
-    def max_array_tasks(self, *, timeout: float) -> int | None:
-        """The cluster's max_aj_tasks (``qconf -sconf``); None when it sets none."""
-        text = self._call(["qconf", "-sconf"], timeout)
+    def array_limit(self, settings: BatchWaits, reuse_for: float) -> int:
+        """The cluster's max_aj_tasks (``qconf -sconf``, retried as ``settings`` say), read
+        again only after ``reuse_for`` seconds."""
+        now = time.monotonic()
+        if self._max_tasks is not None and now - self._max_tasks[1] <= reuse_for:
+            return self._max_tasks[0]
+        timeout = settings.command_timeout
+        text: str = self.retry(lambda: self._call(["qconf", "-sconf"], timeout), settings)
         found = re.search(r"^max_aj_tasks\s+(\d+)", text, re.MULTILINE)
-        return int(found.group(1)) if found and int(found.group(1)) > 0 else None
+        limit = int(found.group(1)) if found and int(found.group(1)) > 0 else 0
+        self._max_tasks = (limit or self.default_max_tasks, now)
+        return self._max_tasks[0]
 
     # -- Grid Engine's quirks ----------------------------------------------------------
 
@@ -221,7 +232,7 @@ class SGEScheduler(BatchScheduler):
     ) -> subprocess.CompletedProcess[str]:
         """As the base runs a command, its messages without the words that say nothing
         (``error:`` before each line, a last ``Exiting.``), so that one reads as a line."""
-        result = run_command(args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS)
+        result = run_command(args, timeout=timeout, input_text=input_text, counts=self.counts)
         if result.returncode != 0:
             lines = (line.strip() for line in result.stderr.splitlines())
             result.stderr = "\n".join(

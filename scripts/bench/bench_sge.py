@@ -75,7 +75,7 @@ def cycles(n: int, gangadir: Path) -> None:
     from ganga_like import SGE, ArgSplitter, Executable, Job
     from ganga_like.runtime.session import open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_sge.scheduler import COMMAND_COUNTS
+    from ganga_like_sge.scheduler import SCHEDULER
 
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
     j = Job(
@@ -83,32 +83,32 @@ def cycles(n: int, gangadir: Path) -> None:
         splitter=ArgSplitter(args=[["600"] for _ in range(n)]),
         backend=SGE(),
     )
-    before = COMMAND_COUNTS.copy()
+    before = SCHEDULER.counts.copy()
     started = time.perf_counter()
     j.submit()
     submit_wall = time.perf_counter() - started
     print(
         f"submit() of {n} subjobs: {submit_wall:.2f} s wall; Grid Engine commands: "
-        f"{dict(COMMAND_COUNTS - before)}"
+        f"{dict(SCHEDULER.counts - before)}"
     )
     monitor = session.monitor
     for label in ("first cycle (every subjob reported)", "steady cycle"):
         time.sleep(5.1)  # the backend's longest gap between queries (poll_interval, 5 s)
-        before = COMMAND_COUNTS.copy()
+        before = SCHEDULER.counts.copy()
         cpu = monitor.cpu_seconds
         started = time.perf_counter()
         result = monitor.run_once()
         wall = time.perf_counter() - started
         print(
             f"{label}: {result.polled} active, {result.changed} changed, {wall:.2f} s wall, "
-            f"{monitor.cpu_seconds - cpu:.2f} s CPU; commands: {dict(COMMAND_COUNTS - before)}"
+            f"{monitor.cpu_seconds - cpu:.2f} s CPU; commands: {dict(SCHEDULER.counts - before)}"
         )
-    before = COMMAND_COUNTS.copy()
+    before = SCHEDULER.counts.copy()
     started = time.perf_counter()
     j.kill()
     print(
         f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; commands: "
-        f"{dict(COMMAND_COUNTS - before)}"
+        f"{dict(SCHEDULER.counts - before)}"
     )
     session.close()
 
@@ -118,7 +118,7 @@ def end_to_end(n: int, gangadir: Path) -> None:
     from ganga_like import SGE, ArgSplitter, Executable, Job
     from ganga_like.runtime.session import open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_sge.scheduler import COMMAND_COUNTS, SCHEDULER
+    from ganga_like_sge.scheduler import SCHEDULER
 
     session = open_session(Settings(gangadir=gangadir))
     j = Job(
@@ -126,14 +126,14 @@ def end_to_end(n: int, gangadir: Path) -> None:
         splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
         backend=SGE(),
     )
-    before = COMMAND_COUNTS.copy()
+    before = SCHEDULER.counts.copy()
     started, started_at = time.perf_counter(), time.time()
     j.submit()
     submitted = time.perf_counter() - started
     status = j.wait(timeout=3600)
     wall = time.perf_counter() - started
     seen_at = time.time()
-    used = dict(COMMAND_COUNTS - before)
+    used = dict(SCHEDULER.counts - before)
     array = j.backend.id
     session.close()
     if status != "completed":
