@@ -55,14 +55,12 @@ def _real_slurm_only_when_marked(
     commands are installed, answering, or absent."""
     if request.node.get_closest_marker("slurm") is not None:
         return
-    from ganga_like_slurm import commands, submission
+    from ganga_like_slurm import commands
 
     def refuse(args: Sequence[str], **_: object) -> NoReturn:
         raise AssertionError(f"a test not marked slurm ran the real `{' '.join(args)}`")
 
     monkeypatch.setattr(commands, "_run", refuse)
-    for query in (submission.ARRAY_LIMIT, submission.PARTITIONS):
-        monkeypatch.setattr(query, "_value", None)  # no answer cached from a real cluster
 
 
 @pytest.fixture(scope="session")

@@ -625,7 +625,8 @@ def test_max_array_size_is_read_from_the_configuration() -> None:
 def test_past_max_array_size_a_job_becomes_several_arrays(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(submission.ARRAY_LIMIT, "get", lambda settings: 4)
+    answers = session.plugin_objects.of(submission.ClusterAnswers)
+    monkeypatch.setattr(answers.array_limit, "get", lambda settings: 4)
     j = Job(
         application=Executable(exe="/bin/echo"),
         splitter=ArgSplitter(args=[[str(i)] for i in range(10)]),
@@ -936,7 +937,8 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     slurm_session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = commands.scontrol_show_partitions()
-    submission.PARTITIONS.clear()
+    answers = slurm_session.plugin_objects.of(submission.ClusterAnswers)
+    answers.partitions.clear()
     j = Job(application=Executable(exe="/bin/true"), backend=Slurm(resources={"walltime": "5:00"}))
     j.submit()
     assert j.backend.actual_partition == "debug"  # the default partition is tried first
@@ -945,7 +947,7 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     # fits 5 minutes, not an hour.
     no_default = [replace(p, default=False) for p in real]
     short_first = sorted(no_default, key=lambda p: p.name != "short")
-    monkeypatch.setattr(submission.PARTITIONS, "get", lambda settings: short_first)
+    monkeypatch.setattr(answers.partitions, "get", lambda settings: short_first)
     fits, too_long = (
         Job(
             application=Executable(exe="/bin/true"),

@@ -46,9 +46,8 @@ from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
 from .submission import (
-    ARRAY_LIMIT,
-    PARTITIONS,
     Batch,
+    ClusterAnswers,
     Member,
     link_elements,
     prepare_workspace,
@@ -184,13 +183,14 @@ class Slurm(BatchBackend):
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
     ) -> tuple[list[Batch], dict[str, str]]:
         assert isinstance(settings, SlurmSettings)
+        answers = ctx.kept(ClusterAnswers)
         try:
             return plan_submission(
                 ctx,
                 jobs,
                 settings,
-                lambda: PARTITIONS.get(settings),
-                lambda: ARRAY_LIMIT.get(settings),
+                lambda: answers.partitions.get(settings),
+                lambda: answers.array_limit.get(settings),
             )
         except SlurmCommandError as exc:
             raise BackendError(
@@ -268,7 +268,7 @@ class Slurm(BatchBackend):
         try:
             # One attempt: a preview should not wait out a controller that is down.
             settings = replace(self.batch_settings(ctx), submit_attempts=1)
-            partition, chosen = pilot_run.choose(self, self.pilot, settings)
+            partition, chosen = pilot_run.choose(ctx, self, self.pilot, settings)
             if chosen:
                 note = f"# partition {partition}: the first that fits\n"
         except BackendError as exc:
@@ -289,12 +289,13 @@ class Slurm(BatchBackend):
         """As :meth:`plan`, but a cluster whose MaxArraySize cannot be read is assumed to
         have Slurm's default, and said so."""
         assert isinstance(settings, SlurmSettings)
+        answers = ctx.kept(ClusterAnswers)
         assumed: list[str] = []
 
         def array_limit() -> int:
             try:
                 # One attempt: a preview should not wait out a controller that is down.
-                return ARRAY_LIMIT.get(replace(settings, submit_attempts=1))
+                return answers.array_limit.get(replace(settings, submit_attempts=1))
             except SlurmCommandError as exc:
                 assumed.append(
                     f"# MaxArraySize could not be read ({exc.message}); "
@@ -304,7 +305,7 @@ class Slurm(BatchBackend):
 
         try:
             batches, failed = plan_submission(
-                ctx, jobs, settings, lambda: PARTITIONS.get(settings), array_limit
+                ctx, jobs, settings, lambda: answers.partitions.get(settings), array_limit
             )
         except SlurmCommandError as exc:
             raise BackendError(

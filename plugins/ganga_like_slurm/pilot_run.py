@@ -148,12 +148,14 @@ def launcher(pilot: Pilot, resources: ResourceSpec, name: str = "") -> tuple[str
 # -- submission ------------------------------------------------------------------------
 
 
-def choose(backend: Slurm, pilot: Pilot, settings: SlurmSettings) -> tuple[str, bool]:
+def choose(
+    ctx: SubmitContext, backend: Slurm, pilot: Pilot, settings: SlurmSettings
+) -> tuple[str, bool]:
     """The partition the pilot goes to (and whether it was chosen); BackendError (one
     line) when none can hold it."""
     wanted = pilot.allocation()
     try:
-        partitions = submission.PARTITIONS.get(settings)
+        partitions = ctx.kept(submission.ClusterAnswers).partitions.get(settings)
     except SlurmCommandError as exc:
         if backend.partition:
             return backend.partition, False  # not checked: sbatch says what is wrong
@@ -280,7 +282,7 @@ def submit(
     pilot = backend.pilot
     assert pilot is not None
     outcome = SubmitOutcome(real_bulk=True)
-    partition, chosen = choose(backend, pilot, settings)
+    partition, chosen = choose(ctx, backend, pilot, settings)
     first = jobs[0][0]
     top_job = first.master or first
     top = ctx.paths(top_job).location

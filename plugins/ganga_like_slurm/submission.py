@@ -48,13 +48,12 @@ from .settings import SlurmSettings
 T = TypeVar("T")
 
 __all__ = [
-    "ARRAY_LIMIT",
     "COLLECT_FUNCTION",
     "LOG_DIR",
     "MISSING_OUTPUT_FILE",
-    "PARTITIONS",
     "SUBMISSION_LOG",
     "Batch",
+    "ClusterAnswers",
     "ClusterQuery",
     "Member",
     "Options",
@@ -158,12 +157,17 @@ class ClusterQuery(Generic[T]):
         self._value = None
 
 
-PARTITIONS: ClusterQuery[list[PartitionInfo]] = ClusterQuery(
-    lambda timeout: commands.scontrol_show_partitions(timeout=timeout)
-)
-ARRAY_LIMIT: ClusterQuery[int] = ClusterQuery(
-    lambda timeout: commands.scontrol_max_array_size(timeout=timeout)
-)
+class ClusterAnswers:
+    """The cluster's partitions and its MaxArraySize, asked at most once per
+    ``partition_cache_seconds`` while the session lasts (``ctx.kept(ClusterAnswers)``)."""
+
+    def __init__(self) -> None:
+        self.partitions: ClusterQuery[list[PartitionInfo]] = ClusterQuery(
+            lambda timeout: commands.scontrol_show_partitions(timeout=timeout)
+        )
+        self.array_limit: ClusterQuery[int] = ClusterQuery(
+            lambda timeout: commands.scontrol_max_array_size(timeout=timeout)
+        )
 
 
 # -- planning -------------------------------------------------------------------------
