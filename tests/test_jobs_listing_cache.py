@@ -215,11 +215,14 @@ def _opened_the_repository(modules: Path) -> bool:
     return "ZODB" in modules.read_text().split()
 
 
-@pytest.fixture
-def filled(gangadir: Path, env_for: dict[str, str]) -> dict[str, str]:
-    """A repository of a few jobs with odd names, a master with subjobs in several
-    statuses and a removed job, made by another process."""
-    other = OtherSession(gangadir, env_for)
+@pytest.fixture(scope="module")
+def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gangadir holding a few jobs with odd names, a master with subjobs in several
+    statuses and a removed job, made once by another process (its server stopped, never
+    listed: no cache in it)."""
+    work = tmp_path_factory.mktemp("filled")
+    gangadir = work / "gangadir"
+    other = OtherSession(gangadir, _child_env(work))
     try:
         other.do("create", "scan-a", "completed", [])
         other.do("create", "a name\nover two lines " + "x" * 50, "failed", [])
@@ -229,6 +232,14 @@ def filled(gangadir: Path, env_for: dict[str, str]) -> dict[str, str]:
         other.do("remove", 4)
     finally:
         other.close()
+        shared.stop_server(gangadir / "repository", timeout=60)
+    return gangadir
+
+
+@pytest.fixture
+def filled(filled_once: Path, gangadir: Path, env_for: dict[str, str]) -> dict[str, str]:
+    """A copy of that repository in this test's gangadir."""
+    shutil.copytree(filled_once, gangadir, symlinks=True)
     return env_for
 
 
