@@ -22,8 +22,26 @@ from typing import Any
 
 import pytest
 
+from ganga_like.config.store import store
 from ganga_like.runtime.session import Session, open_session
 from ganga_like.runtime.settings import Settings
+from ganga_like_dask.settings import Dask as DaskSection
+from ganga_like_local.settings import Local as LocalSection
+from ganga_like_sge.settings import SGE as SGESection
+from ganga_like_slurm.settings import Slurm as SlurmSection
+
+# Short batch waits (Slurm, SGE), so that each poll rule concludes within a test's
+# patience.
+BATCH_WAITS: dict[str, Any] = {
+    "poll_interval": 0.3,
+    "vanish_seconds": 3.0,
+    "vanish_cycles": 3,
+    "final_grace_seconds": 30.0,
+    "submit_attempts": 2,
+    "submit_backoff": 0.5,
+    "submit_patience": 5.0,
+    "command_timeout": 30.0,
+}
 
 
 @dataclass(frozen=True)
@@ -31,9 +49,9 @@ class BackendCase:
     name: str
     # The GPI backend object a test's jobs use (called once per job).
     make: Callable[[], Any]
-    # Settings fields for the session, and keys added to its backend settings.
+    # Settings fields for the session, and the values of its backend's section.
     settings: dict[str, Any] = field(default_factory=dict)
-    backend_settings: dict[str, Any] = field(default_factory=dict)
+    config: dict[type, dict[str, Any]] = field(default_factory=dict)
     marks: tuple[pytest.MarkDecorator, ...] = ()
     # Raises pytest's skip when the backend cannot run here (called in the test).
     available: Callable[[], None] = lambda: None
@@ -48,17 +66,6 @@ class BackendCase:
     # Dask worker); and what the subjob's cause then says.
     executor: Callable[[int], int] = lambda pid: _parent(pid)
     executor_killed: str = ""
-
-
-class CaseSettings(Settings):
-    """Settings whose backend settings carry a case's extra keys."""
-
-    def __init__(self, extra: dict[str, Any], **fields: Any) -> None:
-        super().__init__(**fields)
-        self.extra = dict(extra)
-
-    def backend_settings(self) -> dict[str, Any]:
-        return {**super().backend_settings(), **self.extra}
 
 
 def _parent(pid: int) -> int:
@@ -164,29 +171,13 @@ def _sge() -> Any:
     return SGE()
 
 
-def short_batch_waits(section: str) -> dict[str, Any]:
-    """The waits of a batch backend's ``section`` (flat keys), short, so that each poll
-    rule concludes within a test's patience."""
-    waits = {
-        "poll_interval": 0.3,
-        "vanish_seconds": 3.0,
-        "vanish_cycles": 3,
-        "final_grace_seconds": 30.0,
-        "submit_attempts": 2,
-        "submit_backoff": 0.5,
-        "submit_patience": 5.0,
-        "command_timeout": 30.0,
-    }
-    return {f"{section}_{name}": value for name, value in waits.items()}
-
-
 BATCH_STOP_POINTS = ("scheduler-accepted", "handed-over", "before-commit")
 
 BACKENDS: list[BackendCase] = [
     BackendCase(
         "Local",
         _local,
-        settings={"local_max_concurrent": 4, "local_idle_exit": 5.0},
+        config={LocalSection: {"max_concurrent": 4, "idle_exit": 5.0}},
         leftovers=_local_leftovers,
         executor_killed="the runner died while it ran",
     ),
@@ -194,7 +185,7 @@ BACKENDS: list[BackendCase] = [
         "Slurm",
         _slurm,
         settings={"monitor_max_interval": 0.5},
-        backend_settings=short_batch_waits("slurm"),
+        config={SlurmSection: BATCH_WAITS},
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
         leftovers=_slurm_leftovers,
@@ -207,13 +198,15 @@ BACKENDS: list[BackendCase] = [
         "SlurmPilot",
         _slurm_pilot,
         settings={"monitor_max_interval": 0.5},
-        backend_settings={
-            "slurm_poll_interval": 0.3,
-            "slurm_vanish_seconds": 3.0,
-            "slurm_vanish_cycles": 3,
-            "slurm_submit_attempts": 2,
-            "slurm_submit_backoff": 0.5,
-            "slurm_command_timeout": 30.0,
+        config={
+            SlurmSection: {
+                "poll_interval": 0.3,
+                "vanish_seconds": 3.0,
+                "vanish_cycles": 3,
+                "submit_attempts": 2,
+                "submit_backoff": 0.5,
+                "command_timeout": 30.0,
+            }
         },
         marks=(pytest.mark.slurm,),
         available=_slurm_available,
@@ -226,7 +219,7 @@ BACKENDS: list[BackendCase] = [
         "SGE",
         _sge,
         settings={"monitor_max_interval": 0.5},
-        backend_settings=short_batch_waits("sge"),
+        config={SGESection: BATCH_WAITS},
         marks=(pytest.mark.sge,),
         available=_sge_available,
         leftovers=_sge_leftovers,
@@ -240,7 +233,7 @@ BACKENDS: list[BackendCase] = [
         "Dask",
         _dask,
         settings={"monitor_max_interval": 0.5},
-        backend_settings={"dask_timeout": 5.0},
+        config={DaskSection: {"timeout": 5.0}},
         available=_dask_available,
         leftovers=_dask_leftovers,
         # The worker running the program (its nanny starts another in its place).
@@ -279,7 +272,8 @@ def case_params(fault: str = "", variants: dict[str, Any] | None = None) -> list
 def open_case_session(case: BackendCase, gangadir: Path, **fields: Any) -> Session:
     """Open this process's session on ``gangadir`` with the case's settings."""
     return open_session(
-        CaseSettings(case.backend_settings, gangadir=gangadir, **{**case.settings, **fields})
+        Settings(gangadir=gangadir, **{**case.settings, **fields}),
+        store.snapshot().replaced(case.config),
     )
 
 

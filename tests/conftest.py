@@ -344,13 +344,17 @@ def gangadir(tmp_path: Path) -> Iterator[Path]:
 def session(gangadir: Path, request: pytest.FixtureRequest) -> Iterator[Session]:
     """An open session with monitoring on, in a fresh gangadir; runner stopped after.
 
-    A test module may set ``SESSION_SETTINGS`` (a dict of Settings fields) to change some.
+    A test module may set ``SESSION_SETTINGS`` (a dict of Settings fields) to change some,
+    and ``SESSION_CONFIG`` (section class -> option -> value) for plugins' sections.
     The repository is opened embedded: these tests are about jobs, not about sessions
     sharing a gangadir (tests/test_sessions.py covers the default, shared, mode)."""
+    from ganga_like.config.store import store
+    from ganga_like_local.settings import Local
+
     extra = {"repository_mode": "embedded", **getattr(request.module, "SESSION_SETTINGS", {})}
-    s = open_session(
-        Settings(gangadir=gangadir, local_max_concurrent=2, local_idle_exit=5.0, **extra)
-    )
+    sections = {Local: {"max_concurrent": 2, "idle_exit": 5.0}}
+    sections.update(getattr(request.module, "SESSION_CONFIG", {}))
+    s = open_session(Settings(gangadir=gangadir, **extra), store.snapshot().replaced(sections))
     try:
         yield s
     finally:

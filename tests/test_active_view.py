@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from ZODB.FileStorage import FileStorage
 
 from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.config.store import store
 from ganga_like.model.interfaces import ActiveRef, ActiveRefs
 from ganga_like.model.ref_follower import RefFollower
 from ganga_like.repository.storage import GuardedDB
@@ -32,6 +33,7 @@ from ganga_like.runtime.monitoring.active_view import ActiveView, index_records
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 from tests.waiting import wait_until
 
@@ -233,7 +235,8 @@ def test_the_monitor_follows_a_kill_from_the_session_reading_only_what_changed(
     gangadir: Path,
 ) -> None:
     session = open_session(
-        Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=1, local_idle_exit=5.0)
+        Settings(gangadir=gangadir, monitoring=False),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 1, "idle_exit": 5.0}}),
     )
     try:
         j = Job(

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from ganga_like.batch.polling import BatchPoller, next_poll_gap
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like_slurm import commands, polling
+from ganga_like_slurm.settings import Slurm as SlurmSection
 
 
 def test_a_change_brings_the_gap_down_to_the_floor() -> None:
@@ -50,7 +52,9 @@ def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_e
     ctx = PollContext(
         tmp_path,
         tmp_path / "workspace",
-        {"slurm_poll_interval": 1.6, "slurm_min_poll_interval": 0.2, "slurm_command_timeout": 30},
+        ConfigSnapshot.of(
+            {SlurmSection: {"poll_interval": 1.6, "min_poll_interval": 0.2, "command_timeout": 30}}
+        ),
     )
     refs = [ActiveRef(1, None, 1, {"id": slurm_id})]
     polls: list[tuple[float, list[str]]] = []  # (gap after the poll, statuses it reported)

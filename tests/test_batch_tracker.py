@@ -17,6 +17,7 @@ from ganga_like.batch import polling
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.tracker import Observation, Seen, Sighting, Tracker
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like_slurm.commands import SacctRow, SqueueRow
@@ -256,7 +257,7 @@ def test_a_scheduler_of_a_few_lines_submits_and_is_polled_once_per_cycle(tmp_pat
     toy = FileScheduler(tmp_path / "queue")
     assert toy.submit("#!/bin/sh\necho hi\n", timeout=10) == "42"
     (tmp_path / "queue").write_text("77.0 R\n77.1 Q\n77.2 C\n78 Q\n")
-    ctx = PollContext(tmp_path, tmp_path / "workspace", {})
+    ctx = PollContext(tmp_path, tmp_path / "workspace", ConfigSnapshot({}))
     refs = [ActiveRef(4, i, 1, {"id": f"77.{i}"}) for i in range(3)]
     refs.append(ActiveRef(5, None, 1, {"id": "not an id"}))  # skipped, not fatal
     reports = polling.poll(toy, ctx, refs, Waits())

@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 from traitlets.config import Config
 
 from ganga_like import config
+from ganga_like.config.sections import Monitor
 from ganga_like.config.store import all_sections, config_dir, options, store
 from ganga_like.errors import ConfigError
 from ganga_like.runtime.session import Session, current_session
 from ganga_like.runtime.settings import configured_settings
 from ganga_like.shell.app import GangaApp
+from ganga_like_local.backend import Local as LocalBackend
+from ganga_like_local.settings import Local
 
 
 def write_config(text: str) -> Path:
@@ -50,11 +53,8 @@ def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch, tmp_pa
         "c.Display.max_rows = 10\n"
     )
     s = configured_settings()
-    assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
-        tmp_path / "from-file",
-        7.0,
-        3,
-    )
+    assert (s.gangadir, s.monitor_max_interval) == (tmp_path / "from-file", 7.0)
+    assert store.snapshot()[Local].max_concurrent == 3
 
     monkeypatch.setenv("GANGA_DIR", str(tmp_path / "from-env"))
     assert configured_settings().gangadir == tmp_path / "from-env"
@@ -69,25 +69,23 @@ def test_each_layer_beats_the_one_before(monkeypatch: pytest.MonkeyPatch, tmp_pa
         ]
     )
     s = configured_settings()
-    assert (s.gangadir, s.monitor_max_interval, s.local_max_concurrent) == (
-        tmp_path / "from-cli",
-        9.0,
-        4,
-    )
+    assert (s.gangadir, s.monitor_max_interval) == (tmp_path / "from-cli", 9.0)
+    assert store.snapshot()[Local].max_concurrent == 4
     assert s.monitor_min_interval == 0.5  # only in the file: still there
     assert config.Display.max_rows == 10
 
     config.Monitor.max_interval = 11
     config.Local.max_concurrent = 5
     s = configured_settings()
-    assert (s.monitor_max_interval, s.local_max_concurrent) == (11.0, 5)
+    assert (s.monitor_max_interval, store.snapshot()[Local].max_concurrent) == (11.0, 5)
 
 
 def test_runtime_changes_reach_the_open_session(session: Session) -> None:
     config.Monitor.max_interval = 4.5
     config.Local.max_concurrent = 7
     assert session.settings.monitor_max_interval == 4.5
-    assert session.submit_context().settings["local_max_concurrent"] == 7
+    assert session.monitor.config[Monitor].max_interval == 4.5
+    assert session.submit_context(LocalBackend).config[Local].max_concurrent == 7
     assert session.monitor.running
     config.Monitor.enabled = False
     assert not session.monitor.running
@@ -267,11 +265,12 @@ def test_generate_config_then_help_all_and_precedence_in_a_real_process(
     script = tmp_path / "show.py"
     script.write_text(
         "from ganga_like.runtime.session import current_session\n"
+        "from ganga_like_local.settings import Local as LocalSection\n"
         "s = current_session().settings\n"
-        "print(s.gangadir, s.monitor_max_interval, s.local_idle_exit, "
-        "s.local_max_concurrent)\n"
+        "local = current_session().config[LocalSection]\n"
+        "print(s.gangadir, s.monitor_max_interval, local.idle_exit, local.max_concurrent)\n"
         "config.Local.idle_exit = 1.5\n"
-        "print(current_session().settings.local_idle_exit)\n"
+        "print(current_session().config[LocalSection].idle_exit)\n"
     )
     result = ganga(["--Local.max_concurrent=5", str(script)], env_for)
     assert result.returncode == 0, result.stderr

@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 
 from ganga_like import config
 from ganga_like.commands.dispatch import dispatch
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.config.store import all_sections, config_dir, store
 from ganga_like.errors import ConfigError
 from ganga_like.model.interfaces import PollContext, SubmitContext
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings, configured_settings
 from ganga_like_local.settings import Local as LocalSection
+from ganga_like_slurm.backend import Slurm as SlurmBackend
 from ganga_like_slurm.settings import Slurm as SlurmSection
-from ganga_like_slurm.settings import SlurmSettings
 
 ABOVE_THE_MODEL = (
     "ZODB",
@@ -81,7 +82,7 @@ def test_plugins_declare_their_own_sections() -> None:
     ]
     assert all_sections()[3] is LocalSection and all_sections()[6] is SlurmSection
     assert "Slurm" in dir(config)
-    assert config.Slurm.poll_interval == SlurmSettings().poll_interval
+    assert config.Slurm.poll_interval == SlurmSection().poll_interval
 
 
 def test_the_slurm_section_is_read_from_the_config_file() -> None:
@@ -89,15 +90,8 @@ def test_the_slurm_section_is_read_from_the_config_file() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("c.Slurm.poll_interval = 7.5\nc.Slurm.max_array_size = 100\n")
     store.reset()
-    settings = configured_settings()
-    assert settings.slurm_poll_interval == 7.5
-    section = SubmitContext(Path("/g"), Path("/g/w"), settings.backend_settings()).config_for(
-        SlurmSection
-    )
+    section = store.snapshot()[SlurmSection]
     assert (section.poll_interval, section.max_array_size) == (7.5, 100)
-    assert SlurmSettings.from_section(section) == SlurmSettings(
-        poll_interval=7.5, max_array_size=100
-    )
     path.write_text("c.Slurm.poll_intervl = 1\n")
     store.reset()
     with pytest.raises(ConfigError, match="did you mean 'poll_interval'"):
@@ -112,11 +106,8 @@ def test_a_batch_backend_section_takes_the_options_it_inherits_from_the_batch_ba
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("c.SGE.poll_interval = 7.5\nc.SGE.max_array_size = 100\n")
     store.reset()
-    settings = configured_settings()
-    assert (settings.sge_poll_interval, settings.sge_max_array_size) == (7.5, 100)
-    section = SubmitContext(Path("/g"), Path("/g/w"), settings.backend_settings()).config_for(
-        SGESection
-    )
+    section = store.snapshot()[SGESection]
+    assert (section.poll_interval, section.max_array_size) == (7.5, 100)
     assert SGESettings.from_section(section) == SGESettings(poll_interval=7.5, max_array_size=100)
     path.write_text("c.SGE.poll_intervl = 1\n")
     store.reset()
@@ -127,37 +118,30 @@ def test_a_batch_backend_section_takes_the_options_it_inherits_from_the_batch_ba
 def test_a_runtime_slurm_change_reaches_the_backends_of_the_open_session(session: Session) -> None:
     config.Slurm.poll_interval = 1
     config.Local.max_concurrent = 3
-    ctx = session.submit_context()
-    assert SlurmSettings.from_section(ctx.config_for(SlurmSection)).poll_interval == 1.0
-    assert ctx.config_for(LocalSection).max_concurrent == 3
-    assert session.settings.slurm_poll_interval == 1.0
+    ctx = session.submit_context(SlurmBackend)
+    assert ctx.config[SlurmSection].poll_interval == 1.0
+    assert session.config[LocalSection].max_concurrent == 3
     with pytest.raises(ConfigError, match=r"Slurm\.vanish_cycles: expected an int \(at least"):
         config.Slurm.vanish_cycles = 0
-    assert session.settings.slurm_vanish_cycles == SlurmSettings().vanish_cycles
+    assert session.config[SlurmSection].vanish_cycles == SlurmSection().vanish_cycles
 
 
 def test_a_backend_gets_its_section_typed_from_a_hand_built_context(tmp_path: Path) -> None:
     poll = PollContext(
-        tmp_path, tmp_path / "w", {"slurm_vanish_cycles": 1, "slurm_poll_interval": None}
+        tmp_path, tmp_path / "w", ConfigSnapshot.of({SlurmSection: {"vanish_cycles": 1}})
     )
-    section = poll.config_for(SlurmSection)
+    section = poll.config[SlurmSection]
     assert (section.vanish_cycles, section.poll_interval) == (1, 5.0)
-    assert SlurmSettings.from_mapping(poll.settings) == SlurmSettings.from_section(section)
-    submit = SubmitContext(tmp_path, tmp_path / "w", {})
-    assert submit.config_for(LocalSection).max_concurrent == (os.cpu_count() or 1)
+    submit = SubmitContext(tmp_path, tmp_path / "w", ConfigSnapshot.of({LocalSection: {}}))
+    assert submit.config[LocalSection].max_concurrent == (os.cpu_count() or 1)
     with pytest.raises(ConfigError, match=r"Local\.max_concurrent"):
-        SubmitContext(tmp_path, tmp_path / "w", {"local_max_concurrent": 0}).config_for(
-            LocalSection
-        )
+        ConfigSnapshot.of({LocalSection: {"max_concurrent": 0}})
 
 
-def test_plugin_options_are_settings_keywords_and_attributes() -> None:
-    settings = Settings(local_max_concurrent=2, slurm_poll_interval=0.5)
-    assert (settings.local_max_concurrent, settings.slurm_poll_interval) == (2, 0.5)
-    assert settings.backend_settings() == {"local_max_concurrent": 2, "slurm_poll_interval": 0.5}
-    assert Settings().local_idle_exit == 30.0  # a section default
-    with pytest.raises(TypeError, match="local_max_concurent"):
-        Settings(local_max_concurent=2)
+def test_settings_hold_the_core_options_alone() -> None:
+    with pytest.raises(TypeError, match="local_max_concurrent"):
+        Settings(local_max_concurrent=2)  # type: ignore[call-arg]
+    assert not hasattr(Settings(), "local_idle_exit")
 
 
 def test_a_subcommand_uses_the_settings_it_is_given(

@@ -19,13 +19,16 @@ import pytest
 pytest.importorskip("distributed", reason="the Dask backend needs `pip install .[dask]`")
 
 from ganga_like import ArgSplitter, Dask, Executable, GangaError, Job, LocalFile
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.runtime.session import Session, existing_session
 from ganga_like_dask.connection import DaskConnections
+from ganga_like_dask.settings import Dask as DaskSection
 
 from .dask_cluster import DaskCluster, start_cluster
 from .waiting import wait_for
 
-SESSION_SETTINGS = {"dask_n_workers": 2, "dask_timeout": 2.0, "monitor_max_interval": 0.5}
+SESSION_SETTINGS = {"monitor_max_interval": 0.5}
+SESSION_CONFIG = {DaskSection: {"n_workers": 2, "timeout": 2.0}}
 
 
 def test_importing_ganga_like_imports_no_dask() -> None:
@@ -182,7 +185,7 @@ def test_jobs_of_an_in_session_cluster_of_an_ended_process_are_failed(
     ctx = PollContext(
         gangadir,
         gangadir / "workspace",
-        {"dask_timeout": 1.0},
+        ConfigSnapshot.of({DaskSection: {"timeout": 1.0}}),
         plugin_objects=session.plugin_objects,
     )
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -220,7 +223,7 @@ def test_a_recorded_outcome_is_released_at_the_scheduler_and_read_back_from_disk
     ctx = PollContext(
         gangadir,
         gangadir / "workspace",
-        {"dask_timeout": 5.0},
+        ConfigSnapshot.of({DaskSection: {"timeout": 5.0}}),
         plugin_objects=session.plugin_objects,
     )
     ref = ActiveRef(j.id, None, 1, {"id": key, "address": own_cluster.address, "owner": 0})
@@ -353,8 +356,9 @@ KILLED_SCHEDULER_WAITER = textwrap.dedent("""
     from ganga_like.runtime.settings import Settings
     from ganga_like import Dask, Executable, GangaError, Job
 
-    open_session(Settings(gangadir=Path(sys.argv[1]), dask_timeout=2.0,
-                          monitor_max_interval=0.5))
+    from ganga_like import config
+    config.Dask.timeout = 2.0
+    open_session(Settings(gangadir=Path(sys.argv[1]), monitor_max_interval=0.5))
     j = Job(application=Executable(exe=sys.argv[3], args=["0"]),
             backend=Dask(address=sys.argv[2]))
     j.submit()
@@ -426,14 +430,14 @@ def test_a_poll_between_the_cancel_and_the_record_of_a_kill_leaves_the_job_to_th
         # session's, or another's) that comes before kill() has recorded it.
         session.monitor.stop()
         impl = unwrap(j)
-        assert impl.backend.kill_bulk(session.submit_context(), [impl]) == {}
+        assert impl.backend.kill_bulk(session.submit_context(impl.backend), [impl]) == {}
         # The program and its child, deaf to SIGTERM, which the SIGKILL after it reaches.
         wait_for(lambda: not any(map(_alive, tree)), 60, "the kill")
         gangadir = session.settings.gangadir
         ctx = PollContext(
             gangadir,
             gangadir / "workspace",
-            {"dask_timeout": 5.0},
+            ConfigSnapshot.of({DaskSection: {"timeout": 5.0}}),
             plugin_objects=session.plugin_objects,
         )
         ref = ActiveRef(j.id, None, 1, impl.backend.monitor_data(impl))
@@ -461,7 +465,7 @@ def test_a_recovering_session_finds_at_the_scheduler_what_an_interrupted_submiss
         keys = [sj.backend.key for sj in j.subjobs]
         # What a session recovering the submission has: the subjobs made again, without
         # their keys, and (here) a third one that was never sent.
-        ctx = session.submit_context()
+        ctx = session.submit_context(master.backend)
         assert ctx.build_subjobs is not None
         rebuilt = ctx.build_subjobs(master, [{}, {}, {}])
         for sj in rebuilt:

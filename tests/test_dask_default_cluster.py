@@ -21,17 +21,15 @@ pytest.importorskip("distributed", reason="the Dask backend needs `pip install .
 from ganga_like import ArgSplitter, Dask, Executable, Job
 from ganga_like.runtime.session import Session
 from ganga_like_dask import default_cluster
+from ganga_like_dask.settings import Dask as DaskSection
 
 from .waiting import wait_for
 
 # One worker of two threads: both subjobs of a test run at once, on as few processes as
 # a loaded machine can start. The cluster leaves soon once idle.
-SESSION_SETTINGS = {
-    "dask_n_workers": 1,
-    "dask_threads_per_worker": 2,
-    "dask_idle_exit": 2.0,
-    "dask_timeout": 10.0,
-    "monitor_max_interval": 0.5,
+SESSION_SETTINGS = {"monitor_max_interval": 0.5}
+SESSION_CONFIG = {
+    DaskSection: {"n_workers": 1, "threads_per_worker": 2, "idle_exit": 2.0, "timeout": 10.0}
 }
 CONFIG = textwrap.dedent("""\
     c.Dask.n_workers = 1

@@ -21,10 +21,12 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job, JobError, Local, LocalFile, SchemaError, Slurm
 from ganga_like.model.launchers import launch_problem, resolve_launcher
 from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.runtime.settings import Settings
+from ganga_like_dask.settings import Dask as DaskSection
 from ganga_like_local.backend import LAUNCHERS as LOCAL_LAUNCHERS
 from ganga_like_slurm import commands
 
-from .test_slurm_backend import FastSettings
+from .test_slurm_backend import fast_config
 from .waiting import wait_for
 
 RANK_SCRIPT = 'echo "rank $GANGA_RANK of $GANGA_SIZE"\necho "$GANGA_RANK" > "rank$GANGA_RANK.dat"\n'
@@ -197,7 +199,7 @@ def test_mpirun_missing_is_said_at_submit_and_nothing_changes(
 
 # --- Dask -------------------------------------------------------------------------------------
 
-SESSION_SETTINGS = {"dask_n_workers": 1, "dask_timeout": 10.0}
+SESSION_CONFIG = {DaskSection: {"n_workers": 1, "timeout": 10.0}}
 
 
 def test_a_dask_job_of_2_processes_runs_two_copies_on_its_worker(
@@ -271,7 +273,7 @@ def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
         )
     gangadir = tmp_path_factory.mktemp("slurm-launch") / "gangadir"
-    session = open_session(FastSettings(gangadir=gangadir, monitor_max_interval=0.5))
+    session = open_session(Settings(gangadir=gangadir, monitor_max_interval=0.5), fast_config())
     try:
         yield session
     finally:

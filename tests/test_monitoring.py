@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.config.store import store
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import StatusReport
 from ganga_like.model.job import Job as JobImpl
@@ -19,6 +20,7 @@ from ganga_like.runtime.monitoring.monitor import FINISHING_INTERVAL, CycleResul
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 
 
@@ -90,7 +92,8 @@ def test_engine_applies_ten_thousand_changes_in_well_under_a_second_of_cpu() -> 
 
 def test_one_cycle_applies_all_changes_in_one_transaction(gangadir: Path) -> None:
     session = open_session(
-        Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=2, local_idle_exit=5)
+        Settings(gangadir=gangadir, monitoring=False),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 2, "idle_exit": 5}}),
     )
     try:
         j = Job(

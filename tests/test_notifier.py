@@ -17,11 +17,14 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from ganga_like import ArgSplitter, Executable, Job, Notifier, SchemaError
+from ganga_like.config.store import store
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session, close_session, current_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
+from ganga_like_std.notifier_settings import Notifier as NotifierSection
 
 from .test_sessions import ganga
 from .waiting import wait_until
@@ -64,13 +67,18 @@ def open_at(gangadir: Path, port: int) -> Session:
         Settings(
             gangadir=gangadir,
             repository_mode="embedded",
-            local_max_concurrent=2,
-            local_idle_exit=5.0,
-            notifier_host="127.0.0.1",
-            notifier_port=port,
-            notifier_sender="ganga@test.example",
-            notifier_timeout=5.0,
-        )
+        ),
+        store.snapshot().replaced(
+            {
+                LocalSection: {"max_concurrent": 2, "idle_exit": 5.0},
+                NotifierSection: {
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "sender": "ganga@test.example",
+                    "timeout": 5.0,
+                },
+            }
+        ),
     )
 
 

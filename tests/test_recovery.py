@@ -22,11 +22,13 @@ from pathlib import Path
 import pytest
 
 from ganga_like import JobError, jobs
+from ganga_like.config.store import store
 from ganga_like.model.status import Status
 from ganga_like.repository.zeo import shared
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import JOURNAL, runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 
 SUBMITTER = textwrap.dedent("""
@@ -93,9 +95,9 @@ def _kill_during_submit(
                 Settings(
                     gangadir=gangadir,
                     repository_mode=mode,
-                    local_max_concurrent=2,
                     zeo_idle_exit=2.0,
-                )
+                ),
+                store.snapshot().replaced({LocalSection: {"max_concurrent": 2}}),
             )
             try:
                 j = jobs[-1]
@@ -196,7 +198,10 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_submission_are_recorded_never
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    session = open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    session = open_session(
+        Settings(gangadir=gangadir),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 2}}),
+    )
     try:
         j = jobs[-1]
         assert j.status != "new"  # recovered by recording what ran, not rolled back
@@ -253,7 +258,10 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_nev
     # Fails on its first run, succeeds on its second.
     program.write_text(f'#!/bin/sh\necho "$1" >> "{ran}"\n[ -e "{second}" ]\n')
     program.chmod(0o755)
-    open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    open_session(
+        Settings(gangadir=gangadir),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 2}}),
+    )
     try:
         from ganga_like import ArgSplitter, Executable, Job
 
@@ -279,7 +287,10 @@ def test_subjobs_that_ran_before_a_kill_9_of_their_resubmission_are_recorded_nev
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    open_session(Settings(gangadir=gangadir, local_max_concurrent=2))
+    open_session(
+        Settings(gangadir=gangadir),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 2}}),
+    )
     try:
         j = jobs[-1]
         assert j.wait(timeout=60) in ("completed", "failed")

@@ -24,27 +24,24 @@ from ganga_like import (
     Retry,
     Slurm,
 )
+from ganga_like.config.store import store
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_slurm import commands
+from ganga_like_slurm.settings import Slurm as SlurmSection
 
 from .conftest import findings_of
 
 pytestmark = pytest.mark.slurm
 
 FAST: dict[str, Any] = {
-    "slurm_poll_interval": 0.3,
-    "slurm_final_grace_seconds": 30.0,
-    "slurm_submit_attempts": 2,
-    "slurm_submit_backoff": 0.5,
-    "slurm_command_timeout": 30.0,
+    "poll_interval": 0.3,
+    "final_grace_seconds": 30.0,
+    "submit_attempts": 2,
+    "submit_backoff": 0.5,
+    "command_timeout": 30.0,
 }
-
-
-class FastSettings(Settings):
-    def backend_settings(self) -> dict[str, Any]:
-        return {**super().backend_settings(), **FAST}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +54,10 @@ def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
         )
     gangadir = tmp_path_factory.mktemp("slurm-retry") / "gangadir"
-    session = open_session(FastSettings(gangadir=gangadir, monitor_max_interval=0.5))
+    session = open_session(
+        Settings(gangadir=gangadir, monitor_max_interval=0.5),
+        store.snapshot().replaced({SlurmSection: FAST}),
+    )
     try:
         yield session
     finally:

@@ -31,8 +31,11 @@ from ganga_like import (
     LocalFile,
     SchemaError,
     Slurm,
+    config,
 )
 from ganga_like.batch.polling import BatchPoller
+from ganga_like.config.snapshot import ConfigSnapshot
+from ganga_like.config.store import store
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like.model.job import Job as JobImpl
@@ -42,27 +45,20 @@ from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.submission.splitting import build_subjobs
 from ganga_like_slurm import commands, polling, submission
 from ganga_like_slurm.commands import SacctRow, SlurmCommandError, SqueueRow
+from ganga_like_slurm.settings import Slurm as SlurmSection
 from ganga_like_slurm.settings import SlurmSettings
 
+from .backends import BATCH_WAITS
 from .conftest import findings_of
 from .waiting import wait_for
 
 # Short waits, so that the rules can be watched within a test's patience.
-FAST: dict[str, Any] = {
-    "slurm_poll_interval": 0.3,
-    "slurm_vanish_seconds": 3.0,
-    "slurm_vanish_cycles": 3,
-    "slurm_final_grace_seconds": 30.0,
-    "slurm_submit_attempts": 2,
-    "slurm_submit_backoff": 0.5,
-    "slurm_submit_patience": 5.0,
-    "slurm_command_timeout": 30.0,
-}
+FAST = BATCH_WAITS  # short waits, so that the rules can be watched within a test's patience
 
 
-class FastSettings(Settings):
-    def backend_settings(self) -> dict[str, Any]:
-        return {**super().backend_settings(), **FAST}
+def fast_config(**more: Any) -> ConfigSnapshot:
+    """The configuration with the Slurm section's waits short (and ``more`` options)."""
+    return store.snapshot().replaced({SlurmSection: {**FAST, **more}})
 
 
 def script(directory: Path, name: str, body: str) -> str:
@@ -129,12 +125,6 @@ def test_attributes_and_resources_validate_and_name_the_attribute() -> None:
     plain = Slurm()
     plain.resources.cpu_cores_per_process = 4
     assert plain.resources.cpu_cores_per_process == 4
-
-
-def test_settings_are_read_with_defaults() -> None:
-    assert SlurmSettings.from_mapping({}) == SlurmSettings()
-    s = SlurmSettings.from_mapping({"slurm_submit_attempts": "3", "slurm_vanish_seconds": 1})
-    assert s.submit_attempts == 3 and s.vanish_seconds == 1.0
 
 
 # --- sbatch retries (the commands replaced) ---------------------------------------------
@@ -384,8 +374,10 @@ class Poller:
     """Runs poll cycles the way the monitor does: memory kept only after a 'commit'."""
 
     def __init__(self, tmp_path: Path, **settings: Any) -> None:
-        merged = {**FAST, "slurm_poll_interval": 0.0, **settings}
-        self.ctx = PollContext(tmp_path, tmp_path / "workspace", merged)
+        merged = {**FAST, "poll_interval": 0.0, **settings}
+        self.ctx = PollContext(
+            tmp_path, tmp_path / "workspace", ConfigSnapshot.of({SlurmSection: merged})
+        )
         self.refs: list[ActiveRef] = []
 
     def follow(self, job_id: int, count: int, array: str) -> None:
@@ -430,7 +422,7 @@ def test_one_squeue_and_one_sacct_per_cycle_and_only_changes_are_reported(
 def test_a_finished_job_waits_for_sacct_to_give_its_exit_code(
     fake_slurm: FakeSlurm, tmp_path: Path
 ) -> None:
-    poller = Poller(tmp_path, slurm_final_grace_seconds=0.5)
+    poller = Poller(tmp_path, final_grace_seconds=0.5)
     poller.follow(1, 2, "50")
     fake_slurm.queued("50_0", "COMPLETED")
     fake_slurm.queued("50_1", "FAILED")
@@ -444,7 +436,7 @@ def test_a_finished_job_waits_for_sacct_to_give_its_exit_code(
 def test_a_job_missing_everywhere_is_concluded_killed_only_after_a_while(
     fake_slurm: FakeSlurm, tmp_path: Path
 ) -> None:
-    poller = Poller(tmp_path, slurm_vanish_seconds=0.0, slurm_vanish_cycles=3)
+    poller = Poller(tmp_path, vanish_seconds=0.0, vanish_cycles=3)
     poller.follow(2, 2, "60")
     fake_slurm.queued("60_0", "PENDING", "JobArrayTaskLimit")
     fake_slurm.queued("60_1", "RUNNING")
@@ -462,7 +454,7 @@ def test_a_job_missing_everywhere_is_concluded_killed_only_after_a_while(
 def test_sacct_down_delays_conclusions_and_a_dead_controller_is_transient(
     fake_slurm: FakeSlurm, tmp_path: Path
 ) -> None:
-    poller = Poller(tmp_path, slurm_vanish_seconds=0.0, slurm_vanish_cycles=1)
+    poller = Poller(tmp_path, vanish_seconds=0.0, vanish_cycles=1)
     poller.follow(3, 1, "70")
     fake_slurm.sacct_error = _transient("sacct: error: Problem talking to the database")
     assert poller.cycle() == {}  # missing, but sacct could not be asked: no conclusion
@@ -492,7 +484,7 @@ def test_without_accounting_squeue_is_believed_at_once(
 
 
 def test_the_poll_does_not_hammer_the_controller(fake_slurm: FakeSlurm, tmp_path: Path) -> None:
-    poller = Poller(tmp_path, slurm_poll_interval=60.0)
+    poller = Poller(tmp_path, poll_interval=60.0)
     poller.follow(1, 1, "90")
     poller.cycle()
     poller.cycle()  # wait() pokes the monitor every 50 ms: the second poll is skipped
@@ -688,7 +680,7 @@ def slurm_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """One session for every Slurm test (their slow waits overlap); anything still
     queued at the end is cancelled."""
     gangadir = tmp_path_factory.mktemp("slurm") / "gangadir"
-    session = open_session(FastSettings(gangadir=gangadir, monitor_max_interval=0.5))
+    session = open_session(Settings(gangadir=gangadir, monitor_max_interval=0.5), fast_config())
     try:
         yield session
     finally:
@@ -1025,13 +1017,15 @@ def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Sessi
 
 @pytest.mark.slurm
 def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
-    slurm_session: Session, tmp: Path, monkeypatch: pytest.MonkeyPatch
+    slurm_session: Session, tmp: Path, request: pytest.FixtureRequest
 ) -> None:
     configured = re.search(
         r"^MaxArraySize=(\d+)", Path(os.environ["SLURM_CONF"]).read_text(), flags=re.MULTILINE
     )
     assert commands.scontrol_max_array_size() == (int(configured[1]) if configured else 1001)
-    monkeypatch.setitem(FAST, "slurm_max_array_size", 4)
+    previous = slurm_session.config
+    request.addfinalizer(lambda: slurm_session.use_config(previous))
+    config.Slurm.max_array_size = 4  # reaches the open session, as a user's change does
     # Subjob 9 fails on its first run only.
     marker = tmp / "ran"
     body = (

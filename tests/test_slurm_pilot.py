@@ -20,12 +20,13 @@ import pytest
 
 from ganga_like import ArgSplitter, Executable, Job, JobError, LocalFile, Pilot, SchemaError, Slurm
 from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.runtime.settings import Settings
 from ganga_like.shell.display import job_html, job_text
 from ganga_like_runner import protocol
 from ganga_like_slurm import commands
 
 from .conftest import findings_of
-from .test_slurm_backend import FastSettings
+from .test_slurm_backend import fast_config
 from .waiting import wait_for
 
 
@@ -63,7 +64,7 @@ def test_a_pilot_validates_each_attribute_and_names_it() -> None:
 
 
 def test_a_pilot_shows_in_the_job_display(tmp_path: Path) -> None:
-    open_session(FastSettings(gangadir=tmp_path / "gangadir"))
+    open_session(Settings(gangadir=tmp_path / "gangadir"), fast_config())
     try:
         j = Job(
             application=Executable(exe="/bin/true"),
@@ -149,7 +150,7 @@ def slurm() -> None:
 @pytest.fixture(scope="module")
 def pilot_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     gangadir = tmp_path_factory.mktemp("pilot") / "gangadir"
-    session = open_session(FastSettings(gangadir=gangadir, monitor_max_interval=0.5))
+    session = open_session(Settings(gangadir=gangadir, monitor_max_interval=0.5), fast_config())
     try:
         yield session
     finally:

@@ -22,12 +22,14 @@ from ZODB.FileStorage import FileStorage
 from ZODB.POSException import ConflictError
 
 from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.config.store import store
 from ganga_like.model import status_column
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import TRANSITIONS, Status
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 
 CHUNK = 8  # chunks as small as this in the property test, so that it stays fast
@@ -137,7 +139,10 @@ def test_the_status_chunks_always_equal_the_subjob_records(ops: list[Any]) -> No
 
 
 def test_subjob_statuses_read_through_the_gpi_match_the_loaded_subjobs(gangadir: Path) -> None:
-    session = open_session(Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=1))
+    session = open_session(
+        Settings(gangadir=gangadir, monitoring=False),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 1}}),
+    )
     try:
         j = Job(
             application=Executable(exe="/bin/sleep"),

@@ -17,10 +17,12 @@ from pathlib import Path
 from ZODB.FileStorage.FileStorage import FileIterator
 
 from ganga_like import ArgSplitter, Executable, Job
+from ganga_like.config.store import store
 from ganga_like.gpi.job import unwrap_job
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 
 # Enough that a master rewritten per subjob (or per commit) would show many times over
@@ -59,10 +61,9 @@ def test_subjobs_run_one_after_another_log_and_rewrite_the_master_a_few_times(
         Settings(
             gangadir=gangadir,
             repository_mode="embedded",
-            local_max_concurrent=1,
-            local_idle_exit=5.0,
             pack_threshold_mb=0,
-        )
+        ),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 1, "idle_exit": 5.0}}),
     )
     data_fs = gangadir / "repository" / "Data.fs"
     try:

@@ -28,9 +28,11 @@ from ganga_like import (
     jobs,
     wait,
 )
+from ganga_like.config.store import store
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
+from ganga_like_local.settings import Local as LocalSection
 from ganga_like_runner import client as runner_client
 
 from .other_session import OtherSession
@@ -40,7 +42,10 @@ from .other_session import OtherSession
 def shared_session(gangadir: Path) -> Iterator[Session]:
     """A session in the default (shared) mode, so that other processes join it; Local runs
     four programs at once."""
-    session = open_session(Settings(gangadir=gangadir, local_max_concurrent=4, local_idle_exit=5.0))
+    session = open_session(
+        Settings(gangadir=gangadir),
+        store.snapshot().replaced({LocalSection: {"max_concurrent": 4, "idle_exit": 5.0}}),
+    )
     try:
         yield session
     finally:

@@ -84,8 +84,8 @@ class BatchBackend(IBackend):
 
     @classmethod
     def batch_settings(cls, ctx: SubmitContext | PollContext) -> BatchSettings:
-        """The backend's waits and limits, typically from its configuration section
-        (``ctx.config_for(Section)``)."""
+        """The backend's waits and limits, typically its configuration section
+        (``ctx.config[Section]``)."""
         raise NotImplementedError
 
     def plan(
@@ -433,7 +433,7 @@ class BatchBackend(IBackend):
     def preview(self, job: Job | None = None) -> ScriptPreview:
         """The batch script(s) that submit() (for a new job) or resubmit() (for a failed
         or killed one) would send. Nothing is submitted, written or changed."""
-        ctx = current_submit_context()
+        ctx = current_submit_context(self)
         if job is None:
             owner = ctx.job_of_backend(self) if ctx.job_of_backend is not None else None
             if owner is None:

@@ -40,6 +40,12 @@ class ConfigSnapshot:
         """``sections`` at their declared defaults."""
         return cls({section: section() for section in sections})
 
+    @classmethod
+    def of(cls, values: Mapping[type[Configurable], Mapping[str, Any]]) -> ConfigSnapshot:
+        """The sections of ``values`` at their defaults but for the values given
+        (section class -> option -> value), validated: a context built by hand."""
+        return cls.defaults(values).replaced(values)
+
     def __getitem__(self, section: type[S]) -> S:
         found = self._sections.get(section)
         if found is None:

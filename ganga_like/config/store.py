@@ -13,9 +13,10 @@ command line < runtime changes, validated by the section classes.
 5. at runtime, assignments through the GPI ``config`` object
    (``config.Monitor.max_interval = 5``), validated like everything else.
 
-This module knows nothing of sessions: the runtime turns these values into its Settings
-and attaches itself (:meth:`ConfigStore.attach`) so that runtime changes reach an open
-session.
+The validated sections are handed on as one frozen :class:`ConfigSnapshot` keyed by
+section class (:meth:`ConfigStore.snapshot`). This module knows nothing of sessions: an
+open session follows the store (:meth:`ConfigStore.follow`) and is given the new snapshot
+after each runtime change.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import copy
 import difflib
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from traitlets import TraitError
 from traitlets.config import Config, Configurable
@@ -49,10 +50,8 @@ __all__ = [
     "default_config_file",
     "environment_config",
     "load_file",
-    "option_key",
     "options",
     "section_class",
-    "section_from_mapping",
     "section_names",
     "store",
     "unknown_option",
@@ -63,7 +62,8 @@ CONFIG_NAME = "ganga_config"
 
 log = logging.getLogger("ganga_like")
 
-S = TypeVar("S", bound=Configurable)
+# Given each new snapshot a runtime change makes, with the section and option changed.
+Follower = Callable[[ConfigSnapshot, type[Configurable], str], None]
 
 
 def all_sections() -> tuple[type[Configurable], ...]:
@@ -90,28 +90,6 @@ def options(cls: type[Configurable]) -> dict[str, Any]:
     traits: dict[str, Any] = cls.class_traits(config=True)
     order = [n for klass in reversed(cls.__mro__) for n in vars(klass) if n in traits]
     return {n: traits[n] for n in dict.fromkeys(order)}
-
-
-def option_key(section: str, option: str) -> str:
-    """The flat key of a plugin section's option in a backend's settings mapping
-    (``Local.max_concurrent`` -> ``local_max_concurrent``)."""
-    return f"{section.lower()}_{option}"
-
-
-def section_from_mapping(cls: type[S], values: Mapping[str, Any]) -> S:
-    """A ``cls`` section with its defaults, overridden by the ``<section>_<option>`` keys
-    of ``values`` (a backend's settings mapping); None leaves an option at its default."""
-    section = cls()
-    name = cls.__name__
-    for option in options(cls):
-        value = values.get(option_key(name, option))
-        if value is None:
-            continue
-        try:
-            setattr(section, option, value)
-        except TraitError as exc:
-            raise ConfigError(f"{name}.{option}: {_short(exc)}") from None
-    return section
 
 
 # -- where the file is ----------------------------------------------------------------
@@ -160,8 +138,10 @@ class ConfigStore:
     """The layered configuration of this process and the section objects built from it."""
 
     def __init__(self) -> None:
-        self._repository_open: Callable[[], bool] = lambda: False
-        self._apply: Callable[[str, str, Any], None] = lambda section, option, value: None
+        # Who is given each new snapshot a runtime change makes (open sessions, the
+        # shell), and whether it has fixed the options tagged ``runtime=False`` (a
+        # session opened its repository with them). Kept across :meth:`reset`.
+        self._followers: list[tuple[Follower, bool]] = []
         self.reset()
 
     def reset(self) -> None:
@@ -174,17 +154,18 @@ class ConfigStore:
         self._version = 0
         self._built: tuple[Any, dict[str, Any]] | None = None
         self._snapshot: tuple[dict[str, Any], ConfigSnapshot] | None = None
-        self._listeners: list[Callable[[str, str, Any], None]] = []
 
-    def attach(
-        self, repository_open: Callable[[], bool], apply: Callable[[str, str, Any], None]
-    ) -> None:
-        """How runtime changes reach an open session: the layer that opens sessions (it
-        sits above this one) tells whether a repository is open (options tagged
-        ``runtime=False`` are then fixed) and applies each change to it. Kept across
-        :meth:`reset`."""
-        self._repository_open = repository_open
-        self._apply = apply
+    def follow(self, follower: Follower, *, fixes_startup_options: bool = False) -> None:
+        """Call ``follower(snapshot, section class, option)`` with the new snapshot after
+        each runtime change. A follower that ``fixes_startup_options`` (an open session)
+        makes the options tagged ``runtime=False`` refuse changes until it leaves."""
+        self._followers.append((follower, fixes_startup_options))
+
+    def unfollow(self, follower: Follower) -> None:
+        self._followers = [(f, fixes) for f, fixes in self._followers if f != follower]
+
+    def _startup_options_fixed(self) -> bool:
+        return any(fixes for _, fixes in self._followers)
 
     # -- layers ----------------------------------------------------------------------
 
@@ -314,7 +295,7 @@ class ConfigStore:
         known = options(cls)
         if option not in known:
             raise ConfigError(unknown_option(section, option))
-        if self._repository_open() and known[option].metadata.get("runtime") is False:
+        if self._startup_options_fixed() and known[option].metadata.get("runtime") is False:
             raise ConfigError(
                 f"{section}.{option} cannot change while the repository is open; start "
                 f"ganga with --{section}.{option}=... (or set it in "
@@ -347,18 +328,9 @@ class ConfigStore:
                 self._runtime[section][option] = previous
             self._version += 1
             raise
-        new_value = getattr(probe, option)
-        self._apply(section, option, new_value)
-        for listener in list(self._listeners):
-            listener(section, option, new_value)
-
-    def on_change(self, listener: Callable[[str, str, Any], None]) -> None:
-        """Call ``listener(section, option, value)`` after each runtime change."""
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: Callable[[str, str, Any], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        snapshot = self.snapshot()
+        for follower, _fixes in list(self._followers):
+            follower(snapshot, cls, option)
 
 
 _UNSET: Any = object()

@@ -276,7 +276,8 @@ class Job(GPIObject):
         job is completed afterwards."""
         session = current_session()
         session.sync()  # what the monitor recorded (completed, postprocessing under way)
-        return postprocessing.run_by_hand(session.repo, self._live("runPostProcessors()"))
+        job = self._live("runPostProcessors()")
+        return postprocessing.run_by_hand(session.repo, job, session.config)
 
     @keyword_options
     def force_status(self, status: str) -> bool:

@@ -10,13 +10,13 @@ the session or the repository.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 
 from traitlets.config import Configurable
 
-from ganga_like.config.store import section_from_mapping
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError, GangaError, JobError, PluginError
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import GangaObject
@@ -47,36 +47,37 @@ __all__ = [
     "StatusReport",
     "SubmitContext",
     "SubmitOutcome",
+    "config_of",
     "current_submit_context",
     "growable_resources",
     "set_submit_context_source",
 ]
 
-Section = TypeVar("Section", bound=Configurable)
 Kept = TypeVar("Kept")
 AnyPoller = TypeVar("AnyPoller", bound=Poller)
 
 
-class _Configured:
-    """What both contexts offer: a plugin's configuration section, typed, and the
-    objects it keeps for as long as the session lasts."""
+def config_of(plugin: object, config: ConfigSnapshot) -> ConfigSnapshot:
+    """The part of ``config`` a context handed to ``plugin`` (an instance or a class)
+    holds: the sections the plugin declares in ``config_sections`` (classes it declared
+    through the ``ganga_like.config`` entry points), nothing else."""
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    sections: tuple[type[Configurable], ...] = getattr(cls, "config_sections", ())
+    return config.only(sections)
 
-    settings: Mapping[str, Any]
+
+class _Configured:
+    """What every context offers: the plugin's configuration sections, typed
+    (``ctx.config[Local].max_concurrent``: those it names in ``config_sections`` and no
+    other), and the objects it keeps for as long as the session lasts."""
+
+    config: ConfigSnapshot
     plugin_objects: PluginObjects
 
     def kept(self, kind: type[Kept]) -> Kept:
         """The session's one ``kind()`` (a Dask client per scheduler...), made on first
         use and closed with the session (ganga_like.model.plugin_objects)."""
         return self.plugin_objects.of(kind)
-
-    def config_for(self, section: type[Section]) -> Section:
-        """The plugin's configuration section ``section`` (a class it declared through the
-        ``ganga_like.config`` entry points) as this session has it set: the config file,
-        the command line and runtime ``config`` changes, defaults for what is unset.
-
-        Read from ``settings``, the flat mapping (``<section>_<option>`` keys) that
-        sessions, the monitor and tests hand over."""
-        return section_from_mapping(section, self.settings)
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,13 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class SubmitContext(_Configured):
-    """What a backend needs to know to submit: where things go, how the session is set,
-    and the few services of the runtime a plugin may use (it never imports the runtime)."""
+    """What a backend needs to know to submit: where things go, its configuration
+    sections as the session has them, and the few services of the runtime a plugin may use
+    (it never imports the runtime)."""
 
     gangadir: Path
     workspace: Path
-    settings: Mapping[str, Any]
+    config: ConfigSnapshot
     # The subjobs a splitter's variations make, built as submit() builds them (not stored).
     build_subjobs: Callable[[Job, list[dict[str, Any]]], list[Job]] | None = None
     # The stored top-level job whose backend is the given object (None: no such job).
@@ -146,16 +148,19 @@ _submit_context_source: Callable[[], SubmitContext] | None = None
 
 
 def set_submit_context_source(source: Callable[[], SubmitContext] | None) -> None:
-    """Make ``source()`` what :func:`current_submit_context` returns (None: none)."""
+    """Make ``source()`` (a context holding every section) what
+    :func:`current_submit_context` narrows to a plugin's (None: none)."""
     global _submit_context_source
     _submit_context_source = source
 
 
-def current_submit_context() -> SubmitContext:
-    """The submit context of the current session (opened on first use, as by the GPI)."""
+def current_submit_context(plugin: object) -> SubmitContext:
+    """The submit context of the current session (opened on first use, as by the GPI),
+    made for ``plugin``: it holds ``plugin``'s configuration sections."""
     if _submit_context_source is None:
         raise GangaError("no session to submit from: import ganga_like to start one")
-    return _submit_context_source()
+    ctx = _submit_context_source()
+    return replace(ctx, config=config_of(plugin, ctx.config))
 
 
 @dataclass
@@ -300,12 +305,14 @@ class StatusReport:
 
 @dataclass
 class PollContext(_Configured):
-    """What a backend's poll is given: where the jobs are, the settings, and the backend's
-    poller (what it keeps between cycles), which the monitor holds from cycle to cycle."""
+    """What a backend's poll is given: where the jobs are, its configuration sections
+    (the monitor puts a new snapshot in ``config`` when the configuration changes), and
+    the backend's poller (what it keeps between cycles), which the monitor holds from cycle
+    to cycle."""
 
     gangadir: Path
     workspace: Path
-    settings: Mapping[str, Any]
+    config: ConfigSnapshot
     # Made by the monitor from the backend's ``poller_class`` before its first poll; a
     # context made by hand gets one on first use (:meth:`poller_as`).
     poller: Poller | None = None
@@ -362,6 +369,9 @@ class IBackend(GangaObject):
     """Where a job runs. Subclasses implement bulk submission, kill and a bulk poll."""
 
     _category = "backends"
+    # The configuration sections the backend reads (``ctx.config[Section]``); its
+    # contexts hold these and no other.
+    config_sections: ClassVar[tuple[type[Configurable], ...]] = ()
     supports_real_bulk: ClassVar[bool] = False
     # ``per_job_state`` (GangaObject): False when the backend stores nothing per job, so
     # that subjobs share their master's backend object instead of each storing a copy.
@@ -504,15 +514,15 @@ POSTPROCESSOR_KINDS = ("merger", "checker", "notifier")
 class PostProcessContext(_Configured):
     """What a postprocessor is given: where jobs live on disk, which outputs it may
     replace although ``overwrite`` is off (those the job's own postprocessing wrote before;
-    all of them when an interrupted run is resumed), and its configuration section
-    (``config_for``)."""
+    all of them when an interrupted run is resumed), and its configuration sections
+    (``ctx.config[Notifier].host``)."""
 
     workspace: Path
     written: frozenset[str] = frozenset()
     resumed: bool = False
     # The metadata read at completion (fqid -> dict), before it is stored in the jobs.
     metadata: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    config: ConfigSnapshot = field(default_factory=lambda: ConfigSnapshot({}))
     plugin_objects: PluginObjects = field(default_factory=PluginObjects)
 
     def paths(self, job: Job) -> JobPaths:
@@ -539,6 +549,8 @@ class IPostProcessor(GangaObject):
 
     _category = "postprocessors"
     kind: ClassVar[str] = ""  # one of POSTPROCESSOR_KINDS
+    # The configuration sections the postprocessor reads (``ctx.config[Section]``).
+    config_sections: ClassVar[tuple[type[Configurable], ...]] = ()
     per_job_state = False
 
     def check_before_submit(self) -> None:

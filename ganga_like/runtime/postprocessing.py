@@ -17,16 +17,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import transaction
 from BTrees.IIBTree import IITreeSet
 
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import GangaError, JobError
-from ganga_like.model.interfaces import POSTPROCESSOR_KINDS, IPostProcessor, PostProcessContext
+from ganga_like.model.interfaces import (
+    POSTPROCESSOR_KINDS,
+    IPostProcessor,
+    PostProcessContext,
+    config_of,
+)
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
@@ -48,6 +54,9 @@ PENDING_KEY = "postprocessing_pending"
 # Retried at once, three times: see run_pending.
 _AT_ONCE = RetryPolicy(attempts=3, first_delay=0.0)
 METADATA_FILE = "__metadata__.json"
+# Postprocessing run without a session's configuration (by hand, in tests): every plugin
+# finds its sections missing, and says so, rather than reading defaults silently.
+NO_CONFIG = ConfigSnapshot({})
 
 T = TypeVar("T")
 Transact = Callable[[Callable[[], T]], T]
@@ -122,6 +131,11 @@ def _read_metadata(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {"value": data}
 
 
+def _for(pp: IPostProcessor, ctx: PostProcessContext, config: ConfigSnapshot) -> PostProcessContext:
+    """``ctx`` as ``pp`` is given it: with its configuration sections and no other."""
+    return replace(ctx, config=config_of(pp, config))
+
+
 def _describe(pp: Any, exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if not isinstance(exc, GangaError):
@@ -130,10 +144,16 @@ def _describe(pp: Any, exc: BaseException) -> str:
 
 
 def run_postprocessors(
-    job: Job, workspace: Path, resumed: bool, written: frozenset[str], merge_and_check: bool = True
+    job: Job,
+    workspace: Path,
+    resumed: bool,
+    written: frozenset[str],
+    merge_and_check: bool = True,
+    config: ConfigSnapshot = NO_CONFIG,
 ) -> Outcome:
     """Read metadata and run ``job``'s mergers and checkers in Ganga's order (none when not
-    ``merge_and_check``); change nothing in the repository (the outcome says what to change)."""
+    ``merge_and_check``), each given its part of ``config``; change nothing in the
+    repository (the outcome says what to change)."""
     outcome = Outcome()
     plain = PostProcessContext(workspace)
     for target in [job, *job.iter_subjobs()] if job.is_master else [job]:
@@ -154,7 +174,7 @@ def run_postprocessors(
         if not subjobs:
             continue  # nothing to merge: the job was not split
         try:
-            outcome.written.extend(pp.merge(job, subjobs, ctx))
+            outcome.written.extend(pp.merge(job, subjobs, _for(pp, ctx, config)))
         except (Exception, SystemExit) as exc:  # user code (CustomMerger) may raise anything
             outcome.merger_error = _describe(pp, exc)
             return outcome
@@ -165,7 +185,7 @@ def run_postprocessors(
             if target.fqid in outcome.failed:
                 continue
             try:
-                reason = pp.check(target, ctx)
+                reason = pp.check(target, _for(pp, ctx, config))
             except (Exception, SystemExit) as exc:  # user code may raise anything, even exit
                 reason = _describe(pp, exc)
             else:
@@ -213,7 +233,7 @@ def postprocess(
     transact: Transact[Any],
     workspace: Path,
     by_hand: bool = False,
-    settings: Mapping[str, Any] | None = None,
+    config: ConfigSnapshot = NO_CONFIG,
 ) -> bool:
     """Run the postprocessors of job ``job_id`` through the recorded steps; False when
     there was nothing to do (the monitor: the job is no longer pending)."""
@@ -245,7 +265,7 @@ def postprocess(
         return False
     resumed, written, merge_and_check = started
     job = registry().get(job_id)
-    outcome = run_postprocessors(job, workspace, resumed, written, merge_and_check)
+    outcome = run_postprocessors(job, workspace, resumed, written, merge_and_check, config)
 
     def finish() -> None:
         reg = registry()
@@ -260,7 +280,7 @@ def postprocess(
 
     transact(finish)
     if not by_hand:
-        _notify(job_id, registry, transact, workspace, settings or {})
+        _notify(job_id, registry, transact, workspace, config)
     return True
 
 
@@ -269,18 +289,18 @@ def _notify(
     registry: Callable[[], Registry],
     transact: Transact[Any],
     workspace: Path,
-    settings: Mapping[str, Any],
+    config: ConfigSnapshot,
 ) -> None:
     """Run the notifiers of a job whose outcome is recorded (done: never again, so a mail
     is sent at most once); a mail not sent is one line in the job's event log."""
     job = registry().get(job_id)
     if not isinstance(job, Job):
         return
-    ctx = PostProcessContext(workspace, settings=settings)
+    ctx = PostProcessContext(workspace)
     problems: list[str] = []
     for pp in _notifiers(job):
         try:
-            problems.extend(pp.notify(job, ctx))
+            problems.extend(pp.notify(job, _for(pp, ctx, config)))
         except (Exception, SystemExit) as exc:  # a notifier must never stop the monitor
             problems.append(_describe(pp, exc))
     if not problems:
@@ -301,7 +321,7 @@ def run_pending(
     conn: Any,
     tm: transaction.TransactionManager,
     workspace: Path,
-    settings: Mapping[str, Any] | None = None,
+    config: ConfigSnapshot = NO_CONFIG,
 ) -> int:
     """The monitor's pass after its cycle: postprocess every pending job; how many."""
 
@@ -322,7 +342,7 @@ def run_pending(
     done = 0
     for job_id in ids:
         try:
-            done += postprocess(job_id, registry, transact, workspace, settings=settings)
+            done += postprocess(job_id, registry, transact, workspace, config=config)
         except GangaError as exc:
             log.warning("postprocessing job %s: %s", job_id, exc)
     return done
@@ -337,7 +357,7 @@ def check_can_postprocess(job: Job) -> None:
         raise JobError(f"job {job.fqid} is {status}: postprocessors run once it has ended")
 
 
-def run_by_hand(repo: Any, job: Job) -> bool:
+def run_by_hand(repo: Any, job: Job, config: ConfigSnapshot = NO_CONFIG) -> bool:
     """``j.runPostProcessors()``: run them again now, in this process; True when the job
     is completed afterwards."""
     check_can_postprocess(job)
@@ -354,5 +374,5 @@ def run_by_hand(repo: Any, job: Job) -> bool:
         result: T = repo.in_transaction(action, what=f"postprocessing job {top_id}")
         return result
 
-    postprocess(top_id, repo.registry, transact, repo.workspace, by_hand=True)
+    postprocess(top_id, repo.registry, transact, repo.workspace, by_hand=True, config=config)
     return job.current_status() is Status.COMPLETED

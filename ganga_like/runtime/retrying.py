@@ -115,7 +115,7 @@ def has_pending(root: Any) -> bool:
 def run_pending(
     conn: Any,
     tm: transaction.TransactionManager,
-    context: Callable[[], SubmitContext],
+    context: Callable[[IBackend], SubmitContext],
     workspace: Path,
 ) -> int:
     """The lease holder's pass after its cycle: hand every pending retry to its backend;
@@ -140,7 +140,7 @@ def _fqid(key: tuple[int, int]) -> str:
 def _retry(
     conn: Any,
     tm: transaction.TransactionManager,
-    context: Callable[[], SubmitContext],
+    context: Callable[[IBackend], SubmitContext],
     workspace: Path,
     key: tuple[int, int],
 ) -> int:
@@ -178,11 +178,11 @@ def _retry(
         return 0
     if os.environ.get(TEST_EXIT_VARIABLE):
         os._exit(75)
-    ctx = context()
     job = find()
     assert job is not None
     top = job.master or job
     backend: IBackend = top.backend
+    ctx = context(backend)
     if state == _HANDING:
         # The previous holder died while handing it over: did the backend get it?
         try:

@@ -13,14 +13,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from ganga_like.config.store import option_key
+from traitlets.config import Configurable
+
+from ganga_like.config.sections import Monitor as MonitorSection
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.config.store import store as config_store
 from ganga_like.model.interfaces import (
     IBackend,
     PluginObjects,
     SubmitContext,
+    config_of,
     set_submit_context_source,
 )
 from ganga_like.model.job import Job
@@ -28,12 +31,7 @@ from ganga_like.model.status import set_master_status_order
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.monitoring.monitor import Monitor
-from ganga_like.runtime.settings import (
-    SETTINGS_FIELDS,
-    Settings,
-    configured_settings,
-    plugin_option_keys,
-)
+from ganga_like.runtime.settings import Settings, configured_settings, settings_of
 from ganga_like.runtime.submission.splitting import build_subjobs
 
 __all__ = [
@@ -53,11 +51,12 @@ REFRESH_AFTER = 0.5
 
 
 class Session:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        # From now on, ``config`` changes reach the open session (and Repository options
-        # are fixed while it is open).
-        config_store.attach(_repository_open, _apply_config_change)
+    def __init__(self, settings: Settings, config: ConfigSnapshot | None = None) -> None:
+        """Open ``settings``' repository; ``config`` (the configuration's snapshot unless
+        given) is what the session, its monitor and the plugins' contexts read, with
+        ``settings`` in place of its own core options."""
+        base = config if config is not None else config_store.snapshot()
+        self.config = settings.applied_to(base)
         # Masters' statuses are derived when read, by every part of this process alike.
         set_master_status_order(settings.master_status_order)
         self.repo = Repository(
@@ -65,7 +64,7 @@ class Session:
         )
         # What plugins keep while the session lasts (a Dask client per scheduler).
         self.plugin_objects = PluginObjects()
-        self.monitor = Monitor(self.repo, settings, self.plugin_objects)
+        self.monitor = Monitor(self.repo, self.config, self.plugin_objects)
         for name, run in _MONITOR_PASSES.items():
             self.monitor.add_pass(name, functools.partial(run, self))
         # Outside a shell cell, every change is committed at once (scripts, notebooks
@@ -89,21 +88,52 @@ class Session:
             # (its server connection, its cache slot) rather than keep it half open.
             self.repo.close()
             raise
+        # From now on, ``config`` changes reach the session as new snapshots (and the
+        # options it was opened with, tagged runtime=False, are fixed while it is open).
+        config_store.follow(self._config_changed, fixes_startup_options=True)
         if settings.monitoring:
             self.monitor.start()
+
+    @property
+    def settings(self) -> Settings:
+        """The core settings as the session has them now."""
+        return settings_of(self.config)
 
     def registry(self) -> Registry:
         return self.repo.registry()
 
-    def submit_context(self) -> SubmitContext:
+    def submit_context(self, plugin: object = None) -> SubmitContext:
+        """The context a backend is handed: with ``plugin``'s configuration sections (an
+        instance or class; None: every section, for the runtime's own use)."""
+        config = self.config if plugin is None else config_of(plugin, self.config)
         return SubmitContext(
             self.repo.gangadir,
             self.repo.workspace,
-            self.settings.backend_settings(),
+            config,
             build_subjobs=build_subjobs,
             job_of_backend=self._job_of_backend,
             plugin_objects=self.plugin_objects,
         )
+
+    def _config_changed(
+        self, snapshot: ConfigSnapshot, section: type[Configurable], option: str
+    ) -> None:
+        """A runtime ``config`` change: this session's snapshot, with the new value."""
+        value = getattr(snapshot[section], option)
+        self.use_config(self.config.replaced({section: {option: value}}))
+
+    def use_config(self, config: ConfigSnapshot) -> None:
+        """Put ``config`` in place of the session's snapshot: the next submission and the
+        next poll read it (the monitor starts or stops as Monitor.enabled says)."""
+        was = self.config[MonitorSection].enabled
+        self.config = config
+        self.monitor.config = config
+        now = config[MonitorSection].enabled
+        if now and not was:
+            self.monitor.start()
+        elif was and not now:
+            self.monitor.stop()
+        self.poke_monitor()
 
     def _job_of_backend(self, backend: IBackend) -> Job | None:
         jobs = self.registry().jobs
@@ -154,6 +184,7 @@ class Session:
         self.monitor.poke()
 
     def close(self) -> None:
+        config_store.unfollow(self._config_changed)
         self.monitor.stop(timeout=0.8)
         self.plugin_objects.close()
         self.repo.close()
@@ -189,44 +220,19 @@ def set_settings_factory(factory: Callable[[], Settings] | None) -> None:
     _settings_factory = factory or configured_settings
 
 
-def _repository_open() -> bool:
-    return _current is not None
-
-
-def _apply_config_change(section: str, option: str, value: Any) -> None:
-    """A runtime ``config`` change, applied to the open session's settings."""
-    session = _current
-    if session is None:
-        return
-    field = SETTINGS_FIELDS.get((section, option))
-    if field is not None:
-        setattr(session.settings, field, value)
-    elif option_key(section, option) in plugin_option_keys():
-        setattr(session.settings, option_key(section, option), value)
-    else:
-        return  # read by the shell directly (Display, Shell)
-    # The monitor and the backends read session.settings each time: updating the object
-    # is enough for the next poll or submission to use the new value.
-    if field == "monitoring":
-        if value:
-            session.monitor.start()
-        else:
-            session.monitor.stop()
-    session.poke_monitor()
-
-
 def existing_session() -> Session | None:
     """The open session, or None (never opens one)."""
     return _current
 
 
-def open_session(settings: Settings | None = None) -> Session:
-    """Open (or reopen with new settings) the process's session."""
+def open_session(settings: Settings | None = None, config: ConfigSnapshot | None = None) -> Session:
+    """Open (or reopen with new settings) the process's session; ``config``: the
+    configuration snapshot it carries (the configuration's unless given)."""
     global _current
     with _lock:
         if _current is not None:
             _current.close()
-        _current = Session(settings or _settings_factory())
+        _current = Session(settings or _settings_factory(), config)
         return _current
 
 

@@ -16,6 +16,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from traitlets.config import Configurable
+
+from ganga_like.config.sections import Shell
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.config.store import store
 from ganga_like.errors import GangaError
 from ganga_like.gpi.job import Job
@@ -129,7 +133,7 @@ def _load(ip: Any) -> None:
     if terminal:
         ip.confirm_exit = store.value("Shell", "confirm_exit")
         listener = _shell_listener(ip)
-        store.on_change(listener)
+        store.follow(listener)
     _loaded[ip] = _Loaded(cells, previous, bar, plugins, listener)
 
 
@@ -142,7 +146,7 @@ def unload(ip: Any) -> None:
     with contextlib.suppress(ValueError):
         ip.events.unregister("pre_run_cell", state.plugins.push)
     if state.listener is not None:
-        store.remove_listener(state.listener)
+        store.unfollow(state.listener)
     ip.set_custom_exc((), None)
     from ganga_like.shell import display
 
@@ -221,9 +225,10 @@ def _public_completion(ip: Any) -> None:
 
 
 def _shell_listener(ip: Any) -> Any:
-    def changed(section: str, option: str, value: Any) -> None:
-        if section != "Shell":
+    def changed(snapshot: ConfigSnapshot, section: type[Configurable], option: str) -> None:
+        if section is not Shell:
             return
+        value = getattr(snapshot[Shell], option)
         if option == "confirm_exit":
             ip.confirm_exit = value
         elif option == "toolbar_interval" and getattr(ip, "pt_app", None) is not None:

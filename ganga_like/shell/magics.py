@@ -8,6 +8,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from ganga_like.config.sections import Monitor as MonitorSection
 from ganga_like.config.store import store
 from ganga_like.runtime.session import current_session
 from ganga_like.shell.script import run_script
@@ -95,14 +96,14 @@ class GangaMagics(Magics):
 def _status_line() -> str:
     session = current_session()
     monitor = session.monitor
-    settings = session.settings
+    intervals = session.config[MonitorSection]
     state = "running" if monitor.running else "stopped"
     if session.repo.read_only:
         state += " (read-only repository: nothing to monitor)"
     active = len(session.registry().active)
     return (
         f"monitor: {state}; {monitor.cycles} cycles, {monitor.cpu_seconds:.2f} s CPU; "
-        f"polls every {settings.monitor_min_interval:g}-{settings.monitor_max_interval:g}"
+        f"polls every {intervals.min_interval:g}-{intervals.max_interval:g}"
         f" s; {active} active (sub)jobs" + _stale_text(monitor.stale_backends)
     )
 

@@ -82,6 +82,8 @@ class Dask(IBackend):
     in a fresh directory on a worker, with its input files; stdout, stderr, the exit code
     and output files come back into the subjob's output directory."""
 
+    config_sections = (DaskSection,)
+
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "address": SchedulerAddress(
             help="The Dask scheduler, e.g. 'tcp://host:8786'; empty: the gangadir's own "
@@ -138,7 +140,7 @@ class Dask(IBackend):
             return SubmitOutcome(
                 failed={j.fqid: str(w) for (j, _), w in zip(jobs, words, strict=True)}
             )
-        section = ctx.config_for(DaskSection)
+        section = ctx.config[DaskSection]
         with contextlib.ExitStack() as stack:
             if not self.address:  # the gangadir's cluster does not leave meanwhile
                 stack.enter_context(default_cluster.in_use(ctx.gangadir))
@@ -207,7 +209,7 @@ class Dask(IBackend):
         client let go of when it died may have run all the same); each found gets its
         key and scheduler back, to be followed. None when the scheduler does not answer.
         The gangadir's own cluster, when it is gone, received nothing that still runs."""
-        section = ctx.config_for(DaskSection)
+        section = ctx.config[DaskSection]
         address = self.address
         if not address:
             record = default_cluster.alive_record(ctx.gangadir)
@@ -234,7 +236,7 @@ class Dask(IBackend):
         return {by_key[key].fqid for key in found}
 
     def kill_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> dict[str, str]:
-        section = ctx.config_for(DaskSection)
+        section = ctx.config[DaskSection]
         by_address: dict[str, list[Job]] = {}
         for job in jobs:
             if job.backend.key:
@@ -268,7 +270,7 @@ class Dask(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
-        section = ctx.config_for(DaskSection)
+        section = ctx.config[DaskSection]
         timeout = section.timeout
         poller = ctx.poller_as(DaskPoller)
         running = poller.running.value

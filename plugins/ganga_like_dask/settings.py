@@ -1,7 +1,7 @@
 """The ``Dask`` configuration section, registered under the ``ganga_like.config`` entry
 points: ``c.Dask.n_workers = 4`` in the config file, ``--Dask.n_workers=4`` on the command
 line, ``config.Dask.n_workers = 4`` at runtime. The backend receives it through its context
-(``ctx.config_for(Dask)``)."""
+(``ctx.config[Dask]``)."""
 
 from __future__ import annotations
 

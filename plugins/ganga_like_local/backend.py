@@ -87,6 +87,7 @@ class Local(IBackend):
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = process_schema(
         LAUNCHERS, "multiple"
     )
+    config_sections = (LocalSection,)
     per_job_state = False  # the runner's key is derived from the fqid
     # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
     # trivial programs on two cores, as long as preparing 1,000 more takes) start at once.
@@ -122,7 +123,7 @@ class Local(IBackend):
                     outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
                     return
 
-        section = ctx.config_for(LocalSection)
+        section = ctx.config[LocalSection]
         try:
             runner_client.submit(
                 runner_dir(ctx.gangadir),

@@ -1,7 +1,7 @@
 """The ``Local`` configuration section, registered under the ``ganga_like.config`` entry
 points: ``c.Local.max_concurrent = 4`` in the config file, ``--Local.max_concurrent=4`` on
 the command line, ``config.Local.max_concurrent = 4`` at runtime. The backend receives it
-through its context (``ctx.config_for(Local)``)."""
+through its context (``ctx.config[Local]``)."""
 
 from __future__ import annotations
 

@@ -126,6 +126,7 @@ class SGE(BatchBackend):
     scheduler = SCHEDULER
     # What a Retry may grow.
     growable = frozenset({"memory", "walltime"})
+    config_sections = (SGESection,)
 
     queue: str
     project: str
@@ -153,7 +154,7 @@ class SGE(BatchBackend):
 
     @classmethod
     def batch_settings(cls, ctx: SubmitContext | PollContext) -> SGESettings:
-        return SGESettings.from_section(ctx.config_for(SGESection))
+        return SGESettings.from_section(ctx.config[SGESection])
 
     def plan(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings

@@ -3,7 +3,7 @@
 The batch base's waits and limits (:class:`~ganga_like.batch.settings.BatchSection`), and
 the size of its arrays. Set like any other option: ``c.SGE.poll_interval = 10`` in the
 config file, ``config.SGE.poll_interval = 1`` at runtime; the backend receives the section
-through its context (``ctx.config_for(SGE)``) and works from a :class:`SGESettings`.
+through its context (``ctx.config[SGE]``) and works from a :class:`SGESettings`.
 """
 
 from __future__ import annotations

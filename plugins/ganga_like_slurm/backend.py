@@ -131,6 +131,7 @@ class Slurm(BatchBackend):
     scheduler = SCHEDULER
     # What a Retry may grow: the memory and walltime of ``resources``.
     growable = frozenset({"memory", "walltime"})
+    config_sections = (SlurmSection,)
     poller_class = SlurmPoller  # the batch base's, and the pilots'
 
     partition: str
@@ -177,7 +178,7 @@ class Slurm(BatchBackend):
 
     @classmethod
     def batch_settings(cls, ctx: SubmitContext | PollContext) -> SlurmSettings:
-        return SlurmSettings.from_section(ctx.config_for(SlurmSection))
+        return SlurmSettings.from_section(ctx.config[SlurmSection])
 
     def plan(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings

@@ -14,6 +14,7 @@ from ganga_like.batch.script import read_missing_output
 from ganga_like.model.interfaces import ActiveRef, PollContext, StatusReport
 
 from .scheduler import SCHEDULER
+from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
 
 __all__ = ["MAX_QUERY_CHARS", "poll", "query_ids"]
@@ -32,5 +33,9 @@ def query_ids(slurm_ids: Iterable[str]) -> list[list[str]]:
 def poll(ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
     """Reports for the (sub)jobs of ``refs`` whose status changed since the last cycle."""
     return batch_polling.poll(
-        SCHEDULER, ctx, refs, SlurmSettings.from_mapping(ctx.settings), read_missing_output
+        SCHEDULER,
+        ctx,
+        refs,
+        SlurmSettings.from_section(ctx.config[SlurmSection]),
+        read_missing_output,
     )

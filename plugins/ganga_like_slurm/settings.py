@@ -3,29 +3,26 @@
 The section is registered under the ``ganga_like.config`` entry points, so its options are
 set like any other: ``c.Slurm.poll_interval = 10`` in the config file,
 ``--Slurm.poll_interval=10`` on the command line, ``config.Slurm.poll_interval = 1`` at
-runtime, and ``ganga --help-all`` / ``--generate-config`` show them. The backend receives the
-section through its context (``ctx.config_for(Slurm)``) and works from a
-:class:`SlurmSettings`, the same values as a frozen dataclass.
+runtime, and ``ganga --help-all`` / ``--generate-config`` show them. The backend reads the
+section from its context (``ctx.config[Slurm]``) and works from a :class:`SlurmSettings`,
+the same values as a frozen dataclass.
 
 The waits every batch backend has are the batch base's
 (:class:`~ganga_like.batch.settings.BatchSection`); Slurm adds how long the partitions are
 reused and the size of its arrays. Every option is optional: the defaults suit a production
-cluster. Tests and impatient users shorten the waits the same way, or through the flat
-mapping contexts carry (``slurm_<option>`` keys of ``SubmitContext.settings`` /
-``PollContext.settings``), which :meth:`SlurmSettings.from_mapping` reads.
+cluster. Tests and impatient users shorten the waits the same way, or in a context built
+by hand (``ConfigSnapshot.of({Slurm: {"poll_interval": 0.3}})``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from traitlets import Float, Int
 
 from ganga_like.batch.settings import BatchSection, BatchWaits
 
-__all__ = ["SETTING_KEYS", "Slurm", "SlurmSettings"]
+__all__ = ["Slurm", "SlurmSettings"]
 
 # commands.DEFAULT_TIMEOUT, the commands' own default (tests/test_config_layer.py keeps the
 # two equal). Not imported from there: every configuration read loads this module, and
@@ -35,8 +32,7 @@ DEFAULT_TIMEOUT = BatchWaits.command_timeout
 
 @dataclass(frozen=True)
 class SlurmSettings(BatchWaits):
-    """Waits and limits; each field is the ``Slurm`` section's option of the same name
-    (``slurm_<field>`` in a settings mapping)."""
+    """Waits and limits; each field is the ``Slurm`` section's option of the same name."""
 
     # Partitions and limits change rarely; a loop of submissions asks once per this many
     # seconds.
@@ -44,19 +40,6 @@ class SlurmSettings(BatchWaits):
     # Most subjobs in one array; 0: as many as the cluster's MaxArraySize allows (a
     # smaller value also applies when it is below that).
     max_array_size: int = 0
-
-    @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any]) -> SlurmSettings:
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = f"slurm_{f.name}"
-            if key in settings and settings[key] is not None:
-                kind = int if f.type in ("int", int) else float
-                values[f.name] = kind(settings[key])
-        return cls(**values)
-
-
-SETTING_KEYS = tuple(f"slurm_{f.name}" for f in fields(SlurmSettings))
 
 
 class Slurm(BatchSection):

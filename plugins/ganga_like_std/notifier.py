@@ -65,6 +65,7 @@ class Notifier(IPostProcessor):
     completes or fails; ``verbose=True`` also mails each failed subjob."""
 
     kind = "notifier"
+    config_sections = (NotifierSection,)
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "address": EmailAddress(help="Where the notifications go."),
         "verbose": traitlets.Bool(False, help="Also send one mail for each failed subjob."),
@@ -77,7 +78,7 @@ class Notifier(IPostProcessor):
     def notify(self, job: Job, ctx: PostProcessContext) -> list[str]:
         """Send the mails for ``job``, which has ended; why each mail not sent was not
         (one line each, for the job's event log). Never raises for a server problem."""
-        config = ctx.config_for(NotifierSection)
+        config = ctx.config[NotifierSection]
         about = [job]
         if self.verbose and job.is_master:
             about += [sj for sj in job.iter_subjobs() if sj.current_status() is Status.FAILED]

@@ -1,7 +1,7 @@
 """The ``Notifier`` configuration section, registered under the ``ganga_like.config`` entry
 points: where the ``Notifier`` postprocessor sends its mail (``c.Notifier.host = "smtp.org"``
 in the config file, ``--Notifier.port=587`` on the command line). The postprocessor receives
-it through its context (``ctx.config_for(Notifier)``)."""
+it through its context (``ctx.config[Notifier]``)."""
 
 from __future__ import annotations
 

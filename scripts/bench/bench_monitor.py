@@ -40,15 +40,15 @@ SHORT = 200  # subjobs that end quickly while the rest stay active
 def active(n: int) -> None:
     """One line of figures for N followed subjobs (run in its own process)."""
     gangadir = Path(tempfile.mkdtemp(prefix="bench-monitor-")) / "gangadir"
-    from ganga_like import ArgSplitter, Executable, Job
+    from ganga_like import ArgSplitter, Executable, Job, config
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_local.backend import runner_dir
     from ganga_like_runner import client as runner_client
 
-    session = open_session(
-        Settings(gangadir=gangadir, monitoring=False, local_max_concurrent=2, local_idle_exit=60)
-    )
+    config.Local.max_concurrent = 2
+    config.Local.idle_exit = 60
+    session = open_session(Settings(gangadir=gangadir, monitoring=False))
     monitor = session.monitor
     args = [["0.3"]] * SHORT + [["900"]] * (n - SHORT)
     j = Job(application=Executable(exe="/bin/sleep"), splitter=ArgSplitter(args=args))

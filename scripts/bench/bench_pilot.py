@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
 
-    from ganga_like import ArgSplitter, Executable, Job, Local, Pilot, Slurm
+    from ganga_like import ArgSplitter, Executable, Job, Local, Pilot, Slurm, config
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_slurm import commands
@@ -43,16 +43,10 @@ def main() -> None:
         )
     cores = args.cores
 
-    class BenchSettings(Settings):
-        def backend_settings(self) -> dict[str, Any]:
-            return {
-                **super().backend_settings(),
-                "local_max_concurrent": cores,
-                "slurm_poll_interval": 0.5,
-            }
-
+    config.Local.max_concurrent = cores
+    config.Slurm.poll_interval = 0.5
     gangadir = Path(tempfile.mkdtemp(prefix="bench-pilot-")) / "gangadir"
-    open_session(BenchSettings(gangadir=gangadir))
+    open_session(Settings(gangadir=gangadir))
     commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
 
     def run(backend: Any) -> tuple[float, float, int]:

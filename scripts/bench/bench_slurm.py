@@ -93,15 +93,14 @@ def cycles(n: int, gangadir: Path) -> None:
 
 def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
     """submit() -> all completed with the monitor thread on, against Slurm's own span."""
-    from ganga_like import ArgSplitter, Executable, Job, Slurm
+    from ganga_like import ArgSplitter, Executable, Job, Slurm, config
     from ganga_like.runtime.session import open_session
     from ganga_like.runtime.settings import Settings
     from ganga_like_slurm import commands
 
-    settings = Settings(gangadir=gangadir)
     if fixed:
-        settings = Settings(gangadir=gangadir, slurm_min_poll_interval=settings.slurm_poll_interval)
-    session = open_session(settings)
+        config.Slurm.min_poll_interval = config.Slurm.poll_interval
+    session = open_session(Settings(gangadir=gangadir))
     j = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),

@@ -40,8 +40,6 @@ def shared_settings(gangadir: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "gangadir": gangadir,  # the default mode: sessions share the repository
         "zeo_idle_exit": 2.0,
-        "local_max_concurrent": 2,
-        "local_idle_exit": 5.0,
         "monitor_lease_timeout": 0.5,
     }
     values.update(overrides)

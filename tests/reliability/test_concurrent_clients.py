@@ -71,7 +71,7 @@ def test_ten_thousand_concurrent_updates_full_scale(
 def _run_clients(
     gangadir: Path, cleanup: list[subprocess.Popen[str]], updates_per_client: int
 ) -> None:
-    settings = shared_settings(gangadir, local_max_concurrent=2)
+    settings = shared_settings(gangadir)
     daemon.start(settings)
     session = open_session(shared_settings(gangadir, monitoring=False))
     masters = []

@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 
+from ganga_like.config.store import store
 from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.registry import Registry
 from ganga_like.repository.zeo import shared
 from ganga_like.runtime.repository_check import check_repository
+from ganga_like_local.settings import Local as LocalSection
 
 from ..conftest import CHILD_PYTHONPATH
 from ..test_local_runner import paused_runner
@@ -192,7 +194,12 @@ def test_a_full_disk_while_subjobs_run_loses_no_event_and_every_outcome_is_recor
         for name in ("workspace", "local-runner"):
             (small / name).mkdir()
             (gangadir / name).symlink_to(small / name)
-        open_session(Settings(gangadir=gangadir, local_max_concurrent=running, local_idle_exit=5.0))
+        open_session(
+            Settings(gangadir=gangadir),
+            store.snapshot().replaced(
+                {LocalSection: {"max_concurrent": running, "idle_exit": 5.0}}
+            ),
+        )
         try:
             j = Job(
                 application=Executable(exe=str(exe)),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like import ArgSplitter, Executable, Job, jobs
+from ganga_like import ArgSplitter, Executable, Job, config, jobs
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
 from ganga_like.runtime.monitoring import cycle_hold, daemon
@@ -180,9 +180,8 @@ def _kill_monitors_while_jobs_finish(
     """Kill -9 a monitor at each point of its cycle in turn (cycle_hold), each time after
     the next batch of subjobs has ended, and check that what was recorded is exactly what
     the killed cycles committed, and in the end exactly what the runner did."""
-    settings = shared_settings(
-        gangadir, repository_mode=mode, monitoring=False, local_max_concurrent=1
-    )
+    settings = shared_settings(gangadir, repository_mode=mode, monitoring=False)
+    config.Local.max_concurrent = 1  # the daemon started below carries it too
     open_session(settings)
     gates = gangadir.parent / "gates"
     gates.mkdir()

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ganga_like.config.snapshot import ConfigSnapshot
+from ganga_like.config.store import all_sections, options, store
 from ganga_like.detached import HelperNotReady, send_ready_line, start_detached, stop_detached
 from ganga_like.errors import GangaError
 from ganga_like.private import write_private
@@ -138,8 +140,10 @@ def _reap() -> None:
             _spawned.remove(proc)
 
 
-def start(settings: Settings, timeout: float = 60.0) -> int:
-    """Start the daemon for ``settings.gangadir`` (shared mode); return its PID.
+def start(settings: Settings, timeout: float = 60.0, config: ConfigSnapshot | None = None) -> int:
+    """Start the daemon for ``settings.gangadir`` (shared mode); return its PID. It
+    carries ``config`` (the configuration's snapshot unless given), its plugins' sections
+    included, as a session opened here would.
 
     If one runs already, its PID is returned and nothing is started.
     """
@@ -159,6 +163,8 @@ def start(settings: Settings, timeout: float = 60.0) -> int:
         str(gangadir),
         "--settings",
         json.dumps(fields),
+        "--config",
+        json.dumps(_sections_as_json(config if config is not None else store.snapshot())),
     ]
     try:
         started = start_detached(argv, gangadir / LOG_NAME, ready_timeout=timeout)
@@ -193,7 +199,7 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
 # -- the daemon process ---------------------------------------------------------------
 
 
-def run(settings: Settings, ready_fd: int = -1) -> int:
+def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = None) -> int:
     """The daemon's life: hold the daemon lock, monitor with priority, until SIGTERM."""
     from ganga_like.runtime.session import Session
     from ganga_like.runtime.workflow import driver  # noqa: F401 (the daemon drives waiting jobs)
@@ -211,7 +217,9 @@ def run(settings: Settings, ready_fd: int = -1) -> int:
     session: Any = None
     try:
         try:
-            session = Session(dataclasses.replace(settings, gangadir=gangadir, monitoring=False))
+            session = Session(
+                dataclasses.replace(settings, gangadir=gangadir, monitoring=False), config
+            )
         except GangaError as exc:
             send_ready_line(ready_fd, f"error {exc}")
             return 1
@@ -270,6 +278,23 @@ def _write_figures(gangadir: Path, monitor: Any, started: float, polled: int) ->
         os.replace(tmp, gangadir / STATUS_NAME)
 
 
+def _sections_as_json(config: ConfigSnapshot) -> dict[str, dict[str, Any]]:
+    """Every option of every section of ``config``, by section name."""
+    return {
+        cls.__name__: {option: getattr(config[cls], option) for option in options(cls)}
+        for cls in config
+    }
+
+
+def _config_from_json(text: str) -> ConfigSnapshot:
+    """The snapshot :func:`_sections_as_json` described: the daemon's own configuration
+    with those values (a section the daemon does not know is left out)."""
+    known = {cls.__name__: cls for cls in all_sections()}
+    given = json.loads(text)
+    values = {known[name]: section for name, section in given.items() if name in known}
+    return store.snapshot().replaced(values)
+
+
 def _settings_from_json(text: str) -> Settings:
     fields = json.loads(text)
     known = {f.name for f in dataclasses.fields(Settings)}
@@ -296,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             settings = _settings_from_json(args[args.index("--settings") + 1])
         else:
             settings = Settings(gangadir=Path(args[1]), repository_mode="shared")
-        return run(settings, ready_fd)
+        config = _config_from_json(args[args.index("--config") + 1]) if "--config" in args else None
+        return run(settings, ready_fd, config)
     settings = Settings(repository_mode="shared")
     if len(args) > 1:
         settings = dataclasses.replace(settings, gangadir=Path(args[1]))

@@ -25,6 +25,8 @@ from typing import Any
 import transaction
 from transaction.interfaces import TransientError
 
+from ganga_like.config.sections import Monitor as MonitorSection
+from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import (
@@ -34,6 +36,7 @@ from ganga_like.model.interfaces import (
     Poller,
     StatusReport,
     SubmitContext,
+    config_of,
 )
 from ganga_like.model.status import Status
 from ganga_like.model.workspace import record_outputs
@@ -44,7 +47,6 @@ from ganga_like.runtime.monitoring import cycle_hold
 from ganga_like.runtime.monitoring.active_view import ActiveView
 from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
-from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.workflow import engine as workflow
 
 __all__ = ["CycleResult", "Monitor", "next_interval"]
@@ -85,10 +87,15 @@ class Monitor:
     """Keeps the status of active jobs current."""
 
     def __init__(
-        self, repo: Repository, settings: Settings, plugin_objects: PluginObjects | None = None
+        self,
+        repo: Repository,
+        config: ConfigSnapshot,
+        plugin_objects: PluginObjects | None = None,
     ) -> None:
         self.repo = repo
-        self.settings = settings
+        # The session's configuration: the session puts a new snapshot here when it
+        # changes; each cycle reads the one there is then.
+        self.config = config
         # The session's, handed to every context (one of its own without a session).
         self.plugin_objects = plugin_objects if plugin_objects is not None else PluginObjects()
         self._tm = transaction.TransactionManager()
@@ -157,24 +164,22 @@ class Monitor:
             self._committed.wait_for(lambda: self.commits > seen, timeout)
 
     def _loop(self) -> None:
-        interval = self.settings.monitor_min_interval
+        interval = self.config[MonitorSection].min_interval
         previous = time.monotonic()
         while not self._stop.is_set():
             started = time.monotonic()
+            section = self.config[MonitorSection]
             try:
                 result = self.run_once()
             except Exception:  # the monitor must never die: log and go on
                 log.exception("monitoring cycle failed")
                 result = CycleResult()
-            soon = next_interval(result, started - previous, self.settings.monitor_min_interval)
+            soon = next_interval(result, started - previous, section.min_interval)
             previous = started
-            if result.changed:
-                interval = soon
-            else:
-                interval = min(interval * 2, self.settings.monitor_max_interval)
+            interval = soon if result.changed else min(interval * 2, section.max_interval)
             if not self.lease.held:
                 # A lease its holder left (or died with) is taken within this time.
-                interval = min(interval, self.settings.monitor_lease_timeout)
+                interval = min(interval, section.lease_timeout)
             if self._wake.wait(interval):
                 self._wake.clear()
                 interval = soon
@@ -383,7 +388,7 @@ class Monitor:
         self._pending_pass(
             result,
             lambda conn: postprocessing.run_pending(
-                conn, self._tm, self.repo.workspace, self.settings.backend_settings()
+                conn, self._tm, self.repo.workspace, self.config
             ),
         )
 
@@ -423,27 +428,31 @@ class Monitor:
         ctx = self._contexts.get(backend)
         return None if ctx is None else ctx.poller
 
-    def _submit_context(self) -> SubmitContext:
+    def _submit_context(self, backend: IBackend) -> SubmitContext:
         return SubmitContext(
             self.repo.gangadir,
             self.repo.workspace,
-            self.settings.backend_settings(),
+            config_of(backend, self.config),
             plugin_objects=self.plugin_objects,
         )
 
     def _context(self, backend: str, cls: type[IBackend]) -> PollContext:
         """The backend's context and its poller, made the first time it is polled (in a
-        tenure of the lease): they are kept from cycle to cycle."""
+        tenure of the lease): they are kept from cycle to cycle; the context holds the
+        backend's part of the configuration as it is now."""
+        config = config_of(cls, self.config)  # the same object until the config changes
         ctx = self._contexts.get(backend)
         if ctx is None:
             ctx = PollContext(
                 self.repo.gangadir,
                 self.repo.workspace,
-                self.settings.backend_settings(),
+                config,
                 poller=cls.poller_class(),
                 plugin_objects=self.plugin_objects,
             )
             self._contexts[backend] = ctx
+        elif ctx.config is not config:
+            ctx.config = config
         return ctx
 
 

@@ -227,7 +227,7 @@ def preview(session: Session, job: Job) -> str:
     pairs, outcome = prepare(session, targets, keep_going=True, stage=False)
     if outcome.failed:
         raise JobError(f"job {job.fqid} could not be prepared: {summarise(outcome)}")
-    return str(job.backend.preview_bulk(session.submit_context(), pairs))
+    return str(job.backend.preview_bulk(session.submit_context(job.backend), pairs))
 
 
 def _split(job: Job) -> list[Job]:

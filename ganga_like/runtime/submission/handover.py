@@ -81,7 +81,7 @@ def prepare(
 ) -> tuple[list[tuple[Job, RunSpec]], SubmitOutcome]:
     """Each target's run specification; failures recorded as the splitting design says.
     ``stage=False`` (a preview): the files an application generates are not written."""
-    ctx = session.submit_context()
+    ctx = session.submit_context()  # for its paths alone: handed to no plugin
     pairs: list[tuple[Job, RunSpec]] = []
     outcome = SubmitOutcome()
     for index, target in enumerate(targets):
@@ -148,7 +148,7 @@ def hand_over(
     pairs, outcome = prepare(session, targets, keep_going)
     if pairs:
         try:
-            result = job.backend.submit_bulk(session.submit_context(), pairs, keep_going)
+            result = job.backend.submit_bulk(session.submit_context(job.backend), pairs, keep_going)
         except BackendError as exc:
             result = SubmitOutcome(failed={t.fqid: str(exc) for t, _ in pairs})
         except Exception as exc:  # a plugin bug must not leave the job in submitting

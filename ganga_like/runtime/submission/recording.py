@@ -85,7 +85,9 @@ def undo_submission(
         skipped = set(outcome.not_attempted)
         handed = [t for t in targets if t.fqid not in outcome.failed and t.fqid not in skipped]
     try:
-        problems = job.backend.kill_bulk(session.submit_context(), handed) if handed else {}
+        problems = (
+            job.backend.kill_bulk(session.submit_context(job.backend), handed) if handed else {}
+        )
     except GangaError as exc:
         problems = {job.fqid: str(exc)}
     reason = f"job {job.fqid} could not be {action}: {error}"

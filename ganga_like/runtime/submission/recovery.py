@@ -45,19 +45,19 @@ class _Scope:
     not imported here: it is the one that calls recovery)."""
 
     repo: Repository
-    submit_context: Callable[[], SubmitContext]
+    submit_context: Callable[[object], SubmitContext]
 
     def registry(self) -> Registry:
         return self.repo.registry()
 
 
 def recover_interrupted_submissions(
-    repo: Repository, submit_context: Callable[[], SubmitContext]
+    repo: Repository, submit_context: Callable[[object], SubmitContext]
 ) -> list[str]:
     """Recover every interrupted submission; return one line per job recovered.
 
-    ``submit_context`` gives the context handed to backends asked what they received or
-    to cancel."""
+    ``submit_context(backend)`` gives the context handed to backends asked what they
+    received or to cancel."""
     session = _Scope(repo, submit_context)
     registry = session.registry()
     recorded = ((job_id, Intent.read(value)) for job_id, value in registry.intents())
@@ -83,7 +83,7 @@ def recover_interrupted_submissions(
 
 
 def recover_own_submission(
-    repo: Repository, submit_context: Callable[[], SubmitContext], job_id: int
+    repo: Repository, submit_context: Callable[[object], SubmitContext], job_id: int
 ) -> str | None:
     """Recover the submission of job ``job_id`` that this process was making when Ctrl-C
     stopped it, as the next start would recover it after a crash, so that this session
@@ -126,7 +126,7 @@ def _recover_one(
 
 def _cancel(session: _Scope, job: Job, targets: list[Job]) -> None:
     try:
-        job.backend.kill_bulk(session.submit_context(), targets)
+        job.backend.kill_bulk(session.submit_context(job.backend), targets)
     except GangaError as exc:
         log.warning("job %s: cancelling an interrupted submission failed: %s", job.fqid, exc)
 
@@ -136,7 +136,7 @@ def _received(session: _Scope, job: Job, targets: list[Job]) -> set[str]:
     if not targets:
         return set()
     try:
-        received = job.backend.received_bulk(session.submit_context(), targets)
+        received = job.backend.received_bulk(session.submit_context(job.backend), targets)
     except (GangaError, OSError) as exc:
         log.warning("job %s: cannot ask the backend what it received: %s", job.fqid, exc)
         return set()

@@ -32,7 +32,7 @@ def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
     if not targets:
         raise JobError(f"job {job.fqid} is {job.current_status()}: nothing to kill")
     backend = (job.master or job).backend
-    errors = backend.kill_bulk(session.submit_context(), targets)
+    errors = backend.kill_bulk(session.submit_context(backend), targets)
 
     def record_kill() -> None:
         registry = session.repo.registry()
@@ -106,7 +106,8 @@ def force_status(session: Session, job: Job, status: str) -> bool:
     active = [j for j in jobs if Status.parse(j.status).active]
     if active:
         try:
-            (job.master or job).backend.kill_bulk(session.submit_context(), active)
+            backend = (job.master or job).backend
+            backend.kill_bulk(session.submit_context(backend), active)
         except GangaError as exc:
             log.warning("job %s: stopping the backend job failed: %s", job.fqid, exc)
 
