@@ -10,6 +10,7 @@ and whoever follows the store (an open session) puts it in place of the old.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -18,7 +19,7 @@ from traitlets.config import Configurable
 
 from ganga_like.errors import ConfigError
 
-__all__ = ["ConfigSnapshot", "freeze"]
+__all__ = ["ConfigSnapshot", "freeze", "trait_refusal"]
 
 S = TypeVar("S", bound=Configurable)
 
@@ -98,7 +99,7 @@ class ConfigSnapshot:
                 try:
                     setattr(section, option, value)
                 except TraitError as exc:
-                    raise ConfigError(f"{cls.__name__}.{option}: {exc}") from None
+                    raise ConfigError(f"{cls.__name__}.{option}: {trait_refusal(exc)}") from None
             sections[cls] = section
         return ConfigSnapshot(sections)
 
@@ -132,3 +133,11 @@ def _frozen_class(cls: type[Configurable]) -> type[Configurable]:
     )
     frozen.__qualname__ = cls.__qualname__
     return frozen
+
+
+def trait_refusal(exc: TraitError) -> str:
+    """What traitlets' refusal says after naming the trait: it says "The 'x' trait of a
+    Monitor instance expected a float, not ..."; the option is named by the caller."""
+    text = str(exc)
+    found = re.search(r" instance (.*)$", text, re.S)
+    return found.group(1).rstrip(".") if found else text

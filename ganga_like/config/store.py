@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import difflib
 import logging
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from ganga_like.config.lists import Where, refusal, split_commas
 from ganga_like.config.mistyped import closest_section, mistyped_sections
 from ganga_like.config.numbers import accepts, number_problem
 from ganga_like.config.sections import AFTER_PLUGINS, BEFORE_PLUGINS
-from ganga_like.config.snapshot import ConfigSnapshot
+from ganga_like.config.snapshot import ConfigSnapshot, trait_refusal
 from ganga_like.errors import ConfigError, safe_repr, shown_failed
 
 __all__ = [
@@ -254,7 +253,7 @@ class ConfigStore:
                 try:
                     setattr(section, option, value)
                 except TraitError as exc:
-                    why = refusal(name, option, trait, value, _short(exc), _where(source))
+                    why = refusal(name, option, trait, value, trait_refusal(exc), _where(source))
                     raise ConfigError(f"{source}: {name}.{option}: {why}") from None
                 except Exception as exc:
                     raise ConfigError(
@@ -312,7 +311,7 @@ class ConfigStore:
         try:
             setattr(probe, option, value)
         except TraitError as exc:
-            why = refusal(section, option, known[option], value, _short(exc), "config")
+            why = refusal(section, option, known[option], value, trait_refusal(exc), "config")
             raise ConfigError(f"{section}.{option}: {why}") from None
         except Exception as exc:
             raise ConfigError(f"{section}.{option}: {_odd(known[option], value, exc)}") from None
@@ -388,14 +387,6 @@ def _where(source: str) -> Where:
     if source.startswith("config file"):
         return "config file"
     return "config" if source == "config" else "command line"
-
-
-def _short(exc: TraitError) -> str:
-    # traitlets says "The 'x' trait of a Monitor instance expected a float, not ..."; the
-    # option is named by the caller, so keep what follows "instance".
-    text = str(exc)
-    found = re.search(r" instance (.*)$", text, re.S)
-    return found.group(1).rstrip(".") if found else text
 
 
 store = ConfigStore()
