@@ -127,20 +127,20 @@ def _local_leftovers(gangadir: Path, ids: list[str]) -> None:
 
 
 def _slurm_leftovers(gangadir: Path, ids: list[str]) -> None:
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
     arrays = sorted({i.split("_")[0] for i in ids if i})
     if arrays:
-        commands.scancel(arrays)
+        slurm_commands.scancel(arrays)
 
 
 def _slurm_available() -> None:
     """Skip, saying why, unless a Slurm controller answers (as tests/test_slurm_backend.py)."""
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not commands.ping():
+    if not slurm_commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

@@ -55,12 +55,12 @@ def _real_slurm_only_when_marked(
     commands are installed, answering, or absent."""
     if request.node.get_closest_marker("slurm") is not None:
         return
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
     def refuse(args: Sequence[str], **_: object) -> NoReturn:
         raise AssertionError(f"a test not marked slurm ran the real `{' '.join(args)}`")
 
-    monkeypatch.setattr(commands, "_run", refuse)
+    monkeypatch.setattr(slurm_commands, "_run", refuse)
 
 
 @pytest.fixture(scope="session")
@@ -70,15 +70,15 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     Slurm's limits are whole minutes, checked about every 30 s, so it ends 60-90 s after
     it starts: the first Slurm test of the run submits it (below) and
     tests/test_slurm_commands.py checks it, the wait overlapping everything in between."""
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
     from ganga_like_slurm.resource_spec import ResourceSpec
     from ganga_like_slurm.script import BatchScriptSpec, ElementCommand, render_script
 
-    if shutil.which("sbatch") is None or not commands.ping():
+    if shutil.which("sbatch") is None or not slurm_commands.ping():
         yield None  # the Slurm tests skip, saying why
         return
     out = tmp_path_factory.mktemp("timeout")
-    job = commands.sbatch(
+    job = slurm_commands.sbatch(
         render_script(
             BatchScriptSpec(
                 job_name="timeout-test",
@@ -90,7 +90,7 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     )
     yield job
     with contextlib.suppress(Exception):
-        commands.scancel([job])
+        slurm_commands.scancel([job])
 
 
 # A ganga script whose split job has one subjob over its 1-minute walltime and a Retry
@@ -141,7 +141,7 @@ def slurm_timeout_retry(
 PILOT_WALLTIME_SCRIPT = """
 import json, os, sys
 from pathlib import Path
-from ganga_like_slurm import commands
+from ganga_like_slurm import slurm_commands
 exe, result = sys.argv[1], sys.argv[2]
 config.Monitor.max_interval = 0.5
 config.Slurm.poll_interval = 0.3
@@ -156,9 +156,9 @@ found["slow"] = [slow.status, slow.history[-1].cause]
 found["quick"] = [[s.status, s.history[-1].cause] for s in quick]
 (Path(exe).parent / "fixed").touch()
 j.backend.pilot.walltime = "5"  # the next pilot's; the ended job may change it
-before = commands.COMMAND_COUNTS["sbatch"]
+before = slurm_commands.COMMAND_COUNTS["sbatch"]
 j.resubmit()
-found["sbatch_calls"] = commands.COMMAND_COUNTS["sbatch"] - before
+found["sbatch_calls"] = slurm_commands.COMMAND_COUNTS["sbatch"] - before
 scripts = (Path(os.environ["GANGA_DIR"]) / "workspace" / str(j.id) / "slurm").glob("*.sh")
 found["five_minute_scripts"] = sum("--time=0-00:05:00" in s.read_text() for s in scripts)
 found["pilots"] = [first, j.backend.id, sorted({s.backend.id for s in j.subjobs})]
@@ -175,9 +175,9 @@ def _ganga_script_started(
     """A ``ganga`` process running ``script_text`` in a gangadir of its own, with a program
     (``program``, a shell script body) and the file it writes its findings to; None
     without a cluster. Its output goes to ``output.txt`` beside them."""
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
-    if shutil.which("sbatch") is None or not commands.ping():
+    if shutil.which("sbatch") is None or not slurm_commands.ping():
         yield None
         return
     work = tmp_path_factory.mktemp(name)

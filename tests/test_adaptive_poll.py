@@ -14,7 +14,7 @@ import pytest
 from ganga_like.batch.polling import BatchPoller, next_poll_gap
 from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.model.interfaces import ActiveRef, PollContext
-from ganga_like_slurm import commands, polling
+from ganga_like_slurm import polling, slurm_commands
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
 
@@ -40,12 +40,12 @@ def test_the_configured_interval_bounds_the_gap_even_below_the_floor() -> None:
 def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_ends(
     tmp_path: Path,
 ) -> None:
-    if shutil.which("sbatch") is None or not commands.ping():
+    if shutil.which("sbatch") is None or not slurm_commands.ping():
         pytest.skip(
             "no Slurm controller answers: start one with scripts/start-slurm.sh "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
         )
-    slurm_id = commands.sbatch(
+    slurm_id = slurm_commands.sbatch(
         f"#!/bin/bash\n#SBATCH --output=/dev/null\n#SBATCH --chdir={tmp_path}\nsleep 5\n",
         timeout=30,
     )
@@ -73,7 +73,7 @@ def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_e
             time.sleep(0.02)  # the monitor's cycle while jobs change
     finally:
         if refs:
-            commands.scancel({slurm_id})
+            slurm_commands.scancel({slurm_id})
     assert not refs, f"the job did not complete: {polls}"
     gaps = [gap for gap, _ in polls]
     running = next(i for i, (_, s) in enumerate(polls) if "running" in s)

@@ -20,8 +20,8 @@ from ganga_like.batch.tracker import Observation, Seen, Sighting, Tracker
 from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext
-from ganga_like_slurm.commands import SacctRow, SqueueRow
 from ganga_like_slurm.scheduler import history_sighting, queue_sighting
+from ganga_like_slurm.slurm_commands import SacctRow, SqueueRow
 
 PENDING = Sighting(Observation("submitted", "pending (Priority)"))
 RUNNING = Sighting(Observation("running", "running"))

@@ -217,9 +217,9 @@ def test_the_configurations_closed_sets_match_the_layers_that_use_them() -> None
 
 
 def test_the_slurm_section_loads_without_the_slurm_commands() -> None:
-    from ganga_like_slurm import commands, settings
+    from ganga_like_slurm import settings, slurm_commands
 
-    assert settings.DEFAULT_TIMEOUT == commands.DEFAULT_TIMEOUT
+    assert settings.DEFAULT_TIMEOUT == slurm_commands.DEFAULT_TIMEOUT
     probe = (
         "import sys, ganga_like_slurm.settings\n"
         "print([m for m in sys.modules if m.startswith('ganga_like_slurm.')])"

@@ -28,7 +28,7 @@ from ganga_like.config.store import store
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
-from ganga_like_slurm import commands
+from ganga_like_slurm import slurm_commands
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
 from .conftest import findings_of
@@ -48,7 +48,7 @@ FAST: dict[str, Any] = {
 def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not commands.ping():
+    if not slurm_commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
@@ -64,7 +64,7 @@ def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]
         active = [str(data.get("id")) for (_b, _r, data) in session.registry().active.values()]
         close_session()
         if active:
-            commands.scancel({a.split("_")[0] for a in active if a})
+            slurm_commands.scancel({a.split("_")[0] for a in active if a})
 
 
 def program(directory: Path, body: str) -> str:

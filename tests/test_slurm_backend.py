@@ -43,10 +43,10 @@ from ganga_like.model.status import Status
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.submission.splitting import build_subjobs
-from ganga_like_slurm import commands, polling, submission
-from ganga_like_slurm.commands import SacctRow, SlurmCommandError, SqueueRow
+from ganga_like_slurm import polling, slurm_commands, submission
 from ganga_like_slurm.settings import Slurm as SlurmSection
 from ganga_like_slurm.settings import SlurmSettings
+from ganga_like_slurm.slurm_commands import SacctRow, SlurmCommandError, SqueueRow
 
 from .backends import BATCH_WAITS
 from .conftest import findings_of
@@ -163,7 +163,7 @@ def test_sbatch_retries_a_controller_that_does_not_answer(
     monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
 ) -> None:
     fake = FakeSbatch([_transient(DOWN), _transient(DOWN)])
-    monkeypatch.setattr(commands, "sbatch", fake)
+    monkeypatch.setattr(slurm_commands, "sbatch", fake)
     assert submission.sbatch_with_retry("#!/bin/bash\n", "n", SlurmSettings()) == "42"
     assert fake.calls == 3 and no_sleep == [2.0, 4.0]
 
@@ -171,7 +171,7 @@ def test_sbatch_retries_a_controller_that_does_not_answer(
 def test_sbatch_gives_up_after_the_configured_attempts(
     monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
 ) -> None:
-    monkeypatch.setattr(commands, "sbatch", FakeSbatch([_transient(DOWN)] * 9))
+    monkeypatch.setattr(slurm_commands, "sbatch", FakeSbatch([_transient(DOWN)] * 9))
     settings = SlurmSettings(submit_attempts=3, submit_backoff=1.0)
     with pytest.raises(SlurmCommandError, match="gave up after 3 attempts") as info:
         submission.sbatch_with_retry("", "n", settings)
@@ -181,7 +181,7 @@ def test_sbatch_gives_up_after_the_configured_attempts(
 def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]) -> None:
     refused = SlurmCommandError("sbatch: error: invalid partition specified: x", transient=False)
     fake = FakeSbatch([refused])
-    monkeypatch.setattr(commands, "sbatch", fake)
+    monkeypatch.setattr(slurm_commands, "sbatch", fake)
     with pytest.raises(SlurmCommandError, match="invalid partition"):
         submission.sbatch_with_retry("", "n", SlurmSettings())
     assert fake.calls == 1 and no_sleep == []
@@ -191,7 +191,7 @@ def test_after_an_ambiguous_failure_the_job_is_looked_up_not_submitted_twice(
     monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
 ) -> None:
     fake = FakeSbatch([_transient("sbatch timed out after 60s")])
-    monkeypatch.setattr(commands, "sbatch", fake)
+    monkeypatch.setattr(slurm_commands, "sbatch", fake)
     lookups: list[list[str]] = []
     answers: list[Any] = [_transient("Unable to contact slurm controller"), {"ganga-1-x": "77"}]
 
@@ -244,7 +244,7 @@ def test_keep_going_decides_whether_the_other_arrays_are_submitted(
     session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sbatch = ScriptedSbatch(refuse="--cpus-per-task=2")
-    monkeypatch.setattr(commands, "sbatch", sbatch)
+    monkeypatch.setattr(slurm_commands, "sbatch", sbatch)
     going = _cores_job([1, 2, 1, 2])  # two arrays: subjobs 0 and 2, subjobs 1 and 3
     assert going.submit(keep_going=True)
     assert len(sbatch.scripts) == 2
@@ -262,7 +262,7 @@ def test_keep_going_decides_whether_the_other_arrays_are_submitted(
 def test_input_files_are_copied_into_the_workspace_never_linked(
     session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(commands, "sbatch", ScriptedSbatch())
+    monkeypatch.setattr(slurm_commands, "sbatch", ScriptedSbatch())
     source = tmp_path / "src.txt"
     source.write_text("original\n")
     j = Job(
@@ -286,7 +286,7 @@ def test_a_dead_controller_is_retried_then_the_rest_is_not_tried(
     session: Session, fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
 ) -> None:
     sbatch = ScriptedSbatch(error=_transient(DOWN))
-    monkeypatch.setattr(commands, "sbatch", sbatch)
+    monkeypatch.setattr(slurm_commands, "sbatch", sbatch)
     j = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[["1"]] * 5),
@@ -314,7 +314,7 @@ class FakeSlurm:
     def __init__(self) -> None:
         self.queue: dict[str, SqueueRow] = {}
         self.accounting: dict[str, SacctRow] = {}
-        self.max_array_size = commands.DEFAULT_MAX_ARRAY_SIZE
+        self.max_array_size = slurm_commands.DEFAULT_MAX_ARRAY_SIZE
         self.squeue_error: SlurmCommandError | None = None
         self.sacct_error: SlurmCommandError | None = None
         self.calls: list[tuple[str, list[str]]] = []
@@ -364,9 +364,9 @@ class FakeSlurm:
 @pytest.fixture
 def fake_slurm(monkeypatch: pytest.MonkeyPatch) -> FakeSlurm:
     fake = FakeSlurm()
-    monkeypatch.setattr(commands, "squeue", fake.squeue)
-    monkeypatch.setattr(commands, "sacct", fake.sacct)
-    monkeypatch.setattr(commands, "scontrol_max_array_size", fake.scontrol_max_array_size)
+    monkeypatch.setattr(slurm_commands, "squeue", fake.squeue)
+    monkeypatch.setattr(slurm_commands, "sacct", fake.sacct)
+    monkeypatch.setattr(slurm_commands, "scontrol_max_array_size", fake.scontrol_max_array_size)
     return fake
 
 
@@ -591,7 +591,7 @@ def test_a_preview_without_a_cluster_assumes_slurms_default_array_limit(
             "fatal: Could not establish a configuration source", transient=False
         )
 
-    monkeypatch.setattr(commands, "scontrol_max_array_size", unreachable)
+    monkeypatch.setattr(slurm_commands, "scontrol_max_array_size", unreachable)
     j = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[[]] * 3),
@@ -610,8 +610,8 @@ def test_max_array_size_is_read_from_the_configuration() -> None:
         "Configuration data as of 2026-11-25T10:00:00\nMaxArraySize            = 50\n"
         "MaxJobCount             = 10000\n"
     )
-    assert commands.parse_max_array_size(config) == 50
-    assert commands.parse_max_array_size("MaxJobCount = 10000\n") == 1001  # Slurm's default
+    assert slurm_commands.parse_max_array_size(config) == 50
+    assert slurm_commands.parse_max_array_size("MaxJobCount = 10000\n") == 1001  # Slurm's default
 
 
 def test_past_max_array_size_a_job_becomes_several_arrays(
@@ -668,7 +668,7 @@ def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not commands.ping():
+    if not slurm_commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
@@ -687,7 +687,7 @@ def slurm_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         active = [str(data.get("id")) for (_b, _r, data) in session.registry().active.values()]
         close_session()
         if active:
-            commands.scancel({a.split("_")[0] for a in active if a})
+            slurm_commands.scancel({a.split("_")[0] for a in active if a})
 
 
 @pytest.fixture
@@ -711,11 +711,11 @@ def test_an_array_of_100_subjobs_is_one_sbatch_and_runs_to_completion(
         backend=Slurm(partition="debug"),
         outputfiles=[LocalFile("*.dat")],
     )
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     started = time.perf_counter()
     j.submit()
     print(f"submit() of 100 subjobs: {time.perf_counter() - started:.2f} s")
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 1
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1
     array = j.backend.id
     assert array.isdigit()
     assert [s.backend.id for s in j.subjobs] == [f"{array}_{i}" for i in range(100)]
@@ -761,9 +761,9 @@ def test_a_failing_subjob_has_its_exit_code_and_only_failed_indices_are_resubmit
     old_ids = [s.backend.id for s in j.subjobs]
 
     flag.touch()
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     j.resubmit()
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 1  # ONE array: indices 1 and 4
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1  # ONE array: indices 1 and 4
     new_array = j.subjobs[1].backend.id.split("_")[0]
     assert new_array != old_ids[1].split("_")[0]
     assert [s.backend.id for s in j.subjobs] == [
@@ -855,13 +855,13 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     slurm_session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cancelled: list[list[str]] = []
-    real_scancel = commands.scancel
+    real_scancel = slurm_commands.scancel
 
     def spy(ids: Any, **kwargs: Any) -> None:
         cancelled.append(list(ids))
         real_scancel(ids, **kwargs)
 
-    monkeypatch.setattr(commands, "scancel", spy)
+    monkeypatch.setattr(slurm_commands, "scancel", spy)
     j = Job(
         application=Executable(exe="/bin/sleep"),
         splitter=ArgSplitter(args=[["60"]] * 4),
@@ -879,11 +879,11 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     assert running.status == "killed" and pending.status == "killed"
     # Slurm shows the running one COMPLETING while it stops it; the pending one vanishes.
     _until(
-        lambda: commands.squeue([array])[f"{array}_0"].state == "CANCELLED",
+        lambda: slurm_commands.squeue([array])[f"{array}_0"].state == "CANCELLED",
         30,
         "the running element to be cancelled",
     )
-    assert f"{array}_2" not in commands.squeue([array])
+    assert f"{array}_2" not in slurm_commands.squeue([array])
     # The throttle lets the next element start; the last one still waits.
     assert j.subjobs[1].wait(timeout=60, until="running") == "running"
     assert j.subjobs[3].status == "submitted"
@@ -894,7 +894,7 @@ def test_kill_of_one_running_and_one_pending_element_then_of_the_master(
     # Once Slurm has ended them all, what it reports must not turn a killed subjob into
     # anything else.
     _until(
-        lambda: all(r.state == "CANCELLED" for r in commands.squeue([array]).values()),
+        lambda: all(r.state == "CANCELLED" for r in slurm_commands.squeue([array]).values()),
         60,
         "every element to be cancelled",
     )
@@ -915,7 +915,7 @@ def test_a_pending_element_cancelled_by_hand_is_recognised_as_killed(
     j.submit()
     assert j.subjobs[0].wait(timeout=60, until="running") == "running"
     gone = j.subjobs[2]
-    commands.scancel([gone.backend.id])  # behind ganga's back: it vanishes from Slurm
+    slurm_commands.scancel([gone.backend.id])  # behind ganga's back: it vanishes from Slurm
     assert gone.wait(timeout=30) == "killed"
     assert gone.history[-1].cause == (
         "Slurm: killed, cancelled while pending: Slurm no longer lists it"
@@ -928,7 +928,7 @@ def test_a_pending_element_cancelled_by_hand_is_recognised_as_killed(
 def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     slurm_session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = commands.scontrol_show_partitions()
+    real = slurm_commands.scontrol_show_partitions()
     answers = slurm_session.plugin_objects.of(submission.ClusterAnswers)
     answers.partitions.clear()
     j = Job(application=Executable(exe="/bin/true"), backend=Slurm(resources={"walltime": "5:00"}))
@@ -956,14 +956,14 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     huge = Job(
         application=Executable(exe="/bin/true"), backend=Slurm(resources={"process_count": 100_000})
     )
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     with pytest.raises(
         JobError,
         match=r"Slurm\.resources: no partition fits 100000 "
         r"process\(es\): short: .*; debug: ",
     ):
         huge.submit()
-    assert huge.status == "new" and commands.COMMAND_COUNTS["sbatch"] == before
+    assert huge.status == "new" and slurm_commands.COMMAND_COUNTS["sbatch"] == before
     for job in (j, fits, too_long):
         assert job.wait(timeout=60) == "completed"
 
@@ -975,10 +975,10 @@ def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session
         splitter=ArgSplitter(args=[["1"]] * 3),
         backend=Slurm(partition="no_such_partition"),
     )
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     with pytest.raises(JobError, match="invalid partition specified: no_such_partition") as info:
         j.submit()
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 1  # not retried
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1  # not retried
     assert j.status == "new" and len(j.subjobs) == 0
     # Said plainly as the refusal it is, in one line: the doubt a timeout leaves ("may
     # have been accepted all the same") has no place after sbatch's own answer.
@@ -989,14 +989,14 @@ def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session
 
 @pytest.mark.slurm
 def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Session) -> None:
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     one_each = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[["1"]] * 3),
         backend=Slurm(partition="debug", bulk=False),
     )
     one_each.submit()
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 3
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 3
     assert all(s.backend.id.isdigit() for s in one_each.subjobs)  # plain jobs
 
     varied = Job(
@@ -1007,7 +1007,7 @@ def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Sessi
         backend=Slurm(partition="debug"),
     )
     varied.submit()
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 5  # one array per resource set
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 5  # one array per resource set
     ids = [s.backend.id.split("_") for s in varied.subjobs]
     assert ids[0][0] == ids[2][0] != ids[1][0] == ids[3][0]
     assert [i[1] for i in ids] == ["0", "1", "2", "3"]  # task ids are subjob ids
@@ -1022,7 +1022,7 @@ def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
     configured = re.search(
         r"^MaxArraySize=(\d+)", Path(os.environ["SLURM_CONF"]).read_text(), flags=re.MULTILINE
     )
-    assert commands.scontrol_max_array_size() == (int(configured[1]) if configured else 1001)
+    assert slurm_commands.scontrol_max_array_size() == (int(configured[1]) if configured else 1001)
     previous = slurm_session.config
     request.addfinalizer(lambda: slurm_session.use_config(previous))
     config.Slurm.max_array_size = 4  # reaches the open session, as a user's change does
@@ -1038,9 +1038,9 @@ def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
         splitter=ArgSplitter(args=[[i] for i in range(10)]),
         backend=Slurm(partition="debug"),
     )
-    before = commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.COMMAND_COUNTS["sbatch"]
     j.submit()
-    assert commands.COMMAND_COUNTS["sbatch"] - before == 3
+    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 3
     arrays = j.backend.id.split(",")
     assert len(arrays) == 3
     assert [s.backend.id for s in j.subjobs] == [
@@ -1084,7 +1084,7 @@ def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
     log_dir = Path(submission.slurm_log_dir(batches[0].top))
     log_dir.mkdir(parents=True)
     (log_dir / f"{batches[0].name}.sh").write_text(text)
-    array = commands.sbatch(text)
+    array = slurm_commands.sbatch(text)
 
     # Startup recovery rolls the job back and asks the backend to cancel what it may have
     # received, passing subjob skeletons that know nothing but their ids.
@@ -1094,7 +1094,7 @@ def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
 
     def cancelled() -> bool:
         seen.clear()
-        seen.update((key, r.state) for key, r in commands.squeue([array]).items())
+        seen.update((key, r.state) for key, r in slurm_commands.squeue([array]).items())
         return all(state == "CANCELLED" for state in seen.values())
 
     # A loaded machine's slurmd can take a while to end running elements.

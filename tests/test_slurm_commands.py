@@ -20,16 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like_slurm import commands
-from ganga_like_slurm.commands import (
-    SacctRow,
-    SlurmCommandError,
-    SqueueRow,
-    is_transient,
-    parse_sacct,
-    parse_sbatch_output,
-    parse_squeue,
-)
+from ganga_like_slurm import slurm_commands
 from ganga_like_slurm.partitions import (
     NodeInfo,
     PartitionInfo,
@@ -52,6 +43,15 @@ from ganga_like_slurm.script import (
     compress_indices,
     expand_indices,
     render_script,
+)
+from ganga_like_slurm.slurm_commands import (
+    SacctRow,
+    SlurmCommandError,
+    SqueueRow,
+    is_transient,
+    parse_sacct,
+    parse_sbatch_output,
+    parse_squeue,
 )
 from ganga_like_slurm.states import STATE_TABLE, Observation, UnknownStateError, classify
 
@@ -530,7 +530,7 @@ def test_parse_sbatch_output() -> None:
 @pytest.mark.parametrize("bad", ["-u", "root", "12 13", "1_2_3", "--me"])
 def test_job_ids_cannot_become_options(bad: str) -> None:
     with pytest.raises(ValueError, match="not Slurm job ids"):
-        commands.squeue([bad])
+        slurm_commands.squeue([bad])
 
 
 # Messages captured from Slurm 22.05.8 (controller and slurmdbd stopped by pid, a
@@ -654,7 +654,7 @@ def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not commands.ping():
+    if not slurm_commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
@@ -672,10 +672,10 @@ def _wait_until_final(
     """Poll (one squeue + one sacct per cycle) until sacct has every element finished."""
     deadline = time.monotonic() + timeout
     while True:
-        before = commands.COMMAND_COUNTS.copy()
-        queue = commands.squeue([job_id])
-        accounting = commands.sacct([job_id])
-        used = commands.COMMAND_COUNTS - before
+        before = slurm_commands.COMMAND_COUNTS.copy()
+        queue = slurm_commands.squeue([job_id])
+        accounting = slurm_commands.sacct([job_id])
+        used = slurm_commands.COMMAND_COUNTS - before
         assert used == {"squeue": 1, "sacct": 1}, used
         # sacct trails squeue: wait for both to agree that everything is over.
         done = all(
@@ -740,7 +740,7 @@ def test_array_runs_with_exact_arguments_and_env(
         commands=commands_,
         stdout=str(tmp_path / "slurm-%A_%a.out"),
     )
-    job_id = commands.sbatch(render_script(spec))
+    job_id = slurm_commands.sbatch(render_script(spec))
     assert job_id.isdigit()
     elements = [f"{job_id}_{i}" for i in range(count)]
     queue, accounting = _wait_until_final(job_id, elements, timeout=120)
@@ -779,29 +779,31 @@ def test_cancel_pending_and_running_elements(slurm: None, tmp_path: Path) -> Non
         array_throttle=1,  # keeps 1-4 pending while 0 runs
         stdout=str(tmp_path / "slurm-%A_%a.out"),
     )
-    job_id = commands.sbatch(render_script(spec))
+    job_id = slurm_commands.sbatch(render_script(spec))
     running, pending = f"{job_id}_0", f"{job_id}_2"
     _wait_for(
         lambda: (
-            commands.squeue([job_id]).get(running, SqueueRow("", "", None, None, "", None)).state
+            slurm_commands.squeue([job_id])
+            .get(running, SqueueRow("", "", None, None, "", None))
+            .state
             == "RUNNING"
         ),
         30,
         f"{running} to run",
     )
-    queue = commands.squeue([job_id])
+    queue = slurm_commands.squeue([job_id])
     assert queue[pending].state == "PENDING" and queue[pending].reason == "JobArrayTaskLimit"
     # Pending elements share the array's raw id until they start.
     assert queue[pending].raw_job_id == job_id
 
-    commands.scancel([running, pending])
+    slurm_commands.scancel([running, pending])
 
     def cancelled_recorded() -> bool:
-        rows = commands.sacct([job_id])
+        rows = slurm_commands.sacct([job_id])
         return running in rows and rows[running].state == "CANCELLED"
 
     _wait_for(cancelled_recorded, 30, f"sacct to record {running} as CANCELLED")
-    queue, accounting = commands.squeue([job_id]), commands.sacct([job_id])
+    queue, accounting = slurm_commands.squeue([job_id]), slurm_commands.sacct([job_id])
     assert queue[running].state == "CANCELLED"
     assert _observe(accounting[running]).status == "killed"
     assert accounting[running].cancelled_by is not None  # "CANCELLED by <uid>"
@@ -816,11 +818,11 @@ def test_cancel_pending_and_running_elements(slurm: None, tmp_path: Path) -> Non
 
     # Cancelling the whole array: squeue lists each element CANCELLED; sacct keeps
     # the still-pending ones as one compressed "ID_[3-4%1]" row, expanded here.
-    commands.scancel([job_id])
+    slurm_commands.scancel([job_id])
     queue, accounting = _wait_until_final(job_id, [f"{job_id}_{i}" for i in (0, 1, 3, 4)], 30)
     assert all(accounting[f"{job_id}_{i}"].state == "CANCELLED" for i in (0, 1, 3, 4))
     assert pending not in queue and pending not in accounting
-    commands.scancel([job_id, pending])  # already gone: not an error
+    slurm_commands.scancel([job_id, pending])  # already gone: not an error
 
 
 @pytest.mark.slurm
@@ -829,7 +831,7 @@ def test_sbatch_bad_partition_is_permanent(slurm: None) -> None:
         BatchScriptSpec("bad-partition", ElementCommand(["true"]), partition="no_such_partition")
     )
     with pytest.raises(SlurmCommandError) as info:
-        commands.sbatch(script)
+        slurm_commands.sbatch(script)
     assert not info.value.transient
     assert "invalid partition specified: no_such_partition" in info.value.message
     assert info.value.returncode == 1
@@ -858,13 +860,13 @@ def test_sbatch_bad_account(slurm: None, tmp_path: Path) -> None:
     )
     if "associations" in _config_value("AccountingStorageEnforce"):
         with pytest.raises(SlurmCommandError) as info:
-            commands.sbatch(script)
+            slurm_commands.sbatch(script)
         assert not info.value.transient
         assert "Invalid account" in info.value.message
         return
     # Without AccountingStorageEnforce=associations (the test cluster), sbatch
     # accepts any account and the job runs under the user's default account.
-    job_id = commands.sbatch(script)
+    job_id = slurm_commands.sbatch(script)
     account = subprocess.run(
         ["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%a"],
         capture_output=True,
@@ -873,7 +875,7 @@ def test_sbatch_bad_account(slurm: None, tmp_path: Path) -> None:
         check=True,
     ).stdout.strip()
     assert account != "no_such_account"
-    commands.scancel([job_id])
+    slurm_commands.scancel([job_id])
 
 
 @pytest.mark.slurm
@@ -886,30 +888,30 @@ def test_an_array_is_found_by_its_name_as_the_array_once_its_elements_run(
     gate = tmp_path / "gate"
     wait = ElementCommand(["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.1; done"])
     script = render_script(BatchScriptSpec(name, {0: wait, 1: wait}, stdout=str(tmp_path / "o")))
-    array = commands.sbatch(script)
+    array = slurm_commands.sbatch(script)
     try:
         _wait_for(
-            lambda: [r.state for r in commands.squeue([array]).values()] == ["RUNNING"] * 2,
+            lambda: [r.state for r in slurm_commands.squeue([array]).values()] == ["RUNNING"] * 2,
             120,
             "both elements to run",
         )
-        assert commands.find_jobs_by_name([name, "no-such-name"]) == {name: array}
+        assert slurm_commands.find_jobs_by_name([name, "no-such-name"]) == {name: array}
         gate.touch()
         _wait_for(
-            lambda: commands.find_ended_jobs_by_name([name]) == {name: array},
+            lambda: slurm_commands.find_ended_jobs_by_name([name]) == {name: array},
             120,
             "the accounting to have it",
         )
     finally:
         gate.touch()
-        commands.scancel([array])
+        slurm_commands.scancel([array])
 
 
 @pytest.mark.slurm
 def test_partitions_from_the_cluster(slurm: None) -> None:
-    before = commands.COMMAND_COUNTS.copy()
-    partitions = commands.scontrol_show_partitions()
-    assert commands.COMMAND_COUNTS - before == {"scontrol": 1, "sinfo": 1}
+    before = slurm_commands.COMMAND_COUNTS.copy()
+    partitions = slurm_commands.scontrol_show_partitions()
+    assert slurm_commands.COMMAND_COUNTS - before == {"scontrol": 1, "sinfo": 1}
     by_name = {p.name: p for p in partitions}
     debug, short = by_name["debug"], by_name["short"]
     assert debug.default and not short.default
@@ -967,7 +969,7 @@ def stoppable_controller(slurm: None) -> Iterator[tuple[int, Path]]:
     if start is None or pid is None or os.geteuid() != 0:
         pytest.skip("needs root, start-slurm.sh and the slurmctld pid file of the test cluster")
     yield pid, start
-    if not commands.ping():
+    if not slurm_commands.ping():
         subprocess.run(["bash", str(start)], capture_output=True, timeout=180, check=False)
 
 
@@ -976,7 +978,7 @@ def test_controller_down_is_transient(
     stoppable_controller: tuple[int, Path], tmp_path: Path
 ) -> None:
     pid, start = stoppable_controller
-    job_id = commands.sbatch(
+    job_id = slurm_commands.sbatch(
         render_script(
             BatchScriptSpec("survivor", ElementCommand(["true"]), stdout=str(tmp_path / "out"))
         )
@@ -985,20 +987,20 @@ def test_controller_down_is_transient(
 
     os.kill(pid, 15)
     _wait_for(lambda: not Path(f"/proc/{pid}").exists(), 60, "slurmctld to stop")
-    assert not commands.ping()
+    assert not slurm_commands.ping()
     started = time.monotonic()
     with pytest.raises(SlurmCommandError) as info:
-        commands.squeue([job_id])
+        slurm_commands.squeue([job_id])
     assert info.value.transient
     assert "Unable to contact slurm controller" in info.value.message
     # Clients retry for a while before giving up (18 s measured on 22.05).
-    assert time.monotonic() - started < commands.DEFAULT_TIMEOUT
+    assert time.monotonic() - started < slurm_commands.DEFAULT_TIMEOUT
     # sacct talks to slurmdbd, not the controller, so it still answers.
-    assert commands.sacct([job_id])[job_id].state == "COMPLETED"
+    assert slurm_commands.sacct([job_id])[job_id].state == "COMPLETED"
 
     restart = subprocess.run(
         ["bash", str(start)], capture_output=True, text=True, timeout=180, check=False
     )
     assert restart.returncode == 0, restart.stderr
-    assert commands.ping()
-    assert commands.squeue([job_id])[job_id].state == "COMPLETED"
+    assert slurm_commands.ping()
+    assert slurm_commands.squeue([job_id])[job_id].state == "COMPLETED"

@@ -23,7 +23,7 @@ from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like.shell.display import job_html, job_text
 from ganga_like_runner import protocol
-from ganga_like_slurm import commands
+from ganga_like_slurm import slurm_commands
 
 from .conftest import findings_of
 from .test_slurm_backend import fast_config
@@ -38,7 +38,7 @@ def script(directory: Path, name: str, body: str) -> str:
 
 
 def sbatch_calls() -> int:
-    return commands.COMMAND_COUNTS["sbatch"]
+    return slurm_commands.COMMAND_COUNTS["sbatch"]
 
 
 # --- the attribute (no Slurm needed) ---------------------------------------------------
@@ -140,7 +140,7 @@ def test_the_runner_as_a_pilot_packs_tasks_by_cores_and_memory_first_in_first_ou
 def slurm() -> None:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not commands.ping():
+    if not slurm_commands.ping():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"
@@ -157,7 +157,7 @@ def pilot_session(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
         active = {str(data.get("id")) for (_b, _r, data) in session.registry().active.values()}
         close_session()
         if active - {""}:
-            commands.scancel({a.split("_")[0] for a in active if a})
+            slurm_commands.scancel({a.split("_")[0] for a in active if a})
 
 
 @pytest.mark.slurm
@@ -348,7 +348,7 @@ def test_a_pilot_past_its_walltime_leaves_its_unfinished_subjobs_to_a_new_pilot(
 
 
 def _state(slurm_id: str) -> str:
-    rows = commands.squeue([slurm_id])
+    rows = slurm_commands.squeue([slurm_id])
     row = rows.get(slurm_id)
     return row.state.split()[0] if row is not None else "?"
 
@@ -356,7 +356,9 @@ def _state(slurm_id: str) -> str:
 @pytest.mark.slurm
 def test_a_pilot_without_cores_packs_on_every_core_slurm_gives(pilot_session: Session) -> None:
     """Last: an exclusive allocation waits for the node to be free of the others."""
-    cpus = next(p.total_cpus for p in commands.scontrol_show_partitions() if p.name == "debug")
+    cpus = next(
+        p.total_cpus for p in slurm_commands.scontrol_show_partitions() if p.name == "debug"
+    )
     j = Job(
         application=Executable(exe="/bin/sh", args=["-c", "echo $SLURM_CPUS_ON_NODE"]),
         splitter=ArgSplitter(args=[["-c", "echo $SLURM_CPUS_ON_NODE"]] * 2),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ganga_like.runtime.session import close_session
-from ganga_like_slurm import commands
+from ganga_like_slurm import slurm_commands
 
 from .backends import CASES, kill_9_submitter_at, open_case_session
 from .test_slurm_pilot import sbatch_calls, script
@@ -54,4 +54,4 @@ def test_a_pilot_whose_submitter_was_killed_after_sbatch_runs_each_subjob_once(
         active = {str(data.get("id")) for (_b, _r, data) in session.registry().active.values()}
         close_session()
         if active - {""}:
-            commands.scancel(sorted(active - {""}))
+            slurm_commands.scancel(sorted(active - {""}))

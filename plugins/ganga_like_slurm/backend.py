@@ -37,14 +37,14 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LAUNCHERS, LauncherName
 
-from . import commands, pilot_run
-from .commands import SlurmCommandError
+from . import pilot_run, slurm_commands
 from .pilot import Pilot, PilotTrait
 from .pilot_poller import SlurmPoller, is_pilot_ref
 from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
 from .settings import SlurmSettings
+from .slurm_commands import SlurmCommandError
 from .submission import (
     Batch,
     ClusterAnswers,
@@ -300,9 +300,9 @@ class Slurm(BatchBackend):
             except SlurmCommandError as exc:
                 assumed.append(
                     f"# MaxArraySize could not be read ({exc.message}); "
-                    f"assumed {commands.DEFAULT_MAX_ARRAY_SIZE}"
+                    f"assumed {slurm_commands.DEFAULT_MAX_ARRAY_SIZE}"
                 )
-                return commands.DEFAULT_MAX_ARRAY_SIZE
+                return slurm_commands.DEFAULT_MAX_ARRAY_SIZE
 
         try:
             batches, failed = plan_submission(

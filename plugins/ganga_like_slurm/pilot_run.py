@@ -49,13 +49,13 @@ from ganga_like.model.workspace import keep_earlier_output, run_environment, sta
 from ganga_like.private import make_private_dirs
 
 from . import submission
-from .commands import SlurmCommandError
 from .partitions import choose_partition, rejection_reasons
 from .pilot_poller import PilotPoller
 from .resource_spec import ResourceError, ResourceSpec
 from .scheduler import SCHEDULER
 from .script import ScriptError, _directive_value
 from .settings import SlurmSettings
+from .slurm_commands import SlurmCommandError
 
 if TYPE_CHECKING:
     from .pilot import Pilot

@@ -13,9 +13,9 @@ from ganga_like.batch.commands import CommandError
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.tracker import Observation, Sighting
 
-from . import commands, submission
-from .commands import SacctRow, SqueueRow
+from . import slurm_commands, submission
 from .script import compress_indices
+from .slurm_commands import SacctRow, SqueueRow
 from .states import UnknownStateError, classify
 
 __all__ = ["SCHEDULER", "SlurmScheduler", "history_sighting", "queue_sighting"]
@@ -68,7 +68,7 @@ class SlurmScheduler(BatchScheduler):
     cancel_name: ClassVar[str] = "scancel"
     queue_word: ClassVar[str] = "partition"
     log_dir_name: ClassVar[str] = "slurm"
-    never_sent: ClassVar[re.Pattern[str]] = commands.NEVER_SENT
+    never_sent: ClassVar[re.Pattern[str]] = slurm_commands.NEVER_SENT
 
     def valid_id(self, scheduler_id: str) -> bool:
         return _ID_RE.match(scheduler_id) is not None
@@ -92,45 +92,47 @@ class SlurmScheduler(BatchScheduler):
     def lookup_hint(self, name: str) -> str:
         return f"squeue --me --name={name}"
 
-    # -- the commands, built and parsed: commands.py's own functions -------------------
+    # -- the commands, built and parsed: slurm_commands.py's own functions ---------------
 
     def submit_command(self) -> list[str]:
-        return commands.sbatch_command()
+        return slurm_commands.sbatch_command()
 
     def parse_submit_output(self, stdout: str) -> str:
-        return commands.parse_sbatch_output(stdout)
+        return slurm_commands.parse_sbatch_output(stdout)
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
-        return commands.squeue_command(job_ids)
+        return slurm_commands.squeue_command(job_ids)
 
     def parse_query(self, stdout: str) -> dict[str, Sighting]:
-        return {key: queue_sighting(row) for key, row in commands.parse_squeue(stdout).items()}
+        return {
+            key: queue_sighting(row) for key, row in slurm_commands.parse_squeue(stdout).items()
+        }
 
     def history_command(self, job_ids: Sequence[str]) -> list[str]:
-        return commands.sacct_command(job_ids)
+        return slurm_commands.sacct_command(job_ids)
 
     def parse_history(self, stdout: str) -> dict[str, Sighting]:
-        rows = commands.parse_sacct(stdout)
+        rows = slurm_commands.parse_sacct(stdout)
         return {key: history_sighting(row) for key, row in rows.items()}
 
     def cancel_command(self, targets: Sequence[str]) -> list[str]:
-        return commands.scancel_command(targets)
+        return slurm_commands.scancel_command(targets)
 
     def find_by_name_command(self, names: Sequence[str]) -> list[str]:
-        return commands.find_by_name_command(names)
+        return slurm_commands.find_by_name_command(names)
 
     def parse_found(self, stdout: str, names: Sequence[str]) -> dict[str, str]:
-        return commands.parse_names(stdout, names)
+        return slurm_commands.parse_names(stdout, names)
 
     def is_transient(self, message: str) -> bool:
-        return commands.is_transient(message)
+        return slurm_commands.is_transient(message)
 
-    # -- run through commands.py's wrappers, which know Slurm's quirks (an unknown single
+    # -- run through slurm_commands.py's wrappers, which know Slurm's quirks (an unknown single
     # id fails squeue; cancelling an ended job is no error) and count the calls. Looked up
     # at each call: tests replace them.
 
     def submit(self, script: str, *, timeout: float) -> str:
-        return commands.sbatch(script, timeout=timeout)
+        return slurm_commands.sbatch(script, timeout=timeout)
 
     def find_by_name(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
         return submission.find_jobs_by_name(names, timeout=timeout)
@@ -140,21 +142,21 @@ class SlurmScheduler(BatchScheduler):
         rest = [n for n in names if n not in found]
         if rest:
             try:
-                found.update(commands.find_ended_jobs_by_name(rest, timeout=timeout))
-            except commands.SlurmCommandError as exc:
+                found.update(slurm_commands.find_ended_jobs_by_name(rest, timeout=timeout))
+            except slurm_commands.SlurmCommandError as exc:
                 if not self.history_unavailable(exc):
                     raise
         return found
 
     def cancel(self, targets: Sequence[str], *, timeout: float) -> None:
-        commands.scancel(targets, timeout=timeout)
+        slurm_commands.scancel(targets, timeout=timeout)
 
     def query(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
-        rows = commands.squeue(job_ids, timeout=timeout)
+        rows = slurm_commands.squeue(job_ids, timeout=timeout)
         return {key: queue_sighting(row) for key, row in rows.items()}
 
     def history(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
-        rows = commands.sacct(job_ids, timeout=timeout)
+        rows = slurm_commands.sacct(job_ids, timeout=timeout)
         return {key: history_sighting(row) for key, row in rows.items()}
 
     def history_unavailable(self, error: CommandError) -> bool:

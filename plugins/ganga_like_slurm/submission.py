@@ -38,12 +38,12 @@ from ganga_like.model.launchers import (
     resolve_launcher,
 )
 
-from . import commands
-from .commands import find_jobs_by_name
+from . import slurm_commands
 from .partitions import PartitionInfo, choose_partition
 from .resource_spec import ResourceError, ResourceSpec
 from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
 from .settings import SlurmSettings
+from .slurm_commands import find_jobs_by_name
 
 T = TypeVar("T")
 
@@ -127,11 +127,11 @@ def sbatch_with_retry(text: str, name: str, settings: SlurmSettings) -> str:
     ambiguous failure the job is looked up by its unique name before any new sbatch."""
     timeout = settings.command_timeout
     return submit_with_retry(
-        lambda: commands.sbatch(text, timeout=timeout),
+        lambda: slurm_commands.sbatch(text, timeout=timeout),
         lambda names: find_jobs_by_name(names, timeout=timeout),
         name,
         settings,
-        never_sent=commands.NEVER_SENT,
+        never_sent=slurm_commands.NEVER_SENT,
         lookup_hint=f"squeue --me --name={name}",
         sleep=lambda delay: sleep(delay),
     )
@@ -163,10 +163,10 @@ class ClusterAnswers:
 
     def __init__(self) -> None:
         self.partitions: ClusterQuery[list[PartitionInfo]] = ClusterQuery(
-            lambda timeout: commands.scontrol_show_partitions(timeout=timeout)
+            lambda timeout: slurm_commands.scontrol_show_partitions(timeout=timeout)
         )
         self.array_limit: ClusterQuery[int] = ClusterQuery(
-            lambda timeout: commands.scontrol_max_array_size(timeout=timeout)
+            lambda timeout: slurm_commands.scontrol_max_array_size(timeout=timeout)
         )
 
 

@@ -34,9 +34,9 @@ def main() -> None:
     from ganga_like import ArgSplitter, Executable, Job, Local, Pilot, Slurm, config
     from ganga_like.runtime.session import close_session, open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
-    if not commands.ping():
+    if not slurm_commands.ping():
         sys.exit(
             f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
             'start one with: eval "$(bash scripts/start-slurm.sh)"'
@@ -47,7 +47,7 @@ def main() -> None:
     config.Slurm.poll_interval = 0.5
     gangadir = Path(tempfile.mkdtemp(prefix="bench-pilot-")) / "gangadir"
     open_session(Settings(gangadir=gangadir))
-    commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
+    slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
 
     def run(backend: Any) -> tuple[float, float, int]:
         j = Job(
@@ -55,7 +55,7 @@ def main() -> None:
             splitter=ArgSplitter(args=[[str(i)] for i in range(args.n)]),
             backend=backend,
         )
-        before = commands.COMMAND_COUNTS["sbatch"]
+        before = slurm_commands.COMMAND_COUNTS["sbatch"]
         started = time.perf_counter()
         j.submit()
         submitted = time.perf_counter() - started
@@ -63,7 +63,7 @@ def main() -> None:
         wall = time.perf_counter() - started
         if status != "completed":
             sys.exit(f"job {j.id} ended {status}")
-        return wall, submitted, commands.COMMAND_COUNTS["sbatch"] - before
+        return wall, submitted, slurm_commands.COMMAND_COUNTS["sbatch"] - before
 
     ratios = []
     print(f"{args.n} subjobs of /bin/true, {cores} cores, {args.rounds} round(s)")

@@ -30,9 +30,9 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     n = int(args[0]) if args else 1000
     gangadir = Path(tempfile.mkdtemp(prefix="bench-slurm-")) / "gangadir"
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
-    if not commands.ping():
+    if not slurm_commands.ping():
         sys.exit(
             f"no Slurm controller answers (SLURM_CONF={os.environ.get('SLURM_CONF')}); "
             'start one with: eval "$(bash scripts/start-slurm.sh)"'
@@ -48,7 +48,7 @@ def cycles(n: int, gangadir: Path) -> None:
     from ganga_like import ArgSplitter, Executable, Job, Slurm
     from ganga_like.runtime.session import open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
     session = open_session(Settings(gangadir=gangadir, monitoring=False))
     j = Job(
@@ -56,12 +56,12 @@ def cycles(n: int, gangadir: Path) -> None:
         splitter=ArgSplitter(args=[["600"] for _ in range(n)]),
         backend=Slurm(),
     )
-    commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
-    before = commands.COMMAND_COUNTS.copy()
+    slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
+    before = slurm_commands.COMMAND_COUNTS.copy()
     started = time.perf_counter()
     j.submit()
     submit_wall = time.perf_counter() - started
-    used = dict(commands.COMMAND_COUNTS - before)
+    used = dict(slurm_commands.COMMAND_COUNTS - before)
     print(f"submit() of {n} subjobs: {submit_wall:.2f} s wall; Slurm commands: {used}")
     script = next((gangadir / "workspace" / str(j.id) / "slurm").glob("*.sh"))
     print(f"batch script: {script.stat().st_size / 1024:.0f} KiB, array {j.backend.id}")
@@ -70,23 +70,23 @@ def cycles(n: int, gangadir: Path) -> None:
     monitor = session.monitor
     for label in ("first cycle (every subjob reported)", "steady cycle"):
         time.sleep(5.1)  # the backend's longest gap between queries (poll_interval, 5 s)
-        before = commands.COMMAND_COUNTS.copy()
+        before = slurm_commands.COMMAND_COUNTS.copy()
         cpu = monitor.cpu_seconds
         started = time.perf_counter()
         result = monitor.run_once()
         wall = time.perf_counter() - started
-        used = dict(commands.COMMAND_COUNTS - before)
+        used = dict(slurm_commands.COMMAND_COUNTS - before)
         print(
             f"{label}: {result.polled} active, {result.changed} changed, {wall:.2f} s wall, "
             f"{monitor.cpu_seconds - cpu:.2f} s CPU; Slurm commands: {used}"
         )
 
-    before = commands.COMMAND_COUNTS.copy()
+    before = slurm_commands.COMMAND_COUNTS.copy()
     started = time.perf_counter()
     j.kill()
     print(
         f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
-        f"commands: {dict(commands.COMMAND_COUNTS - before)}"
+        f"commands: {dict(slurm_commands.COMMAND_COUNTS - before)}"
     )
     session.close()
 
@@ -96,7 +96,7 @@ def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
     from ganga_like import ArgSplitter, Executable, Job, Slurm, config
     from ganga_like.runtime.session import open_session
     from ganga_like.runtime.settings import Settings
-    from ganga_like_slurm import commands
+    from ganga_like_slurm import slurm_commands
 
     if fixed:
         config.Slurm.min_poll_interval = config.Slurm.poll_interval
@@ -106,20 +106,20 @@ def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
         splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
         backend=Slurm(),
     )
-    commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
-    before = commands.COMMAND_COUNTS.copy()
+    slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
+    before = slurm_commands.COMMAND_COUNTS.copy()
     started, started_at = time.perf_counter(), time.time()
     j.submit()
     submitted = time.perf_counter() - started
     status = j.wait(timeout=1800)
     wall = time.perf_counter() - started
     seen_at = time.time()
-    used = dict(commands.COMMAND_COUNTS - before)
+    used = dict(slurm_commands.COMMAND_COUNTS - before)
     array = j.backend.id
     session.close()
     if status != "completed":
         sys.exit(f"the job ended {status}, not completed")
-    rows = commands.sacct([array]).values()
+    rows = slurm_commands.sacct([array]).values()
     starts = [_when(r.start) for r in rows if r.start]
     ends = [_when(r.end) for r in rows if r.end]
     if len(ends) < n:
