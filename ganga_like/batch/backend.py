@@ -24,7 +24,7 @@ from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import run_spec
 
 from . import polling
-from .commands import CommandError
+from .command_retry import RetrySettings
 from .planning import Batch, Member, compress
 from .records import (
     HandOver,
@@ -36,8 +36,8 @@ from .records import (
     prepare_workspace,
     unconfirmed_submissions,
 )
-from .retry import RetrySettings
 from .scheduler import BatchScheduler
+from .scheduler_commands import CommandError
 from .script import read_missing_output
 from .tracker import Observation
 

@@ -22,8 +22,8 @@ from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext, Poller, Staged, StatusReport
 from ganga_like.model.status import Status
 
-from .commands import CommandError
 from .scheduler import BatchScheduler
+from .scheduler_commands import CommandError
 from .tracker import Observation, Seen, Sighting, Tracker, TrackerSettings
 
 __all__ = ["BatchPoller", "PollSettings", "next_poll_gap", "poll", "query_ids"]

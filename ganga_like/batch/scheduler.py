@@ -16,8 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from .commands import CommandError, command_failure, run_command
-from .retry import RetrySettings, retry, submit_with_retry
+from .command_retry import RetrySettings, retry, submit_with_retry
+from .scheduler_commands import CommandError, command_failure, run_command
 from .tracker import Sighting
 
 __all__ = ["BatchScheduler"]

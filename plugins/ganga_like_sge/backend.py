@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.batch.backend import BatchBackend, BatchSettings
-from ganga_like.batch.commands import CommandError
 from ganga_like.batch.planning import (
     batch_name,
     consecutive_arrays,
@@ -26,6 +25,7 @@ from ganga_like.batch.planning import (
     render_pinned,
 )
 from ganga_like.batch.quantities import grown_all, shown
+from ganga_like.batch.scheduler_commands import CommandError
 from ganga_like.batch.script import ScriptError, element_command
 from ganga_like.batch.traits import (
     Memory,

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
-from ganga_like.batch.commands import CommandError, command_failure, run_command
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
+from ganga_like.batch.scheduler_commands import CommandError, command_failure, run_command
 from ganga_like.batch.settings import BatchWaits
 from ganga_like.batch.tracker import Observation, Sighting
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
 
-from ganga_like.batch.commands import CommandError
 from ganga_like.batch.scheduler import BatchScheduler
+from ganga_like.batch.scheduler_commands import CommandError
 from ganga_like.batch.tracker import Observation, Sighting
 
 from . import slurm_commands, submission

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from ganga_like.batch.commands import CommandError, command_failure, run_command
+from ganga_like.batch.scheduler_commands import CommandError, command_failure, run_command
 
 from .partitions import (
     SINFO_FORMAT,

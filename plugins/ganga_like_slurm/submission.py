@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ganga_like.batch import planning
+from ganga_like.batch.command_retry import retry as _retry
+from ganga_like.batch.command_retry import submit_with_retry
 from ganga_like.batch.planning import PlacementError, batch_name, plan_batches, render_pinned
 from ganga_like.batch.records import SUBMISSION_LOG, log_submission, unconfirmed_submissions
 from ganga_like.batch.records import prepare_workspace as _prepare_workspace
-from ganga_like.batch.retry import retry as _retry
-from ganga_like.batch.retry import submit_with_retry
 from ganga_like.batch.script import (
     COLLECT_FUNCTION,
     MISSING_OUTPUT_FILE,
@@ -118,7 +118,7 @@ sleep: Callable[[float], None] = time.sleep
 
 
 def retry(action: Callable[[], Any], settings: SlurmSettings) -> Any:
-    """:func:`ganga_like.batch.retry.retry` for Slurm's read-only commands."""
+    """:func:`ganga_like.batch.command_retry.retry` for Slurm's read-only commands."""
     return _retry(action, settings, lambda delay: sleep(delay))
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .commands import CommandError
+from .scheduler_commands import CommandError
 
 __all__ = ["RetrySettings", "retry", "submit_with_retry"]
 
