@@ -24,7 +24,7 @@ from ZODB.POSException import ConflictError
 from ganga_like import ArgSplitter, CustomMerger, Executable, Job, Local
 from ganga_like.errors import RepositoryConflictError
 from ganga_like.repository.registry import Registry
-from ganga_like.repository.retry import RetryPolicy
+from ganga_like.repository.transaction_retry import RetryPolicy
 from ganga_like.repository.trees import IdMap, IdSet, KeyMap
 from ganga_like.runtime.session import Session
 
@@ -267,7 +267,7 @@ def test_recording_a_split_submission_again_does_not_repeat_subjob_events(sessio
 SCRIPT = '''
 import transaction
 from ganga_like.repository.registry import Registry
-from ganga_like.repository.retry import RetryPolicy
+from ganga_like.repository.transaction_retry import RetryPolicy
 from ganga_like.runtime.session import current_session
 
 session = current_session()

@@ -2,8 +2,8 @@
 
 Every change the GPI makes goes through :meth:`Repository.in_transaction` (actions, job
 creation, attribute changes outside a shell cell) and is retried on conflicts with
-jittered back-off (:mod:`ganga_like.repository.retry`); opening the repository (connecting
-to or starting the shared server, creating the root) is retried the same way.
+jittered back-off (:mod:`ganga_like.repository.transaction_retry`); opening the repository
+(connecting to or starting the shared server, creating the root) is retried the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from ganga_like.repository.ids import IdBlocks
 from ganga_like.repository.layout import layout_problem
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
-from ganga_like.repository.retry import RetryPolicy, is_transient, repeat, retried, safe_commit
 from ganga_like.repository.storage import (
     NOT_DAMAGE,
     StorageOptions,
@@ -38,6 +37,13 @@ from ganga_like.repository.storage import (
     ensure_private_dir,
     open_database,
     write_errno,
+)
+from ganga_like.repository.transaction_retry import (
+    RetryPolicy,
+    is_transient,
+    repeat,
+    retried,
+    safe_commit,
 )
 
 __all__ = ["Repository", "write_errors"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import transaction
 
-from ganga_like.repository.retry import RetryPolicy, retried
+from ganga_like.repository.transaction_retry import RetryPolicy, retried
 
 __all__ = ["IdBlocks"]
 

@@ -36,7 +36,7 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
-from ganga_like.repository.retry import RetryPolicy, retried
+from ganga_like.repository.transaction_retry import RetryPolicy, retried
 from ganga_like.repository.trees import IdSet
 from ganga_like.runtime.workflow import engine as workflow
 

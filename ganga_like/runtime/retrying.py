@@ -42,7 +42,7 @@ from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.model.workspace import run_spec
 from ganga_like.repository.registry import Registry, active_key
-from ganga_like.repository.retry import RetryPolicy, retried
+from ganga_like.repository.transaction_retry import RetryPolicy, retried
 from ganga_like.repository.trees import KeyMap
 
 __all__ = ["PENDING_KEY", "RETRY_PREFIX", "note_failed", "retries_done", "run_pending"]

@@ -36,7 +36,7 @@ WRITER = """
     from ganga_like.runtime.session import current_session
     try:
         from ganga_like.errors import RepositoryConflictError
-        from ganga_like.repository.retry import counts
+        from ganga_like.repository.transaction_retry import counts
     except ImportError:  # a version from before retries, for comparison
         class RepositoryConflictError(GangaError):
             pass

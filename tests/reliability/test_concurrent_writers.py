@@ -24,12 +24,12 @@ WRITER = """
     import json, random, sys, time, traceback
     from ganga_like import Executable, Job, Local, jobs
     from ganga_like.errors import GangaError, RepositoryConflictError
-    from ganga_like.repository import retry
+    from ganga_like.repository import transaction_retry
     from ganga_like.runtime.session import current_session
 
     name, seconds, attempts = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     session = current_session()
-    session.repo.retry_policy = retry.RetryPolicy(attempts=attempts)
+    session.repo.retry_policy = transaction_retry.RetryPolicy(attempts=attempts)
     print("ready", flush=True)
     sys.stdin.readline()  # all writers start together
     rng = random.Random(name)
@@ -71,12 +71,12 @@ WRITER = """
             report["worked_after"] += 1
             pending_recovery = False
     # With the usual patience, the session still works.
-    session.repo.retry_policy = retry.RetryPolicy()
+    session.repo.retry_policy = transaction_retry.RetryPolicy()
     last = Job(application=Executable(exe="true"), backend=Local())
     mine.add(last.id)
     last.name = f"last of {name}"
     report["mine"] = sorted(mine)
-    report["retried"] = retry.counts["retried"]
+    report["retried"] = transaction_retry.counts["retried"]
     print(json.dumps(report), flush=True)
 """
 
