@@ -15,8 +15,8 @@ from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import StatusReport
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
-from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.monitor import FINISHING_INTERVAL, CycleResult, next_interval
+from ganga_like.runtime.monitoring.status_engine import apply_report
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir

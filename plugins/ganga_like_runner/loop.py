@@ -11,7 +11,7 @@ means a task ended, SIGUSR1 that a client queued something, SIGTERM/SIGINT that 
 should stop (leaving running tasks alone).  It exits by itself after ``idle_exit_seconds``
 with nothing to do.  The tasks themselves are the ``Engine``'s.
 
-Modules: ``engine`` (starting, ending and killing tasks), ``journal`` (events journals),
+Modules: ``task_engine`` (starting, ending and killing tasks), ``journal`` (events journals),
 ``tasks`` (batches, tasks, request checks), ``files`` (per-task files), ``spawn`` (starting
 and signalling processes), ``recovery`` (start-up recovery after a crash), ``protocol``
 (the files shared with clients), ``__main__`` (the command line).
@@ -27,7 +27,6 @@ import signal
 import time
 from pathlib import Path
 
-from ganga_like_runner.engine import STARTED_EVENT_DELAY_SECONDS, Engine
 from ganga_like_runner.journal import JOURNAL_RETRY_SECONDS, append_whole
 from ganga_like_runner.protocol import (
     BATCH_SUFFIX,
@@ -42,6 +41,7 @@ from ganga_like_runner.protocol import (
     keys_of_kill_name,
 )
 from ganga_like_runner.recovery import recover
+from ganga_like_runner.task_engine import STARTED_EVENT_DELAY_SECONDS, Engine
 from ganga_like_runner.tasks import check_batch, check_kill
 
 # Look at the queue at least this often even without a wake-up signal; a cheap safety net.

@@ -45,8 +45,8 @@ from ganga_like.repository.registry import Registry, active_key
 from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.monitoring import cycle_hold
 from ganga_like.runtime.monitoring.active_view import ActiveView
-from ganga_like.runtime.monitoring.engine import apply_report
 from ganga_like.runtime.monitoring.lease import MonitorLease
+from ganga_like.runtime.monitoring.status_engine import apply_report
 from ganga_like.runtime.workflow import engine as workflow
 
 __all__ = ["CycleResult", "Monitor", "next_interval"]
