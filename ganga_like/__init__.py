@@ -67,11 +67,11 @@ if TYPE_CHECKING:
     from ganga_like.gpi.export import export as export
     from ganga_like.gpi.export import load as load
     from ganga_like.gpi.job import Job as Job
+    from ganga_like.gpi.job_templates import JobTemplate as JobTemplate
+    from ganga_like.gpi.job_templates import templates as templates
     from ganga_like.gpi.proxy import plugin as plugin
     from ganga_like.gpi.registry import jobs as jobs
     from ganga_like.gpi.slices import JobSlice as JobSlice
-    from ganga_like.gpi.templates import JobTemplate as JobTemplate
-    from ganga_like.gpi.templates import templates as templates
     from ganga_like.gpi.workflow import why as why
 
 __version__ = "0.1.0"
@@ -83,8 +83,8 @@ _LAZY: dict[str, str] = {
     "JobSlice": "ganga_like.gpi.slices",
     "jobs": "ganga_like.gpi.registry",
     "plugin": "ganga_like.gpi.proxy",
-    "JobTemplate": "ganga_like.gpi.templates",
-    "templates": "ganga_like.gpi.templates",
+    "JobTemplate": "ganga_like.gpi.job_templates",
+    "templates": "ganga_like.gpi.job_templates",
     "export": "ganga_like.gpi.export",
     "load": "ganga_like.gpi.export",
     "why": "ganga_like.gpi.workflow",

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import ExportError, GangaError, LoadError, SchemaError
-from ganga_like.gpi import templates as _templates  # noqa: F401  (the Job and JobTemplate proxies)
+from ganga_like.gpi import job_templates as _job_templates  # noqa: F401  (the Job and JobTemplate proxies)
 from ganga_like.gpi.arguments import given
 from ganga_like.gpi.progress import Progress, progress
 from ganga_like.gpi.proxy import GPIObject, check_writable, current_session, unwrap, wrap

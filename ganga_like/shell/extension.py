@@ -197,13 +197,13 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def _terminal_progress(title: str, *, show: bool | None, delay: float) -> Progress:
-    from ganga_like.shell.progress import terminal_factory
+    from ganga_like.shell.progress_display import terminal_factory
 
     return terminal_factory(title, show=show, delay=delay)
 
 
 def _notebook_progress(title: str, *, show: bool | None, delay: float) -> Progress:
-    from ganga_like.shell.progress import notebook_factory
+    from ganga_like.shell.progress_display import notebook_factory
 
     return notebook_factory(title, show=show, delay=delay)
 
