@@ -73,7 +73,7 @@ def copy_private(source: str, target: str) -> None:
 
     ``os.copy_file_range`` copies inside the kernel (a reflink where the file system can
     share blocks, e.g. btrfs, XFS, NFS 4.2); a plain read/write copy is the fallback.
-    The Local runner has a twin of this (``ganga_like_runner.files``): it must start
+    The Local runner has a twin of this (``ganga_like_runner.task_files``): it must start
     without importing this package."""
     if os.path.lexists(target):
         os.unlink(target)  # a new inode: never write through an earlier link or copy

@@ -11,8 +11,8 @@ import contextlib
 import os
 from collections.abc import Callable
 
-from ganga_like_runner.files import make_dirs
 from ganga_like_runner.protocol import PRIVATE_FILE
+from ganga_like_runner.task_files import make_dirs
 
 MAX_OPEN_JOURNALS = 64
 # Journal lines that could not be written (a full disk) are kept and written again this

@@ -12,8 +12,8 @@ should stop (leaving running tasks alone).  It exits by itself after ``idle_exit
 with nothing to do.  The tasks themselves are the ``Engine``'s.
 
 Modules: ``task_engine`` (starting, ending and killing tasks), ``journal`` (events journals),
-``tasks`` (batches, tasks, request checks), ``files`` (per-task files), ``spawn`` (starting
-and signalling processes), ``recovery`` (start-up recovery after a crash), ``protocol``
+``tasks`` (batches, tasks, request checks), ``task_files`` (per-task files), ``spawn`` (starting
+and signalling processes), ``startup_recovery`` (recovery after a crash), ``protocol``
 (the files shared with clients), ``__main__`` (the command line).
 """
 
@@ -40,7 +40,7 @@ from ganga_like_runner.protocol import (
     RUNNER_SIGNALS,
     keys_of_kill_name,
 )
-from ganga_like_runner.recovery import recover
+from ganga_like_runner.startup_recovery import recover
 from ganga_like_runner.task_engine import STARTED_EVENT_DELAY_SECONDS, Engine
 from ganga_like_runner.tasks import check_batch, check_kill
 

@@ -22,18 +22,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ganga_like_runner.files import (
-    collect_outputs,
-    discard_files,
-    failure_note,
-    files_of,
-    make_dirs,
-    prepare_ahead,
-    start_record,
-    write_json_atomic,
-    write_placeholder,
-    write_record,
-)
 from ganga_like_runner.journal import Journals, append_whole
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
@@ -48,6 +36,18 @@ from ganga_like_runner.spawn import (
     signal_group,
     signal_name,
     spawn_failure_reason,
+)
+from ganga_like_runner.task_files import (
+    collect_outputs,
+    discard_files,
+    failure_note,
+    files_of,
+    make_dirs,
+    prepare_ahead,
+    start_record,
+    write_json_atomic,
+    write_placeholder,
+    write_record,
 )
 from ganga_like_runner.tasks import Batch, Task, TaskSetupError, submission_time
 

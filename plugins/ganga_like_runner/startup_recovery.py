@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ganga_like_runner.files import read_json
 from ganga_like_runner.protocol import RUN_FILE, TERMINAL_EVENTS, read_events
 from ganga_like_runner.spawn import signal_group
 from ganga_like_runner.task_engine import KILL_GRACE_SECONDS, Engine
+from ganga_like_runner.task_files import read_json
 from ganga_like_runner.tasks import Task, check_batch, newer
 
 # A process counts as part of an orphaned task only if it started after the task did,
