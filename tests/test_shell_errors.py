@@ -38,7 +38,7 @@ def test_ctrl_c_in_wait_is_one_line_and_the_job_goes_on(shell_env: dict[str, str
         assert _lines(out) == [
             "ERROR: unknown status 'done'; expected one of: new, "
             "submitting, submitted, running, completing, completed, "
-            "failed, killed, completed_frozen, failed_frozen"
+            "failed, killed, completed_frozen, failed_frozen, waiting, skipped"
         ], out
         out = shell.run("j.force_status('done')")
         assert _lines(out) == ["ERROR: force_status accepts 'completed' or 'failed', not 'done'"], (
