@@ -20,10 +20,17 @@ from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
 from ganga_like.gpi.arguments import given
-from ganga_like.gpi.job import Job, SubjobSlice, subjob_place, subjob_proxy
+from ganga_like.gpi.job import (
+    Job,
+    SubjobSlice,
+    job_removed,
+    removed_message,
+    subjob_place,
+    subjob_proxy,
+)
 from ganga_like.gpi.lookups import check_timeout, is_whole
 from ganga_like.gpi.progress import progress as show_progress
-from ganga_like.gpi.proxy import current_session, job_removed, removed_message, unwrap, wrap
+from ganga_like.gpi.proxy import current_session, unwrap, wrap
 from ganga_like.gpi.registry import jobs as job_registry
 from ganga_like.gpi.slices import JobSlice
 from ganga_like.model.job import Job as JobImpl

@@ -15,10 +15,9 @@ from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import (
     GPIObject,
     _proxies,
+    attribute_holding,
     current_session,
-    job_removed,
     register_proxy_class,
-    removed_message,
     schema_doc,
     unwrap,
     wrap,
@@ -324,6 +323,61 @@ class Job(GPIObject):
         session.refresh()
         return results.result_of(self._live("result()"), session.submit_context().paths)
 
+    # -- what may change ------------------------------------------------------------
+
+    _rules_edits = True
+    _compared_by_content = False  # two jobs are equal only when they are the same job
+
+    def _check_edit_below(self, node: GPIObject, name: str) -> None:
+        """Refuse to change what a submitted job ran with, at any depth below the job.
+
+        A job that is not new, or that has subjobs, keeps its description: only attributes
+        declared ``changeable_at_resubmit`` change, and only once the job reached a final
+        state (a resubmission will use them); a job's own name and comment change at any
+        time."""
+        job = self._job
+        impl = object.__getattribute__(node, "_impl")
+        if job_removed(job):
+            raise JobError(removed_message(job, f"changing {node._path_to(name)}"))
+        trait = type(impl)._schema[name]
+        status = job.current_status()
+        # Inside a part that may change (``j.retry.attempts``, ``j.postprocessors[0].files``)
+        # as the part itself may: changing it in place is replacing it.
+        part = name if impl is job else _part_holding(node)
+        part_trait = JobImpl._schema.get(part) if part else None
+        if part in job_parts().always_changeable and (impl is job or job.master is None):
+            return
+        if job.master is not None:
+            raise JobError(
+                f"subjob {job.fqid} is {status}: {node._path_to(name)} can no longer "
+                "be changed; copy() it to a new job"
+            )
+        if status is Status.NEW and not job.is_master:
+            return
+        if job.is_master and status is Status.NEW:
+            # Part of it never ran, but its subjobs were made from this description.
+            raise JobError(
+                f"job {job.fqid} has subjobs: {node._path_to(name)} can no "
+                "longer be changed; copy() the job to change it"
+            )
+        if status.final and (
+            trait.metadata.get("changeable_at_resubmit")
+            or (part_trait is not None and part_trait.metadata.get("changeable_at_resubmit"))
+        ):
+            return
+        raise JobError(
+            f"job {job.fqid} is {status}: {node._path_to(name)} can no longer "
+            "be changed; copy() the job to change it"
+        )
+
+    def _changing_in(self) -> str:
+        return f" of job {self._job.fqid}"
+
+    def _assigned(self, name: str, old: Any) -> None:
+        job = self._job
+        if name == "name" and job._p_jar is not None:
+            current_session().registry().rename(job, old)  # the name index follows
+
     def __repr__(self) -> str:
         job = self._job
         status = "removed" if job_removed(job) else job.current_status()
@@ -474,3 +528,32 @@ def unwrap_job(value: Any) -> JobImpl:
     if not isinstance(impl, JobImpl):
         raise JobError(f"not a job: {value!r}")
     return impl
+
+
+def _part_holding(node: GPIObject) -> str | None:
+    """The job's attribute ``node`` is in (``postprocessors`` for a merger in its list), or
+    None when it is in no job."""
+    while True:
+        owner: GPIObject | None = object.__getattribute__(node, "_owner")
+        if owner is None:
+            return None
+        owner_impl = object.__getattribute__(owner, "_impl")
+        if isinstance(owner_impl, JobImpl):
+            held = attribute_holding(owner_impl, object.__getattribute__(node, "_impl"))
+            return held.split("[")[0] if held else None
+        node = owner
+
+
+def job_removed(job: JobImpl) -> bool:
+    """Whether a job (or its master) is no longer in the repository: the GPI object of a
+    removed job outlives it, and must neither show nor accept a live job's state."""
+    top = job
+    while top.master is not None:
+        top = top.master
+    if top._p_jar is None:
+        return False  # never stored (an object being built): nothing to have removed
+    return current_session().registry().get(top.id) is not top
+
+
+def removed_message(job: JobImpl, what: str) -> str:
+    return f"job {job.fqid} was removed: {what} is not possible; copy() it to make a new job"

@@ -20,7 +20,6 @@ from ganga_like.gpi.proxy import (
     current_session,
     register_proxy_class,
     schema_doc,
-    template_removed,
     wrap,
 )
 from ganga_like.gpi.proxy import unwrap as unwrap_value
@@ -65,6 +64,17 @@ class JobTemplate(GPIObject):
         session.repo.in_transaction(
             lambda: TemplateTable(session.registry().root).add(impl), what="creating a template"
         )
+
+    _rules_edits = True
+
+    def _check_edit_below(self, node: GPIObject, name: str) -> None:
+        """A removed template's description no longer changes."""
+        template = self._template
+        if template_removed(template):
+            raise TemplateError(
+                f"template {template.id} was removed: changing {node._path_to(name)} is not "
+                "possible"
+            )
 
     @property
     def _template(self) -> TemplateImpl:
@@ -251,3 +261,10 @@ class NoSuchTemplateError(TemplateError, KeyError):
 
 
 templates = TemplateRegistry()
+
+
+def template_removed(template: TemplateImpl) -> bool:
+    """Whether a stored template is no longer in the repository's templates table."""
+    if template._p_jar is None:
+        return False  # never stored (being built)
+    return _table().get(template.id) is not template

@@ -8,16 +8,16 @@ one proxy per underlying object, so ``jobs(3) is jobs(3)``.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import weakref
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ZODB.broken import Broken
 
-from ganga_like.errors import BrokenObjectError, JobError, SchemaError, TemplateError
+from ganga_like.errors import BrokenObjectError, SchemaError
 from ganga_like.gpi.arguments import keyword_options
+from ganga_like.gpi.containers import GPIDict, GPIList
 from ganga_like.model import plugin_registry
 from ganga_like.model.base import (
     Component,
@@ -29,10 +29,6 @@ from ganga_like.model.base import (
     unknown_attribute_message,
 )
 from ganga_like.model.job import Job as JobImpl
-from ganga_like.model.parts import job_parts
-from ganga_like.model.status import Status
-from ganga_like.model.template import JobTemplate as TemplateImpl
-from ganga_like.repository.templates import TemplateTable
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -111,6 +107,9 @@ class GPIObject:
 
     _impl_class: ClassVar[type[GangaObject]]
     __slots__ = ("__weakref__", "_impl", "_owner")
+    # Whether two objects of this class with the same content are equal (two distinct jobs
+    # never are).
+    _compared_by_content: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
@@ -165,104 +164,58 @@ class GPIObject:
         def assign() -> None:
             old = getattr(impl, name)
             impl._assign(name, new)
-            if isinstance(impl, JobImpl) and name == "name" and impl._p_jar is not None:
-                current_session().registry().rename(impl, old)
+            self._assigned(name, old)
 
-        job = self._root_job()
-        if job is not None and job._p_jar is not None:
+        ruler = self._ruler()
+        if object.__getattribute__(ruler, "_impl")._p_jar is not None:
             # Stored: saved at once in a retried transaction (or by the shell cell's commit).
-            current_session().change(
-                assign, f"setting {type(impl).__name__}.{name} of job {job.fqid}"
-            )
-        elif job is None and self._root_impl()._p_jar is not None:
-            # Stored outside any job (a template): saved the same way.
-            current_session().change(assign, f"setting {type(impl).__name__}.{name}")
+            where = ruler._changing_in()
+            current_session().change(assign, f"setting {type(impl).__name__}.{name}{where}")
         else:
             assign()
 
     def __delattr__(self, name: str) -> None:
         raise SchemaError(f"{type(self).__name__}.{name} cannot be deleted")
 
-    def _root_job(self) -> JobImpl | None:
-        node: GPIObject | None = self
-        while node is not None:
-            impl = object.__getattribute__(node, "_impl")
-            if isinstance(impl, JobImpl):
-                return impl
-            node = object.__getattribute__(node, "_owner")
-        return None
+    def _wrap_held(self, value: Any) -> Any:
+        """The GPI face of a value found in one of this object's lists or dicts."""
+        return wrap(value, owner=self)
 
-    def _root_impl(self) -> GangaObject:
-        """The object at the top of the owners above this one (itself if it has none)."""
+    # -- what may change: the object at the top decides (a job, a template) ---------------
+
+    # Whether this class's objects rule what may change in them and in everything below
+    # them (a job keeps what it ran with; see gpi.job): the search for the rules stops at
+    # the first such object above the one changed.
+    _rules_edits: ClassVar[bool] = False
+
+    def _ruler(self) -> GPIObject:
+        """The object whose class rules changes to this one: the first above it (or itself)
+        whose class rules edits, else the one at the top of its owners."""
         node: GPIObject = self
-        while True:
+        while not type(node)._rules_edits:
             owner: GPIObject | None = object.__getattribute__(node, "_owner")
             if owner is None:
-                impl: GangaObject = object.__getattribute__(node, "_impl")
-                return impl
+                break
             node = owner
+        return node
 
     def _check_editable(self, name: str) -> None:
-        """Refuse to change what a submitted job ran with, at any depth below the job.
+        """Refuse, in one line, to change ``name`` of this object when the object ruling it
+        forbids it (nothing is changed)."""
+        ruler = self._ruler()
+        ruler._check_edit_below(self, name)
 
-        A job that is not new, or that has subjobs, keeps its description: only attributes declared
-        ``changeable_at_resubmit`` change, and only once the job reached a final state (a
-        resubmission will use them); a job's own name and comment change at any time."""
-        job = self._root_job()
-        if job is None:
-            top = self._root_impl()
-            if isinstance(top, TemplateImpl) and template_removed(top):
-                raise TemplateError(
-                    f"template {top.id} was removed: changing {self._path_to(name)} is not possible"
-                )
-            return
-        impl = object.__getattribute__(self, "_impl")
-        if job_removed(job):
-            raise JobError(removed_message(job, f"changing {self._path_to(name)}"))
-        trait = type(impl)._schema[name]
-        status = job.current_status()
-        # Inside a part that may change (``j.retry.attempts``, ``j.postprocessors[0].files``)
-        # as the part itself may: changing it in place is replacing it.
-        part = name if impl is job else self._job_part()
-        part_trait = JobImpl._schema.get(part) if part else None
-        if part in job_parts().always_changeable and (impl is job or job.master is None):
-            return
-        if job.master is None:
-            if status is Status.NEW and not job.is_master:
-                return
-            if job.is_master and status is Status.NEW:
-                # Part of it never ran, but its subjobs were made from this description.
-                raise JobError(
-                    f"job {job.fqid} has subjobs: {self._path_to(name)} can no "
-                    "longer be changed; copy() the job to change it"
-                )
-            if status.final and (
-                trait.metadata.get("changeable_at_resubmit")
-                or (part_trait is not None and part_trait.metadata.get("changeable_at_resubmit"))
-            ):
-                return
-            raise JobError(
-                f"job {job.fqid} is {status}: {self._path_to(name)} can no longer "
-                "be changed; copy() the job to change it"
-            )
-        raise JobError(
-            f"subjob {job.fqid} is {status}: {self._path_to(name)} can no longer "
-            "be changed; copy() it to a new job"
-        )
+    def _check_edit_below(self, node: GPIObject, name: str) -> None:
+        """The rule this object (at the top) sets for changing ``name`` of ``node``, itself
+        or an object below it: none by default."""
 
-    def _job_part(self) -> str | None:
-        """The job's attribute this object is in (``postprocessors`` for a merger in its
-        list), or None when it is in no job."""
-        node: GPIObject = self
-        while True:
-            owner: GPIObject | None = object.__getattribute__(node, "_owner")
-            if owner is None:
-                return None
-            owner_impl = object.__getattribute__(owner, "_impl")
-            if isinstance(owner_impl, JobImpl):
-                held = _attribute_holding(owner_impl, object.__getattribute__(node, "_impl"))
-                return held.split("[")[0] if held else None
-            node = owner
+    def _changing_in(self) -> str:
+        """What a change below this object (at the top) is said to be in: " of job 3"."""
+        return ""
+
+    def _assigned(self, name: str, old: Any) -> None:
+        """Called once ``name`` of this object was set (its old value given), in the same
+        transaction: what else the change implies."""
 
     def _path_to(self, name: str) -> str:
         """``application.args`` for ``args`` of a job's application (for messages)."""
@@ -271,10 +224,10 @@ class GPIObject:
         while True:
             impl = object.__getattribute__(node, "_impl")
             owner: GPIObject | None = object.__getattribute__(node, "_owner")
-            if owner is None or isinstance(impl, JobImpl):
+            if owner is None or type(node)._rules_edits:
                 break
             parts.append(
-                _attribute_holding(object.__getattribute__(owner, "_impl"), impl)
+                attribute_holding(object.__getattribute__(owner, "_impl"), impl)
                 or type(impl).__name__
             )
             node = owner
@@ -320,7 +273,7 @@ class GPIObject:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-def _attribute_holding(parent: GangaObject, child: GangaObject) -> str | None:
+def attribute_holding(parent: GangaObject, child: GangaObject) -> str | None:
     """The attribute of ``parent`` that holds ``child``: "application", "outputfiles[1]"."""
     for name, value in parent.stored().items():
         if value is child:
@@ -356,7 +309,7 @@ def _adopt(owner: GPIObject, value: Any) -> Any:
 def _same_content(a: GPIObject, b: GPIObject) -> bool:
     ia = object.__getattribute__(a, "_impl")
     ib = object.__getattribute__(b, "_impl")
-    if type(ia) is not type(ib) or isinstance(ia, JobImpl):
+    if type(ia) is not type(ib) or not type(a)._compared_by_content:
         return False
     return all(wrap(getattr(ia, n)) == wrap(getattr(ib, n)) for n, _ in schema_items(type(ia)))
 
@@ -369,28 +322,6 @@ def _public_members(cls: type) -> set[str]:
         names.update(n for n in vars(klass) if not n.startswith("_"))
     names.add("copy")
     return names
-
-
-def job_removed(job: JobImpl) -> bool:
-    """Whether a job (or its master) is no longer in the repository: the GPI object of a
-    removed job outlives it, and must neither show nor accept a live job's state."""
-    top = job
-    while top.master is not None:
-        top = top.master
-    if top._p_jar is None:
-        return False  # never stored (an object being built): nothing to have removed
-    return current_session().registry().get(top.id) is not top
-
-
-def template_removed(template: TemplateImpl) -> bool:
-    """Whether a stored template is no longer in the repository's templates table."""
-    if template._p_jar is None:
-        return False  # never stored (being built)
-    return TemplateTable(current_session().registry().root).get(template.id) is not template
-
-
-def removed_message(job: JobImpl, what: str) -> str:
-    return f"job {job.fqid} was removed: {what} is not possible; copy() it to make a new job"
 
 
 def check_writable(cls: type[GangaObject], name: str) -> None:
@@ -410,265 +341,6 @@ def _exported(method: Callable[..., Any]) -> Callable[..., Any]:
     call.__name__ = getattr(method, "__name__", "method")
     call.__doc__ = method.__doc__
     return call
-
-
-class _Held:
-    """A list or dict attribute, or a list or dict inside one (``splitter.args[0]``,
-    ``splitter.multi_attrs["args"]``), seen through the object that holds it: reads come
-    from the stored value, and every change rebuilds the whole attribute and assigns it, so
-    it is validated, refused on a submitted job and stored in one retried transaction
-    exactly as an assignment is."""
-
-    __slots__ = ("_name", "_owner", "_path")
-
-    def __init__(self, owner: GPIObject, name: str, path: tuple[Any, ...] = ()) -> None:
-        self._owner = owner
-        self._name = name
-        self._path = path
-
-    def _raw(self) -> Any:
-        impl = object.__getattribute__(self._owner, "_impl")
-        value = getattr(impl, self._name)
-        for key in self._path:
-            value = value[key]
-        return value
-
-    def _child(self, key: Any, value: Any) -> Any:
-        """The GPI face of the value at ``key``: a nested list or dict changes in place
-        through this same attribute."""
-        # (Lists inside lists are stored as tuples; older records may hold lists.)
-        if isinstance(value, tuple | list):
-            return GPIList(self._owner, self._name, (*self._path, key))
-        if isinstance(value, dict):
-            return GPIDict(self._owner, self._name, (*self._path, key))
-        return wrap(value, owner=self._owner)
-
-    # ``copy.copy(j.application.env)`` is a plain dict (a list for a list), as ``copy()``
-    # is: a copy still held by the job would change the job. A deep copy copies the
-    # components inside too, unattached.
-    def __copy__(self) -> Any:
-        return _plain(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return copy.deepcopy(_plain(self), memo)
-
-    def _store(self, value: Any) -> None:
-        if not self._path:
-            setattr(self._owner, self._name, value)
-            return
-        # A nested value changes through the whole attribute: validated and stored at once.
-        top = _plain(getattr(object.__getattribute__(self._owner, "_impl"), self._name))
-        inner = top
-        for key in self._path[:-1]:
-            inner = inner[key]
-        inner[self._path[-1]] = value
-        setattr(self._owner, self._name, top)
-
-
-class GPIList(_Held):
-    """A list attribute, or a list inside one (``splitter.args[0]``): reads like a list, and
-    every change is validated and stored through the attribute that holds it."""
-
-    __slots__ = ()
-
-    def _items(self) -> list[Any]:
-        return [self._child(i, v) for i, v in enumerate(self._raw())]
-
-    def copy(self) -> list[Any]:
-        """A plain list copy (changing it changes nothing stored), as a list's copy() is."""
-        return _plain(self)  # type: ignore[no-any-return]
-
-    def __len__(self) -> int:
-        return len(self._raw())
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._items())
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._items()[index]
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        items = self._items()
-        items[index] = value
-        self._store(items)
-
-    def __delitem__(self, index: Any) -> None:
-        items = self._items()
-        del items[index]
-        self._store(items)
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._items()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, GPIList | list | tuple):
-            return bool(_plain(self) == _plain(other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __iadd__(self, other: Iterable[Any]) -> GPIList:
-        self.extend(other)
-        return self
-
-    def append(self, value: Any) -> None:
-        self._store([*self._items(), value])
-
-    def extend(self, values: Iterable[Any]) -> None:
-        self._store([*self._items(), *values])
-
-    def insert(self, index: int, value: Any) -> None:
-        items = self._items()
-        items.insert(index, value)
-        self._store(items)
-
-    def remove(self, value: Any) -> None:
-        items = self._items()
-        items.remove(value)
-        self._store(items)
-
-    def pop(self, index: int = -1) -> Any:
-        items = self._items()
-        value = items.pop(index)
-        self._store(items)
-        return _plain(value)
-
-    def clear(self) -> None:
-        self._store([])
-
-    def sort(self, *, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> None:
-        items = _plain(self)
-        items.sort(key=key, reverse=reverse)
-        self._store(items)
-
-    def reverse(self) -> None:
-        self._store(_plain(self)[::-1])
-
-    def index(self, value: Any, *bounds: int) -> int:
-        return self._items().index(value, *bounds)
-
-    def count(self, value: Any) -> int:
-        return self._items().count(value)
-
-    def __repr__(self) -> str:
-        return repr(self._items())
-
-
-class GPIDict(_Held):
-    """A dict attribute, or a dict inside one (``splitter.multi_attrs``): reads like a dict,
-    and every change (``d[k] = v``, ``update``, ``pop``, ``del``, ``|=``, ...) is validated
-    and stored through the attribute that holds it, in one step per call."""
-
-    __slots__ = ()
-
-    def _mapping(self) -> dict[Any, Any]:
-        return {k: self._child(k, v) for k, v in self._raw().items()}
-
-    def _changed(self, change: Callable[[dict[Any, Any]], Any]) -> Any:
-        """Apply ``change`` to a plain copy and store the result; ``change``'s result."""
-        plain: dict[Any, Any] = _plain(self)
-        result = change(plain)
-        self._store(plain)
-        return _plain(result)
-
-    def __len__(self) -> int:
-        return len(self._raw())
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(list(self._raw()))
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._child(key, self._raw()[key])
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._raw()
-
-    def keys(self) -> Any:
-        return self._mapping().keys()
-
-    def values(self) -> Any:
-        return self._mapping().values()
-
-    def items(self) -> Any:
-        return self._mapping().items()
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        raw = self._raw()
-        return self._child(key, raw[key]) if key in raw else default
-
-    def copy(self) -> dict[Any, Any]:
-        """A plain dict copy (changing it changes nothing stored)."""
-        return _plain(self)  # type: ignore[no-any-return]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, GPIDict | dict):
-            return bool(_plain(self) == _plain(other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __or__(self, other: Any) -> dict[Any, Any]:
-        return {**_plain(self), **_plain(dict(other))}
-
-    def __ror__(self, other: Any) -> dict[Any, Any]:
-        return {**_plain(dict(other)), **_plain(self)}
-
-    def __ior__(self, other: Any) -> GPIDict:
-        self.update(other)
-        return self
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._changed(lambda d: d.__setitem__(key, value))
-
-    def __delitem__(self, key: Any) -> None:
-        self._changed(lambda d: d.__delitem__(key))
-
-    def update(self, *others: Any, **values: Any) -> None:
-        self._changed(
-            lambda d: d.update(
-                *[_plain(dict(o)) if isinstance(o, GPIDict) else o for o in others], **values
-            )
-        )
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        if key not in self._raw():
-            if default:
-                return default[0]
-            raise KeyError(key)
-        return self._changed(lambda d: d.pop(key))
-
-    def popitem(self) -> tuple[Any, Any]:
-        return self._changed(lambda d: d.popitem())  # type: ignore[no-any-return]
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        raw = self._raw()
-        if key in raw:
-            return self._child(key, raw[key])
-        self[key] = default
-        return self[key]
-
-    def clear(self) -> None:
-        self._store({})
-
-    def __repr__(self) -> str:
-        return repr(self._mapping())
-
-
-# Code that asks "is it a mapping / a sequence?" gets the answer a user would expect.
-MutableMapping.register(GPIDict)
-MutableSequence.register(GPIList)
-
-
-def _plain(value: Any) -> Any:
-    """Plain, mutable lists and dicts at every depth (GPI lists and dicts and stored
-    tuples alike), components as they are."""
-    if isinstance(value, GPIList | list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, GPIDict):
-        return {k: _plain(value[k]) for k in value}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 class BrokenProxy:
