@@ -116,18 +116,7 @@ def poll(
         return []  # too soon: a busy scheduler serves many users
     poller.polled_at.stage(now)
 
-    tracked: dict[str, ActiveRef] = {}
-    for ref in refs:
-        scheduler_id = str(ref.backend_data.get("id") or "")
-        if scheduler.valid_id(scheduler_id):
-            tracked[scheduler_id] = ref
-        else:  # one bad record must not stop the monitoring of all the others
-            log.warning(
-                "%s: no usable %s id (%r); its status is left as it is",
-                ref.fqid,
-                scheduler.label,
-                scheduler_id,
-            )
+    tracked = _tracked(scheduler, refs, log)
     if not tracked:
         return []
 
@@ -155,23 +144,9 @@ def poll(
     ask = tracker.queue(tracked, queue)
     # Jobs finishing (waiting for the history) or missing are changing too.
     changing = bool(ask)
-    history: dict[str, Sighting] | None = None
+    history = None
     if ask and history_off is None:
-        try:
-            history = _ask(scheduler, scheduler.history, ask, settings.command_timeout)
-        except CommandError as exc:
-            if scheduler.history_unavailable(exc):
-                poller.history_off.stage(exc.message)
-                tracker.history_off = True
-                log.info(
-                    "%s is not available (%s): exit codes are not known",
-                    scheduler.history_name,
-                    exc.message,
-                )
-            else:
-                log.warning(
-                    "%s failed (%s); finished jobs are confirmed later", scheduler.history_name, exc
-                )
+        history = _ask_history(scheduler, poller, tracker, ask, settings, log)
     tracker.history(history)
     poller.seen.stage(tracker.seen)
     changing = changing or bool(tracker.changes)
@@ -179,6 +154,64 @@ def poll(
         next_poll_gap(gap, changing, settings.min_poll_interval, settings.poll_interval)
     )
 
+    return _reports(ctx, tracker, tracked, read_failure)
+
+
+def _tracked(
+    scheduler: BatchScheduler, refs: Sequence[ActiveRef], log: logging.Logger
+) -> dict[str, ActiveRef]:
+    """The refs to ask the scheduler about, by scheduler id; one without a usable id is
+    said in the log and left as it is."""
+    tracked: dict[str, ActiveRef] = {}
+    for ref in refs:
+        scheduler_id = str(ref.backend_data.get("id") or "")
+        if scheduler.valid_id(scheduler_id):
+            tracked[scheduler_id] = ref
+        else:  # one bad record must not stop the monitoring of all the others
+            log.warning(
+                "%s: no usable %s id (%r); its status is left as it is",
+                ref.fqid,
+                scheduler.label,
+                scheduler_id,
+            )
+    return tracked
+
+
+def _ask_history(
+    scheduler: BatchScheduler,
+    poller: BatchPoller,
+    tracker: Tracker,
+    ask: list[str],
+    settings: PollSettings,
+    log: logging.Logger,
+) -> dict[str, Sighting] | None:
+    """The scheduler's history of the jobs ``ask``; None when it could not be read (a
+    scheduler without one is remembered, and exit codes are then not known)."""
+    try:
+        return _ask(scheduler, scheduler.history, ask, settings.command_timeout)
+    except CommandError as exc:
+        if scheduler.history_unavailable(exc):
+            poller.history_off.stage(exc.message)
+            tracker.history_off = True
+            log.info(
+                "%s is not available (%s): exit codes are not known",
+                scheduler.history_name,
+                exc.message,
+            )
+        else:
+            log.warning(
+                "%s failed (%s); finished jobs are confirmed later", scheduler.history_name, exc
+            )
+    return None
+
+
+def _reports(
+    ctx: PollContext,
+    tracker: Tracker,
+    tracked: dict[str, ActiveRef],
+    read_failure: FailureReader | None,
+) -> list[StatusReport]:
+    """A report for each change the tracker saw."""
     reports: list[StatusReport] = []
     for change in tracker.changes:
         ref, observation = tracked[change.scheduler_id], change.observation
