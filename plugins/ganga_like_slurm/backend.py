@@ -37,7 +37,7 @@ from ganga_like.model.interfaces import (
 from ganga_like.model.job import Job
 from ganga_like.model.launchers import LAUNCHERS, LauncherName
 
-from . import pilot_run, slurm_commands
+from . import pilot_run, pilot_script, slurm_commands
 from .pilot import Pilot, PilotTrait
 from .pilot_poller import SlurmPoller, is_pilot_ref
 from .resource_object import Resources, ResourcesTrait
@@ -269,12 +269,12 @@ class Slurm(BatchBackend):
         try:
             # One attempt: a preview should not wait out a controller that is down.
             settings = replace(self.batch_settings(ctx), submit_attempts=1)
-            partition, chosen = pilot_run.choose(ctx, self, self.pilot, settings)
+            partition, chosen = pilot_script.choose(ctx, self, self.pilot, settings)
             if chosen:
                 note = f"# partition {partition}: the first that fits\n"
         except BackendError as exc:
             partition, note = "", f"# no partition: {exc}\n"
-        text = pilot_run.render(self, name, top, partition)
+        text = pilot_script.render(self, name, top, partition)
         return ScriptPreview(
             f"# Slurm preview: 1 sbatch call, a pilot ({self.pilot.describe()}) running "
             f"{len(jobs)} (sub)job(s); nothing was submitted.\n{note}{text}"

@@ -22,14 +22,12 @@ import contextlib
 import itertools
 import json
 import os
-import shlex
 import signal
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ganga_like.batch.records import handover_key, keep_handover, log_submission
 from ganga_like.errors import BackendError
@@ -42,18 +40,23 @@ from ganga_like.model.interfaces import (
     SubmitOutcome,
 )
 from ganga_like.model.job import Job
-from ganga_like.model.launchers import launcher_words, resolve_launcher
 from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
-from ganga_like.model.workspace import keep_earlier_output, run_environment, stage_inputs
 from ganga_like.private import make_private_dirs
 
 from . import submission
-from .partitions import choose_partition, rejection_reasons
 from .pilot_poller import PilotPoller
-from .resource_spec import ResourceError, ResourceSpec
+from .pilot_script import (
+    Slurm,
+    choose,
+    render,
+    resources_of,
+    runner_dir,
+    task_key,
+    task_row,
+)
 from .scheduler import SCHEDULER
-from .script import ScriptError, _directive_value
+from .script import ScriptError
 from .settings import SlurmSettings
 from .slurm_commands import SlurmCommandError
 
@@ -61,42 +64,12 @@ if TYPE_CHECKING:
     from .pilot import Pilot
 
 
-class Slurm(Protocol):
-    """What of the Slurm backend a pilot uses (the backend imports this module)."""
-
-    pilot: Pilot | None
-    partition: str
-    account: str
-    reservation: str
-    qos: str
-    extra_options: tuple[str, ...]
-    setup: tuple[str, ...]
-
-    def _assign(self, name: str, value: Any) -> None: ...
-
-
-__all__ = [
-    "JOURNAL",
-    "PILOT_DIR",
-    "kill",
-    "launcher",
-    "poll",
-    "render",
-    "runner_dir",
-    "submit",
-]
+__all__ = ["HANDOVER_PILOT", "JOURNAL", "kill", "poll", "submit"]
 
 JOURNAL = "pilot-events.jsonl"
 # In a pilot's kept hand-over (see ganga_like.batch.records): it is a pilot, whose name
 # is the subjobs' ``pilot_run``.
 HANDOVER_PILOT = "pilot"
-PILOT_DIR = "pilot"
-RUNNER_MODULE = "ganga_like_runner"
-# The runner looks at its queue this often (kill requests: its clients cannot signal it
-# from another machine).
-SCAN_SECONDS = 1.0
-# How many times a pilot starts its runner: again after it was killed, twice at most.
-RUNNER_STARTS = 3
 _sequence = itertools.count()
 
 
@@ -123,153 +96,6 @@ def _journals() -> ModuleType:
     return journal_reports
 
 
-def runner_dir(top: str, name: str) -> str:
-    return os.path.join(top, PILOT_DIR, name)
-
-
-def task_key(job: Job) -> str:
-    return f"{job.fqid}@{job.submit_count}"
-
-
-def launcher(pilot: Pilot, resources: ResourceSpec, name: str = "") -> tuple[str, ...]:
-    """The words starting a subjob's program inside the pilot, through the job's launcher
-    (``name``; empty: srun above one process). One process on a one-node pilot needs none
-    (the runner starts it); srun runs a step of exactly the subjob's share (``--exact``) on
-    one node, which also places a single process on a node of a larger pilot."""
-    chosen = resolve_launcher(name, resources.process_count, "srun")
-    if chosen == "single" and pilot.nodes > 1:
-        chosen = "srun"
-    words = launcher_words(chosen, resources.process_count, resources.cpu_cores_per_process)
-    if chosen == "srun":
-        return (words[0], "--nodes=1", "--exact", *words[1:])
-    return words
-
-
-# -- submission ------------------------------------------------------------------------
-
-
-def choose(
-    ctx: SubmitContext, backend: Slurm, pilot: Pilot, settings: SlurmSettings
-) -> tuple[str, bool]:
-    """The partition the pilot goes to (and whether it was chosen); BackendError (one
-    line) when none can hold it."""
-    wanted = pilot.allocation()
-    try:
-        partitions = ctx.kept(submission.ClusterAnswers).partitions.get(settings)
-    except SlurmCommandError as exc:
-        if backend.partition:
-            return backend.partition, False  # not checked: sbatch says what is wrong
-        raise BackendError(
-            f"cannot read the cluster's partitions: {exc.message}", transient=exc.transient
-        ) from None
-    try:
-        if not backend.partition:
-            return choose_partition(partitions, wanted), True
-    except ResourceError as exc:
-        raise BackendError(f"Slurm.pilot: {exc}") from None
-    named = [p for p in partitions if p.name == backend.partition]
-    if named:
-        reasons = rejection_reasons(named[0], wanted)
-        if reasons:
-            raise BackendError(
-                f"Slurm.pilot: partition {backend.partition} cannot hold "
-                f"{pilot.describe()}: {', '.join(reasons)}"
-            )
-    return backend.partition, False  # unknown: sbatch says what is wrong with it
-
-
-def _needs(job: Job) -> ResourceSpec:
-    resources = job.backend.resources
-    return ResourceSpec() if resources is None else resources.to_spec()
-
-
-def _task_row(
-    protocol: ModuleType, ctx: SubmitContext, job: Job, spec: RunSpec, pilot: Pilot, events: str
-) -> list[Any]:
-    """The runner's row for ``job``; its workspace prepared as the Local backend does
-    (the runner makes the directories)."""
-    root = ctx.paths(job).location
-    output = keep_earlier_output(root, job.submit_count)
-    inputs = stage_inputs(root, spec.inputs)
-    needs = _needs(job)
-    row: list[Any] = protocol.task_row(
-        protocol.TaskSpec(
-            key=task_key(job),
-            argv=[*spec.wrapper, *launcher(pilot, needs, job.backend.launcher), *spec.argv],
-            env=run_environment(job, spec),
-            workdir=os.path.join(root, "work"),
-            output_dir=output,
-            inputs=inputs,
-            output_patterns=list(spec.output_patterns),
-            events=events,
-            cores=needs.total_cores,
-            memory=needs.memory or 0,
-        )
-    )
-    return row
-
-
-def render(backend: Slurm, name: str, top: str, partition: str) -> str:
-    """The pilot's batch script: the allocation, then the runner on it."""
-    pilot = backend.pilot
-    assert pilot is not None
-    directory = runner_dir(top, name)
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={_directive_value(name, '--job-name')}"]
-    for option, value in (
-        ("--partition", partition),
-        ("--account", backend.account),
-        ("--reservation", backend.reservation),
-        ("--qos", backend.qos),
-    ):
-        if value:
-            lines.append(f"#SBATCH {option}={_directive_value(value, option)}")
-    lines.extend(pilot.sbatch_lines())
-    output = os.path.join(directory, "slurm.out").replace("%", "%%")
-    lines.append(f"#SBATCH --output={_directive_value(output, '--output')}")
-    lines.append(f"#SBATCH --chdir={_directive_value(top, '--chdir')}")
-    for option in backend.extra_options:
-        lines.append("#SBATCH " + option.removeprefix("#SBATCH").strip())
-    lines.extend(backend.setup)
-    if pilot.cores is not None:
-        lines.append(f"cores={pilot.nodes * pilot.cores}")
-    elif pilot.nodes == 1:
-        lines.append("cores=${SLURM_CPUS_ON_NODE:-1}  # what Slurm gave")
-    else:
-        # "16(x2),8": the cores of every node of the allocation, added up.
-        lines += [
-            "cores=0",
-            "for part in ${SLURM_JOB_CPUS_PER_NODE//,/ }; do",
-            "    count=${part%%(*}; times=1; [[ $part == *x* ]] && times=${part##*x} "
-            "&& times=${times%)}",
-            "    cores=$((cores + count * times))",
-            "done",
-        ]
-    # SLURM_MEM_PER_NODE is in MiB; unset (memory is no consumable): no limit.
-    lines.append("memory=$(( ${SLURM_MEM_PER_NODE:-0} * 1048576 * ${SLURM_JOB_NUM_NODES:-1} ))")
-    words = [
-        sys.executable,
-        "-m",
-        RUNNER_MODULE,
-        directory,
-        "--inherit-env",
-        f"--scan-interval={SCAN_SECONDS:g}",
-        "--idle-exit=0",
-        "--kill-tasks-on-exit",
-    ]
-    runner = " ".join(shlex.quote(w) for w in words) + ' --cores="$cores" --memory="$memory"'
-    # A runner killed (kill -9, the OOM killer) leaves its tasks running, orphaned, and the
-    # tasks it had not started undone: a new one in the same allocation finds them in its
-    # directory, kills and reports the first (failed, "the runner died while it ran") and
-    # runs the others, as the Local backend revives its runner. At most RUNNER_STARTS.
-    lines += [
-        f"for start in $(seq {RUNNER_STARTS}); do",
-        f"    {runner} && exit 0",
-        "done",
-        "exit 1",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def submit(
     backend: Slurm,
     ctx: SubmitContext,
@@ -287,52 +113,16 @@ def submit(
     top_job = first.master or first
     top = ctx.paths(top_job).location
     name = submission._new_name(top_job)
-    events = os.path.join(top, JOURNAL)
-    per_node = pilot.cores
-    rows: list[list[Any]] = []
-    members: list[Job] = []
-    for index, (job, spec) in enumerate(jobs):
-        needs = _needs(job)
-        problem = None
-        if per_node is not None and needs.total_cores > per_node:
-            problem = (
-                f"needs {needs.total_cores} cores, the pilot has {per_node} per node "
-                "(Slurm.pilot.cores)"
-            )
-        if problem is None:
-            try:
-                rows.append(_task_row(protocol, ctx, job, spec, pilot, events))
-                members.append(job)
-                continue
-            except (OSError, ValueError) as exc:
-                problem = f"preparing the workspace failed: {exc}"
-        outcome.failed[job.fqid] = problem
-        if not keep_going:
-            outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
-            return outcome
+    tasks = _tasks(protocol, ctx, jobs, pilot, os.path.join(top, JOURNAL), keep_going, outcome)
+    if tasks is None:
+        return outcome
+    rows, members = tasks
     if not rows:
         return outcome
-    directory = runner_dir(top, name)
     text = render(backend, name, top, partition)
     log_dir = submission.slurm_log_dir(top)
     try:
-        queue = os.path.join(directory, protocol.QUEUE_DIR)
-        make_private_dirs(queue)
-        batch_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}"
-        payload = {
-            "format": protocol.FORMAT_VERSION,
-            "id": batch_id,
-            "idle_exit_seconds": 0.0,
-            "tasks": rows,
-        }
-        protocol.write_atomic(
-            Path(queue), batch_id + protocol.BATCH_SUFFIX, protocol.dumps(payload)
-        )
-        # Kept BEFORE it is submitted: a script without a log line is a submission whose
-        # outcome nobody saw (startup recovery cancels what it may have left).
-        os.makedirs(log_dir, exist_ok=True)
-        with open(os.path.join(log_dir, name + ".sh"), "w", encoding="utf-8") as f:
-            f.write(text)
+        _write_files(protocol, runner_dir(top, name), rows, log_dir, name, text)
         keep_handover(
             log_dir,
             name,
@@ -366,6 +156,64 @@ def submit(
         f"task(s), {pilot.describe()}",
     )
     return outcome
+
+
+def _tasks(
+    protocol: ModuleType,
+    ctx: SubmitContext,
+    jobs: Sequence[tuple[Job, RunSpec]],
+    pilot: Pilot,
+    events: str,
+    keep_going: bool,
+    outcome: SubmitOutcome,
+) -> tuple[list[list[Any]], list[Job]] | None:
+    """The runner's rows of the jobs that can run in the pilot, and those jobs; the others
+    are recorded failed in ``outcome``. None: one failed without ``keep_going``, so
+    nothing is submitted (the rest recorded not attempted)."""
+    per_node = pilot.cores
+    rows: list[list[Any]] = []
+    members: list[Job] = []
+    for index, (job, spec) in enumerate(jobs):
+        needs = resources_of(job)
+        problem = None
+        if per_node is not None and needs.total_cores > per_node:
+            problem = (
+                f"needs {needs.total_cores} cores, the pilot has {per_node} per node "
+                "(Slurm.pilot.cores)"
+            )
+        if problem is None:
+            try:
+                rows.append(task_row(protocol, ctx, job, spec, pilot, events))
+                members.append(job)
+                continue
+            except (OSError, ValueError) as exc:
+                problem = f"preparing the workspace failed: {exc}"
+        outcome.failed[job.fqid] = problem
+        if not keep_going:
+            outcome.not_attempted = [j.fqid for j, _ in jobs[index + 1 :]]
+            return None
+    return rows, members
+
+
+def _write_files(
+    protocol: ModuleType, directory: str, rows: list[list[Any]], log_dir: str, name: str, text: str
+) -> None:
+    """The pilot's batch of tasks into its runner's queue, and its script kept (BEFORE it
+    is submitted: a script without a log line is a submission whose outcome nobody saw,
+    which startup recovery cancels)."""
+    queue = os.path.join(directory, protocol.QUEUE_DIR)
+    make_private_dirs(queue)
+    batch_id = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence)}"
+    payload = {
+        "format": protocol.FORMAT_VERSION,
+        "id": batch_id,
+        "idle_exit_seconds": 0.0,
+        "tasks": rows,
+    }
+    protocol.write_atomic(Path(queue), batch_id + protocol.BATCH_SUFFIX, protocol.dumps(payload))
+    os.makedirs(log_dir, exist_ok=True)
+    with open(os.path.join(log_dir, name + ".sh"), "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 # -- kill ------------------------------------------------------------------------------
