@@ -231,6 +231,34 @@ class GangaObject(Persistent):  # type: ignore[misc]
         else:
             setattr(self, name, stored)
 
+    # -- what the system itself writes ----------------------------------------------
+    # Values the system sets (ids, counts, copies of values checked before), and states it
+    # saves and puts back around a retried transaction: stored as they are, unchecked, and
+    # without marking the object changed (the caller marks a stored object; a new one is
+    # stored whole when added). Never for a user's value: that is ``_assign``.
+
+    def _put(self, name: str, value: Any) -> None:
+        """Store ``value`` for ``name`` as it is."""
+        self.__dict__[name] = value
+
+    def _put_all(self, values: Mapping[str, Any]) -> None:
+        """Store each of ``values`` as it is (``_put`` of each)."""
+        self.__dict__.update(values)
+
+    def _drop(self, name: str) -> None:
+        """``name`` back to its default: its stored value forgotten."""
+        self.__dict__.pop(name, None)
+
+    def _state_copy(self) -> dict[str, Any]:
+        """The attributes held in memory now, as a new dict (a ghost's is empty: see
+        ``stored``), for ``_put_back``."""
+        return dict(self.__dict__)
+
+    def _put_back(self, state: Mapping[str, Any]) -> None:
+        """The attributes exactly as ``state`` (a ``_state_copy``) holds them."""
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
     # -- copying ---------------------------------------------------------------------
 
     def _copy(self) -> GangaObject:

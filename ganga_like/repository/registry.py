@@ -173,7 +173,7 @@ class Registry:
             (lambda: take(self.root)) if take is not None else self.root["ids"].allocate,
             self.workspace,
         )
-        job.__dict__["id"] = job_id
+        job._put("id", job_id)
         job._p_changed = True
         self.jobs[job_id] = job
         self.reindex(job)

@@ -27,6 +27,9 @@ class StoredJob(Protocol):
     # A persistent object: the registry gives a new one its id and marks it changed.
     _p_changed: bool | None
 
+    def _put(self, name: str, value: Any) -> None:
+        """Store a value the system sets (the id), unchecked (see the model's GangaObject)."""
+
     @property
     def id(self) -> int: ...
 

@@ -46,7 +46,7 @@ class TemplateTable:
         if ids is None:
             ids = self.root[IDS_KEY] = TemplateIds()
         template_id: int = ids.allocate()
-        template.__dict__["id"] = template_id
+        template._put("id", template_id)
         template._p_changed = True
         table[template_id] = template
         return template_id

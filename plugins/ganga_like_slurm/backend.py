@@ -153,7 +153,7 @@ class Slurm(BatchBackend):
         super().__init__(**attributes)
         if "resources" not in attributes:
             # A default object, so that `j.backend.resources.memory = "2G"` just works.
-            self.__dict__["resources"] = Resources()
+            self._put("resources", Resources())
 
     def grow(self, factors: Mapping[str, float]) -> list[str]:
         """Multiply ``resources.memory`` (bytes, rounded up to a MiB) and

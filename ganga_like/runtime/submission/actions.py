@@ -257,7 +257,7 @@ def copy_job(session: Session, job: Job) -> Job:
     assert isinstance(clone, Job)
     if job.master is not None:
         for part in job_parts().master_only:  # what split its master is not the copy's
-            clone.__dict__.pop(part.name, None)
+            clone._drop(part.name)
     session.repo.in_transaction(
         lambda: session.repo.registry().add(clone), what=f"copying job {job.fqid}"
     )

@@ -101,5 +101,5 @@ def _split(job: Job, master: Job, splitter: Any) -> list[Job]:
     first_id = tree.maxKey() + 1 if tree else 0
     pieces = build_subjobs(master, variations, origin=job, first_id=first_id)
     for piece in pieces:
-        piece.__dict__["submit_count"] = 0  # their submission below counts the first
+        piece._put("submit_count", 0)  # their submission below counts the first
     return pieces

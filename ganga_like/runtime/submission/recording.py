@@ -33,12 +33,11 @@ def record(
     each attempt. ``first``: what the first attempt runs instead of ``action`` (it may
     reach a backend: it is never run again).
     """
-    saved = [dict(obj.__dict__) for obj in fresh]
+    saved = [obj._state_copy() for obj in fresh]
 
     def recorded() -> None:
         for obj, state in zip(fresh, saved, strict=True):
-            obj.__dict__.clear()
-            obj.__dict__.update(state)
+            obj._put_back(state)
         action()
         _reindexed(session, top)
 

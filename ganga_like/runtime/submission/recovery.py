@@ -164,7 +164,7 @@ def _roll_back(session: _Scope, job: Job, count: int) -> str:
         targets = []
         for index in range(count):
             skeleton = Job.new_subjob(job, index)
-            skeleton.__dict__["submit_count"] = 1
+            skeleton._put("submit_count", 1)
             targets.append(skeleton)
     _cancel(session, job, targets)
     if Status.parse(job.status) is Status.SUBMITTING:

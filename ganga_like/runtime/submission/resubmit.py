@@ -122,7 +122,7 @@ def _change_backend(job: Job, changes: dict[str, Any]) -> str:
     before = describe_component(backend)
     for name, value in changes.items():
         if value is None:
-            backend.__dict__.pop(name, None)  # back to the default
+            backend._drop(name)  # back to the default
             backend._p_changed = True
         else:
             backend._assign(name, value._copy() if isinstance(value, GangaObject) else value)

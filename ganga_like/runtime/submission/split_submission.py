@@ -115,7 +115,7 @@ class SplitSubmission:
                 self._merge(hand_over(part, index == 0))
                 if per_job_state:
                     for sj in part:
-                        self._backend_states[sj.id] = dict(sj.backend.__dict__)
+                        self._backend_states[sj.id] = sj.backend._state_copy()
             self._reached += len(part)
             self._record_part(part)
         self._finish()
@@ -139,9 +139,7 @@ class SplitSubmission:
             for sj in part:
                 state = self._backend_states.get(sj.id)
                 if state is not None:
-                    backend = sj.backend
-                    backend.__dict__.clear()
-                    backend.__dict__.update(state)
+                    sj.backend._put_back(state)
             self._skip(sj.fqid for sj in part if sj.id >= self._reached)
             self._record_part(part)
         self._finish()
@@ -158,7 +156,7 @@ class SplitSubmission:
                     continue
                 state = self._backend_states.get(sj.id)
                 if state is not None:
-                    sj.backend.__dict__.update(state)
+                    sj.backend._put_all(state)
                 received.append(sj)
         return received
 

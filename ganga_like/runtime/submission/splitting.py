@@ -46,17 +46,17 @@ def build_subjobs(
     fixed = parts.protected | _DERIVED
     for index, variation in enumerate(variations):
         sj = Job.new_subjob(master, first_id + index)
-        d = sj.__dict__
-        d["submit_count"] = 1  # subjobs are created by a submission
+        state: dict[str, Any] = {"submit_count": 1}  # subjobs are created by a submission
         for name in copied:
             value = source.get(name)
             if isinstance(value, GangaObject):
                 # A component with no per-job state (Local) is shared, not copied: one
                 # record less per subjob.
-                d[name] = value if not value.per_job_state else value._copy()
+                state[name] = value if not value.per_job_state else value._copy()
         for name in shared_names:
             if name in source:
-                d[name] = source[name]
+                state[name] = source[name]
+        sj._put_all(state)
         for path, value in variation.items():
             try:
                 _apply(sj, origin, path, value, fixed)
@@ -105,7 +105,7 @@ def _apply(sj: Job, master: Job, path: str, value: Any, fixed: frozenset[str]) -
         if origin is not None and current is origin.stored().get(name):
             # Shared with the master: give this subjob its own copy before changing it.
             copied = cast(GangaObject, current)._copy()
-            target.__dict__[name] = copied
+            target._put(name, copied)
             current = copied
         origin = None
         target = current
