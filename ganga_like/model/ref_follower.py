@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ganga_like.model.interfaces import ActiveRef, ActiveRefs, Change
+from ganga_like.model.active_refs import ActiveRef, ActiveRefs, Change
 
 __all__ = ["RefFollower"]
 
