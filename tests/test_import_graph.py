@@ -12,6 +12,10 @@ query, detached, excepthook).  A module may import its own layer and those below
 may import the model, errors, private, a core batch base (``ganga_like.batch``) and
 ``ganga_like.detached``; never the runtime, shell, GPI or repository.  No plugin imports
 another, except the runner plugin (``ganga_like_runner``), through its public modules.
+
+The same parse keeps the rooms sized to be read (no module over 600 lines, no function
+over 80) and the model's state its own: nothing outside ``ganga_like/model/`` writes an
+object's ``__dict__``.
 """
 
 from __future__ import annotations
@@ -480,3 +484,120 @@ class C:
         "line 13: hidden",
         "line 15: global seen",
     ]
+
+
+# -- rooms sized to be read --------------------------------------------------------------
+
+MODULE_LINES = 600
+FUNCTION_LINES = 80  # from its ``def`` to its last line; a nested function on its own
+# Functions allowed longer for now, by the package they are in (wherever inside it they
+# move) and their name: each is split by work under way, and an entry that fits (or no
+# longer exists) fails ``test_the_size_allow_list_holds_only_what_is_still_too_long``.
+LONG_FUNCTIONS: set[tuple[str, str]] = {
+    # The repository's ZEO client and server classes are built inside a function (they
+    # subclass ZEO's, imported only when a server is used); the full check's file scan.
+    # Split once the repository's sub-packages are in place.
+    ("ganga_like.repository", "_build"),
+    ("ganga_like.repository", "_server_class"),
+    ("ganga_like.repository", "_scan_file"),
+}
+
+
+def _trees() -> Iterator[tuple[Module, str, ast.Module]]:
+    for module in graph().values():
+        text = module.path.read_text()
+        yield module, text, ast.parse(text, str(module.path))
+
+
+def _long_functions() -> Iterator[tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef, int]]:
+    for module, _text, tree in _trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > FUNCTION_LINES:
+                    yield module, node, lines
+
+
+def _allowed_long(module: Module, name: str) -> tuple[str, str] | None:
+    for package, function in LONG_FUNCTIONS:
+        if name == function and (module.name + ".").startswith(package + "."):
+            return package, function
+    return None
+
+
+def test_no_module_is_longer_than_a_room() -> None:
+    long = [
+        f"{module.path.relative_to(ROOT)}: {len(text.splitlines())} lines"
+        for module, text, _tree in _trees()
+        if len(text.splitlines()) > MODULE_LINES
+    ]
+    assert not long, f"modules over {MODULE_LINES} lines (split them):\n" + "\n".join(long)
+
+
+def test_no_function_is_longer_than_a_screenful_or_two() -> None:
+    long = [
+        f"{module.path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines} lines"
+        for module, node, lines in _long_functions()
+        if _allowed_long(module, node.name) is None
+    ]
+    assert not long, f"functions over {FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_size_allow_list_holds_only_what_is_still_too_long() -> None:
+    still = {_allowed_long(module, node.name) for module, node, _lines in _long_functions()}
+    stale = sorted(LONG_FUNCTIONS - still)
+    assert not stale, f"no longer too long, remove from LONG_FUNCTIONS: {stale}"
+
+
+# -- the model's state is the model's ---------------------------------------------------
+
+_DICT_CHANGES = {"clear", "pop", "popitem", "setdefault", "update"}
+
+
+def _dict_writes(tree: ast.Module) -> Iterator[int]:
+    """Lines writing some object's ``__dict__``: an item assigned or deleted, or a call
+    changing it (``obj.__dict__.update(...)``)."""
+
+    def is_dict(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "__dict__"
+
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Subscript) and is_dict(t.value) for t in targets):
+            yield node.lineno
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _DICT_CHANGES
+            and is_dict(node.func.value)
+        ):
+            yield node.lineno
+
+
+def test_only_the_model_writes_an_objects_dict() -> None:
+    writes = [
+        f"{module.path.relative_to(ROOT)}:{line}"
+        for module, _text, tree in _trees()
+        if not module.name.startswith("ganga_like.model.")
+        for line in _dict_writes(tree)
+    ]
+    assert not writes, (
+        "__dict__ written outside ganga_like/model/ (give the model a method):\n"
+        + "\n".join(writes)
+    )
+
+
+def test_the_dict_write_finder_finds_every_kind_of_write() -> None:
+    source = (
+        "a.__dict__['x'] = 1\n"
+        "del a.__dict__['x']\n"
+        "a.__dict__.update(b)\n"
+        "a.__dict__.pop('x', None)\n"
+        "y = a.__dict__['x']\n"
+        "z = dict(a.__dict__)\n"
+    )
+    assert list(_dict_writes(ast.parse(source))) == [1, 2, 3, 4]
