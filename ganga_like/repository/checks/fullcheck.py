@@ -172,19 +172,35 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
         )
         return None
     current: dict[int, _Record] = {}
-    every: dict[int, int] = {}  # record position -> oid, for back pointers
     refs_seen: list[tuple[_Record, int]] = []
+    readable = _scan_transactions(data, current, refs_seen, report)
+    _check_references(current, refs_seen, report)
+    report.old_only = {
+        oid for oid, at in report.damaged_at.items() if oid in current and current[oid].pos != at
+    }
+    return current if readable else None
+
+
+def _scan_transactions(
+    data: bytes,
+    current: dict[int, _Record],
+    refs_seen: list[tuple[_Record, int]],
+    report: CheckReport,
+) -> bool:
+    """Check each transaction after the header in turn, and the records in it (filling
+    ``current`` and ``refs_seen``); whether the file could still be opened (False: the
+    scan stopped at a transaction that cannot be read past)."""
+    size = len(data)
+    every: dict[int, int] = {}  # record position -> oid, for back pointers
     pos = len(MAGIC)
     last_tid = b""
-    readable = True
     while pos < size:
         if pos + TRANS_HDR_LEN > size:
             report.problem(
                 f"incomplete transaction header at byte {pos} (the file ends "
                 f"{size - pos} bytes later)"
             )
-            readable = False
-            break
+            return False
         tid, length, status, ulen, dlen, elen = struct.unpack(
             TRANS_HDR, data[pos : pos + TRANS_HDR_LEN]
         )
@@ -196,20 +212,18 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
                     "(a commit in progress, or one a crash interrupted: "
                     "it is dropped when the file is next opened)"
                 )
-            else:
-                report.problem(
-                    f"transaction at byte {pos} runs past the end of the file "
-                    f"(it claims {length} bytes, {size - pos} remain)"
-                )
-                readable = False
-            break
+                return True
+            report.problem(
+                f"transaction at byte {pos} runs past the end of the file "
+                f"(it claims {length} bytes, {size - pos} remain)"
+            )
+            return False
         (trailer,) = struct.unpack(">Q", data[end : end + _TRAILER])
         if trailer != length:
             report.problem(
                 f"transaction at byte {pos}: its two lengths differ ({length} and {trailer})"
             )
-            readable = False
-            break
+            return False
         report.transactions += 1
         where = f"transaction at byte {pos}"
         if status not in _COMMITTED:
@@ -227,6 +241,13 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
             _check_metadata(data, pos, ulen, dlen, elen, where, report)
             _scan_records(data, pos, start, end, tid, current, every, refs_seen, report)
         pos = end + _TRAILER
+    return True
+
+
+def _check_references(
+    current: dict[int, _Record], refs_seen: list[tuple[_Record, int]], report: CheckReport
+) -> None:
+    """Every reference of a record read names a record that exists."""
     for record, at in refs_seen:
         missing = [ref for ref in record.refs if ref not in current]
         if missing:
@@ -237,10 +258,6 @@ def _scan_file(path: Path, report: CheckReport) -> dict[int, _Record] | None:
                 record.oid,
             )
             report.damaged_at[record.oid] = max(at, report.damaged_at.get(record.oid, 0))
-    report.old_only = {
-        oid for oid, at in report.damaged_at.items() if oid in current and current[oid].pos != at
-    }
-    return current if readable else None
 
 
 def _check_metadata(

@@ -193,10 +193,9 @@ def client_storage_class() -> Any:
 
 
 def _build() -> Any:
+    """ZEO's ClientStorage with what this module adds (see its docstring); the steps that
+    need nothing of ZEO's own class are the functions below it."""
     from ZEO.ClientStorage import ClientStorage
-    from ZEO.Exceptions import ClientDisconnected
-    from ZODB import POSException
-    from ZODB.utils import p64, u64, z64
 
     class SessionClientStorage(ClientStorage):  # type: ignore[misc]
         _oid_batch = 100
@@ -211,7 +210,7 @@ def _build() -> Any:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self._sole = {}
             super().__init__(*args, **kwargs)
-            self._fetch_again_what_others_change()
+            _fetch_again_what_others_change(self)
 
         def notify_connected(self, conn: Any, info: dict[str, Any]) -> None:
             self._features = frozenset(info.get(FEATURES, ()))
@@ -233,57 +232,10 @@ def _build() -> Any:
 
         # -- a transaction ---------------------------------------------------------
 
-        def tpc_begin(self, txn: Any, tid: bytes | None = None, status: str = " ") -> None:
-            # ZEO's, with the buffer in memory.
-            if self._is_read_only:
-                raise POSException.ReadOnlyError()
-            try:
-                tbuf = txn.data(self)
-            except AttributeError:  # a recovery transaction (ZEO's workaround)
-                table: dict[Any, Any] = {}
-                txn.data = table.__getitem__
-                txn.set_data = table.__setitem__
-            except KeyError:
-                pass
-            else:
-                if tbuf is not None:
-                    raise POSException.StorageTransactionError(
-                        "Duplicate tpc_begin calls for same transaction"
-                    )
-            txn.set_data(self, MemoryTransactionBuffer(self._connection_generation))
-            self._commit_lock.acquire()
-            self._tbuf = txn.data(self)
-            self._existing = set()
-            try:
-                self._async(
-                    "tpc_begin", id(txn), txn.user, txn.description, txn.extension, tid, status
-                )
-            except ClientDisconnected:
-                self.tpc_end(txn)
-                raise
-
-        def store(self, oid: bytes, serial: bytes, data: bytes, version: str, txn: Any) -> None:
-            assert not version
-            tbuf = self._check_trans(txn, "store")
-            if self._pending is None:
-                self._pending = []
-                self._pending_txn = id(txn)
-            self._pending.append((oid, serial, data))
-            tbuf.store(oid, data)
-            if serial != z64:  # a record that existed before (a new one's serial is zero)
-                self._existing.add(oid)
-            if len(self._pending) >= STORE_BATCH:
-                self._send_stores()
-
-        def _send_stores(self) -> None:
-            pending, self._pending = self._pending, None
-            if not pending:
-                return
-            if STORE_BATCHES in self._features:
-                self._async(STORE_BATCHES, pending, self._pending_txn)
-            else:
-                for oid, serial, data in pending:
-                    self._async("storea", oid, serial, data, self._pending_txn)
+        tpc_begin = _begin_in_memory
+        store = _store_in_batches
+        _send_stores = _send_kept_stores
+        commit_at_vote = _commit_at_vote
 
         def checkCurrentSerialInTransaction(self, oid: bytes, serial: bytes, txn: Any) -> None:
             self._send_stores()
@@ -298,93 +250,166 @@ def _build() -> Any:
             self._send_stores()
             return super().storeBlob(*args, **kwargs)
 
-        def commit_at_vote(self, txn: Any, instance: Any) -> None:
-            """Called by the connection before its vote when it is the transaction's only
-            participant: the vote may finish the commit too. ``instance`` is its MVCC
-            adapter instance, whose finish tells the other connections."""
-            self._sole[id(txn)] = instance
-
         def tpc_vote(self, txn: Any) -> Any:
             self._send_stores()
             instance = self._sole.pop(id(txn), None)
             if instance is None or VOTE_FINISH not in self._features:
                 return super().tpc_vote(txn)
-            tbuf = self._check_trans(txn, "tpc_vote")
-            # Other connections of this process are told only of the records that
-            # existed before: they cannot have the new ones, and a submission of a
-            # million subjobs creates two million (a set of them each, 100 MB).
-            instance._modified = modified = self._existing
-
-            def announce(tid: bytes) -> None:
-                # What the instance's own finish would do (ZODB.mvccadapter).
-                instance._base._invalidate_finish(tid, modified, instance)
-                instance._ltid = tid
-
-            try:
-                resolved = self._server.io_call(
-                    _vote_finish_co(self._server.client, id(txn), tbuf, announce)
-                )
-            except POSException.StorageTransactionError:
-                self._check_trans(txn, "tpc_vote")  # a reconnection in between: say so
-                raise
-            except POSException.ConflictError as err:
-                oid = getattr(err, "oid", None)
-                if oid is not None:  # as ZEO: a stale cache entry is the likely cause
-                    self._cache.invalidate(oid, None)
-                raise
-            return resolved or None
+            return _vote_and_finish(self, txn, instance)
 
         def tpc_finish(self, txn: Any, f: Callable[[bytes], None] = lambda tid: None) -> Any:
             try:
                 tbuf = txn.data(self)
             except KeyError:
                 tbuf = None
-            tid = getattr(tbuf, "committed_tid", None)
-            if tid is None:
+            if getattr(tbuf, "committed_tid", None) is None:
                 return super().tpc_finish(txn, f)
-            try:
-                # Already committed and announced when the vote's answer came; the
-                # instance's callback repeats the announcement, which changes nothing.
-                f(tid)
-            finally:
-                self.tpc_end(txn)
-                self._iterator_gc()
-            self._update_blob_cache(tbuf, tid)
-            return tid
+            return _finish_committed(self, txn, f, tbuf)
 
         def tpc_abort(self, txn: Any, timeout: float | None = None) -> None:
             self._pending = None  # never sent: the server has nothing of them
             self._sole.pop(id(txn), None)
             super().tpc_abort(txn, timeout)
 
-        # -- other sessions' changes ------------------------------------------------
-
-        def _fetch_again_what_others_change(self) -> None:
-            """Wrap the I/O side's handling of the server's invalidations: the records
-            this session had in its cache are asked for again at once, so the next read
-            finds them (or finds the answer already on its way)."""
-            client = self._server.client
-            cache = self._cache
-            invalidate = client.invalidateTransaction
-
-            def invalidate_and_fetch(tid: bytes, oids: list[bytes]) -> None:
-                wanted = (
-                    [oid for oid in oids if oid in cache.current]
-                    if len(oids) <= PREFETCH_MAX
-                    else []
-                )
-                invalidate(tid, oids)
-                protocol = client.protocol
-                if not wanted or protocol is None or not client.operational:
-                    return
-                # The key a connection's next load uses: its snapshot is this tid.
-                before = p64(u64(tid) + 1)
-                for oid in wanted:
-                    protocol.load_before(oid, before).add_done_callback(_quiet)
-
-            client.invalidateTransaction = invalidate_and_fetch
-
     return SessionClientStorage
+
+
+def _begin_in_memory(storage: Any, txn: Any, tid: bytes | None = None, status: str = " ") -> None:
+    """``SessionClientStorage.tpc_begin``: ZEO's, with the buffer in memory."""
+    from ZEO.Exceptions import ClientDisconnected
+    from ZODB import POSException
+
+    if storage._is_read_only:
+        raise POSException.ReadOnlyError()
+    try:
+        tbuf = txn.data(storage)
+    except AttributeError:  # a recovery transaction (ZEO's workaround)
+        table: dict[Any, Any] = {}
+        txn.data = table.__getitem__
+        txn.set_data = table.__setitem__
+    except KeyError:
+        pass
+    else:
+        if tbuf is not None:
+            raise POSException.StorageTransactionError(
+                "Duplicate tpc_begin calls for same transaction"
+            )
+    txn.set_data(storage, MemoryTransactionBuffer(storage._connection_generation))
+    storage._commit_lock.acquire()
+    storage._tbuf = txn.data(storage)
+    storage._existing = set()
+    try:
+        storage._async("tpc_begin", id(txn), txn.user, txn.description, txn.extension, tid, status)
+    except ClientDisconnected:
+        storage.tpc_end(txn)
+        raise
+
+
+def _store_in_batches(
+    storage: Any, oid: bytes, serial: bytes, data: bytes, version: str, txn: Any
+) -> None:
+    """``SessionClientStorage.store``: kept to be sent STORE_BATCH records at a time."""
+    from ZODB.utils import z64
+
+    assert not version
+    tbuf = storage._check_trans(txn, "store")
+    if storage._pending is None:
+        storage._pending = []
+        storage._pending_txn = id(txn)
+    storage._pending.append((oid, serial, data))
+    tbuf.store(oid, data)
+    if serial != z64:  # a record that existed before (a new one's serial is zero)
+        storage._existing.add(oid)
+    if len(storage._pending) >= STORE_BATCH:
+        storage._send_stores()
+
+
+def _send_kept_stores(storage: Any) -> None:
+    """The records kept by ``store``, sent: in one call to a server that takes batches."""
+    pending, storage._pending = storage._pending, None
+    if not pending:
+        return
+    if STORE_BATCHES in storage._features:
+        storage._async(STORE_BATCHES, pending, storage._pending_txn)
+    else:
+        for oid, serial, data in pending:
+            storage._async("storea", oid, serial, data, storage._pending_txn)
+
+
+def _commit_at_vote(storage: Any, txn: Any, instance: Any) -> None:
+    """Called by the connection before its vote when it is the transaction's only
+    participant: the vote may finish the commit too. ``instance`` is its MVCC adapter
+    instance, whose finish tells the other connections."""
+    storage._sole[id(txn)] = instance
+
+
+def _vote_and_finish(storage: Any, txn: Any, instance: Any) -> Any:
+    """``tpc_vote`` of a transaction with one participant, on a server that finishes it
+    in the same call: the vote's answer is the commit's."""
+    from ZODB import POSException
+
+    tbuf = storage._check_trans(txn, "tpc_vote")
+    # Other connections of this process are told only of the records that existed
+    # before: they cannot have the new ones, and a submission of a million subjobs
+    # creates two million (a set of them each, 100 MB).
+    instance._modified = modified = storage._existing
+
+    def announce(tid: bytes) -> None:
+        # What the instance's own finish would do (ZODB.mvccadapter).
+        instance._base._invalidate_finish(tid, modified, instance)
+        instance._ltid = tid
+
+    try:
+        resolved = storage._server.io_call(
+            _vote_finish_co(storage._server.client, id(txn), tbuf, announce)
+        )
+    except POSException.StorageTransactionError:
+        storage._check_trans(txn, "tpc_vote")  # a reconnection in between: say so
+        raise
+    except POSException.ConflictError as err:
+        oid = getattr(err, "oid", None)
+        if oid is not None:  # as ZEO: a stale cache entry is the likely cause
+            storage._cache.invalidate(oid, None)
+        raise
+    return resolved or None
+
+
+def _finish_committed(storage: Any, txn: Any, f: Callable[[bytes], None], tbuf: Any) -> Any:
+    """``tpc_finish`` of a transaction the vote already committed."""
+    tid = tbuf.committed_tid
+    try:
+        # Already committed and announced when the vote's answer came; the instance's
+        # callback repeats the announcement, which changes nothing.
+        f(tid)
+    finally:
+        storage.tpc_end(txn)
+        storage._iterator_gc()
+    storage._update_blob_cache(tbuf, tid)
+    return tid
+
+
+def _fetch_again_what_others_change(storage: Any) -> None:
+    """Wrap the I/O side's handling of the server's invalidations: the records this
+    session had in its cache are asked for again at once, so the next read finds them
+    (or finds the answer already on its way)."""
+    from ZODB.utils import p64, u64
+
+    client = storage._server.client
+    cache = storage._cache
+    invalidate = client.invalidateTransaction
+
+    def invalidate_and_fetch(tid: bytes, oids: list[bytes]) -> None:
+        wanted = [oid for oid in oids if oid in cache.current] if len(oids) <= PREFETCH_MAX else []
+        invalidate(tid, oids)
+        protocol = client.protocol
+        if not wanted or protocol is None or not client.operational:
+            return
+        # The key a connection's next load uses: its snapshot is this tid.
+        before = p64(u64(tid) + 1)
+        for oid in wanted:
+            protocol.load_before(oid, before).add_done_callback(_quiet)
+
+    client.invalidateTransaction = invalidate_and_fetch
 
 
 def _quiet(future: Any) -> None:

@@ -237,9 +237,43 @@ def _server_class() -> Any:
     vote and finish in one call (``vote_finish``), a transaction's records kept in memory
     until the vote (ZEO pickles each into a temporary file and reads it back), and a
     client that leaves always forgotten."""
-    from ZEO.StorageServer import StorageServer, ZEOStorage, registered_methods
-    from ZODB.Connection import TransactionMetaData
-    from ZODB.POSException import ReadOnlyError, StorageTransactionError
+    from ZEO.StorageServer import StorageServer
+
+    zeo_storage = _zeo_storage_class()
+
+    class BatchStorageServer(StorageServer):  # type: ignore[misc]
+        def create_client_handler(self) -> Any:
+            return zeo_storage(self, self.read_only)
+
+        def invalidate(
+            self, zeo_storage: Any, storage_id: str, tid: bytes, invalidated: list[bytes]
+        ) -> None:
+            # ZEO's, but from the server's own thread (a commit) the other clients are
+            # told at once, while the commit is made durable, rather than after it has
+            # answered: those that had the records ask for them again sooner.
+            invq = self.invq[storage_id]
+            if len(invq) >= self.invq_bound:
+                invq.pop()
+            invq.insert(0, (tid, invalidated))
+            here = threading.current_thread() is self.ganga_loop_thread
+            for zs in self.zeo_storages_by_storage_id[storage_id]:
+                if zs is not zeo_storage:
+                    send = zs.async_ if here else zs.async_threadsafe
+                    send("invalidateTransaction", tid, invalidated)
+
+        ganga_loop_thread: threading.Thread | None = None
+
+        def start_thread(self, daemon: bool = True) -> None:
+            super().start_thread(daemon)
+            self.ganga_loop_thread = self._StorageServer__thread
+
+    return BatchStorageServer
+
+
+def _zeo_storage_class() -> Any:
+    """ZEO's handler of one client, answering the calls ``_server_class`` describes; the
+    commit's steps that need nothing of ZEO's own are the functions below it."""
+    from ZEO.StorageServer import ZEOStorage, registered_methods
 
     methods = frozenset(registered_methods | {STORE_BATCHES, VOTE_FINISH})
 
@@ -269,64 +303,10 @@ def _server_class() -> Any:
                 return list(super().new_oids(n))  # raises ReadOnlyError
             return [self.storage.new_oid() for _ in range(max(1, min(n, MAX_OID_BATCH)))]
 
-        def tpc_begin(
-            self,
-            id: int,
-            user: bytes,
-            description: bytes,
-            ext: Any,
-            tid: bytes | None = None,
-            status: str = " ",
-        ) -> None:
-            # ZEO's, with the commit log in memory.
-            if self.read_only:
-                raise ReadOnlyError()
-            current: Any = getattr(self, "transaction", None)
-            if current is not None:
-                if current.id == id:
-                    self.log(f"duplicate tpc_begin({id!r})")
-                    return
-                raise StorageTransactionError(
-                    "Multiple simultaneous tpc_begin requests from one client."
-                )
-            t = TransactionMetaData(user, description, ext)
-            t.id = id
-            self.serials: list[bytes] = []
-            self.conflicts: dict[bytes, Any] = {}
-            self.invalidated: list[bytes] = []
-            self.txnlog = MemoryCommitLog()
-            self.blob_log: list[Any] = []
-            self.tid = tid
-            self.status = status
-            self.stats.active_txns += 1
-            self.transaction = t
-
-        def storeb(self, records: list[tuple[bytes, bytes, bytes]], id: int) -> None:
-            self._check_tid(id, exc=StorageTransactionError)
-            self.stats.stores += len(records)
-            txnlog = self.txnlog
-            for oid, serial, data in records:
-                txnlog.store(oid, serial, data)
-
-        def vote_finish(self, id: int) -> Any:
-            self._check_tid(id, exc=StorageTransactionError)
-            return self.lock_manager.lock(self, self._vote_finish)
-
-        def _vote_finish(self) -> tuple[list[bytes], bytes] | None:
-            resolved = self._vote()
-            if not self.locked:
-                return None  # the client left meanwhile
-            try:
-                # ZEO's tpc_finish. The lock is released before the answer is sent, but
-                # a client waiting for it runs only after this call has answered (the
-                # same thread), so no later commit is announced to this client first.
-                self.stats.commits += 1
-                self.storage.tpc_finish(self.transaction, self._invalidate)
-                self.async_("info", self.get_size_info())
-                tid: bytes = self.storage.lastTransaction()
-            finally:
-                self._clear_transaction()
-            return list(resolved or ()), tid
+        tpc_begin = _begin_in_memory
+        storeb = _store_batch
+        vote_finish = _vote_finish_locked
+        _vote_finish = _vote_and_finish
 
         def notify_disconnected(self) -> None:
             # ZEO's aborts the client's transaction first: when that fails (a full
@@ -343,33 +323,79 @@ def _server_class() -> Any:
                 self.connected = False
                 self.server.close_conn(self)
 
-    class BatchStorageServer(StorageServer):  # type: ignore[misc]
-        def create_client_handler(self) -> Any:
-            return BatchZEOStorage(self, self.read_only)
+    return BatchZEOStorage
 
-        def invalidate(
-            self, zeo_storage: Any, storage_id: str, tid: bytes, invalidated: list[bytes]
-        ) -> None:
-            # ZEO's, but from the server's own thread (a commit) the other clients are
-            # told at once, while the commit is made durable, rather than after it has
-            # answered: those that had the records ask for them again sooner.
-            invq = self.invq[storage_id]
-            if len(invq) >= self.invq_bound:
-                invq.pop()
-            invq.insert(0, (tid, invalidated))
-            here = threading.current_thread() is self.ganga_loop_thread
-            for zs in self.zeo_storages_by_storage_id[storage_id]:
-                if zs is not zeo_storage:
-                    send = zs.async_ if here else zs.async_threadsafe
-                    send("invalidateTransaction", tid, invalidated)
 
-        ganga_loop_thread: threading.Thread | None = None
+def _begin_in_memory(
+    zs: Any,
+    id: int,
+    user: bytes,
+    description: bytes,
+    ext: Any,
+    tid: bytes | None = None,
+    status: str = " ",
+) -> None:
+    """``BatchZEOStorage.tpc_begin``: ZEO's, with the commit log in memory."""
+    from ZODB.Connection import TransactionMetaData
+    from ZODB.POSException import ReadOnlyError, StorageTransactionError
 
-        def start_thread(self, daemon: bool = True) -> None:
-            super().start_thread(daemon)
-            self.ganga_loop_thread = self._StorageServer__thread
+    if zs.read_only:
+        raise ReadOnlyError()
+    current: Any = getattr(zs, "transaction", None)
+    if current is not None:
+        if current.id == id:
+            zs.log(f"duplicate tpc_begin({id!r})")
+            return
+        raise StorageTransactionError("Multiple simultaneous tpc_begin requests from one client.")
+    t = TransactionMetaData(user, description, ext)
+    t.id = id
+    zs.serials = []
+    zs.conflicts = {}
+    zs.invalidated = []
+    zs.txnlog = MemoryCommitLog()
+    zs.blob_log = []
+    zs.tid = tid
+    zs.status = status
+    zs.stats.active_txns += 1
+    zs.transaction = t
 
-    return BatchStorageServer
+
+def _store_batch(zs: Any, records: list[tuple[bytes, bytes, bytes]], id: int) -> None:
+    """``BatchZEOStorage.storeb``: records of the transaction, many in one call."""
+    from ZODB.POSException import StorageTransactionError
+
+    zs._check_tid(id, exc=StorageTransactionError)
+    zs.stats.stores += len(records)
+    txnlog = zs.txnlog
+    for oid, serial, data in records:
+        txnlog.store(oid, serial, data)
+
+
+def _vote_finish_locked(zs: Any, id: int) -> Any:
+    """``BatchZEOStorage.vote_finish``: the vote and the finish in one call, under the
+    storage's commit lock."""
+    from ZODB.POSException import StorageTransactionError
+
+    zs._check_tid(id, exc=StorageTransactionError)
+    return zs.lock_manager.lock(zs, zs._vote_finish)
+
+
+def _vote_and_finish(zs: Any) -> tuple[list[bytes], bytes] | None:
+    """``BatchZEOStorage._vote_finish``: run under the lock; None when the client left."""
+    resolved = zs._vote()
+    if not zs.locked:
+        return None  # the client left meanwhile
+    try:
+        # ZEO's tpc_finish. The lock is released before the answer is sent, but a client
+        # waiting for it runs only after this call has answered (the same thread), so no
+        # later commit is announced to this client first.
+        zs.stats.commits += 1
+        zs.storage.tpc_finish(zs.transaction, zs._invalidate)
+        zs.async_("info", zs.get_size_info())
+        tid: bytes = zs.storage.lastTransaction()
+    finally:
+        zs._clear_transaction()
+    return list(resolved or ()), tid
 
 
 # Bytes of one transaction's records the server keeps in memory before the rest goes to
