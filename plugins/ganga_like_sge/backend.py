@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -160,7 +161,7 @@ class SGE(BatchBackend):
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
     ) -> tuple[list[Batch], dict[str, str]]:
         assert isinstance(settings, SGESettings)
-        return self._plan(ctx, jobs, settings, lambda: _array_limit(settings))
+        return self._plan(ctx, jobs, settings, lambda: _array_limit(ctx, settings))
 
     def plan_preview(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
@@ -172,7 +173,7 @@ class SGE(BatchBackend):
         def limit() -> int:
             try:
                 # One attempt: a preview should not wait out a qmaster that is down.
-                return _array_limit(replace(settings, submit_attempts=1))
+                return _array_limit(ctx, replace(settings, submit_attempts=1))
             except BackendError as exc:
                 assumed.append(f"# {exc}; assumed {SCHEDULER.default_max_tasks}")
                 return SCHEDULER.default_max_tasks
@@ -258,10 +259,23 @@ def _launch_problems(pairs: Sequence[tuple[Job, RunSpec]]) -> dict[str, str]:
     return problems
 
 
-def _array_limit(settings: SGESettings) -> int:
-    """The cluster's max_aj_tasks, read at most once per ``limits_cache_seconds``."""
+class ArrayLimit:
+    """The cluster's max_aj_tasks, read at most once per ``limits_cache_seconds`` while
+    the session lasts (``ctx.kept(ArrayLimit)``): a loop of submissions reads it once."""
+
+    def __init__(self) -> None:
+        self._read: tuple[int, float] | None = None  # the value, and when it was read
+
+    def get(self, settings: SGESettings) -> int:
+        now = time.monotonic()
+        if self._read is None or now - self._read[1] > settings.limits_cache_seconds:
+            self._read = (SCHEDULER.max_array_tasks(settings), now)
+        return self._read[0]
+
+
+def _array_limit(ctx: SubmitContext, settings: SGESettings) -> int:
     try:
-        return SCHEDULER.array_limit(settings, settings.limits_cache_seconds)
+        return ctx.kept(ArrayLimit).get(settings)
     except CommandError as exc:
         raise BackendError(
             f"cannot read the cluster's max_aj_tasks: qconf: {exc.message}",

@@ -140,8 +140,6 @@ class SGEScheduler(BatchScheduler):
         self._deleted: set[str] = set()
         # Every Grid Engine command run, by program name (what a benchmark counts).
         self.counts: Counter[str] = Counter()
-        # max_aj_tasks as last read, and when: a loop of submissions reads it once.
-        self._max_tasks: tuple[int, float] | None = None
 
     # -- ids -------------------------------------------------------------------------
 
@@ -212,18 +210,14 @@ class SGEScheduler(BatchScheduler):
     def is_transient(self, message: str) -> bool:
         return _DOWN.search(message) is not None
 
-    def array_limit(self, settings: BatchWaits, reuse_for: float) -> int:
-        """The cluster's max_aj_tasks (``qconf -sconf``, retried as ``settings`` say), read
-        again only after ``reuse_for`` seconds."""
-        now = time.monotonic()
-        if self._max_tasks is not None and now - self._max_tasks[1] <= reuse_for:
-            return self._max_tasks[0]
+    def max_array_tasks(self, settings: BatchWaits) -> int:
+        """The cluster's max_aj_tasks (``qconf -sconf``, retried as ``settings`` say);
+        Grid Engine's default when it sets none."""
         timeout = settings.command_timeout
         text: str = self.retry(lambda: self._call(["qconf", "-sconf"], timeout), settings)
         found = re.search(r"^max_aj_tasks\s+(\d+)", text, re.MULTILINE)
-        limit = int(found.group(1)) if found and int(found.group(1)) > 0 else 0
-        self._max_tasks = (limit or self.default_max_tasks, now)
-        return self._max_tasks[0]
+        limit = int(found.group(1)) if found else 0
+        return limit if limit > 0 else self.default_max_tasks
 
     # -- Grid Engine's quirks ----------------------------------------------------------
 
@@ -286,9 +280,11 @@ class SGEScheduler(BatchScheduler):
             raise command_failure(args, result, self.is_transient)
 
     def find_submitted(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
-        """As find_by_name, and for the names qstat no longer lists, qacct (one call a
-        name: recovery is rare)."""
-        found = self.find_by_name(names, timeout=timeout)
+        """As find_by_name, ended jobs included: qstat's zombies (the jobs that ended
+        lately, which qacct may not have yet: it is written every flush_time), then qacct
+        for the names still not found (one call a name: recovery is rare)."""
+        listed = self._call(["qstat", "-xml", "-s", "prsz"], timeout)
+        found = self.parse_found(listed, names)
         for name in names:
             if name not in found:
                 result = self.run(["qacct", "-j", name], timeout=timeout)
