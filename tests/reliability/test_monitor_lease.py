@@ -316,3 +316,38 @@ def test_a_job_left_completing_is_finished_by_the_next_monitor(
     assert j.id in [x.id for x in jobs]
     assert wait_until(lambda: (follower.sync(), jobs(j.id).status)[1] == "completed", 10)
     assert [s.status for s in jobs(j.id).subjobs] == ["completed", "completed"]
+
+
+def test_the_daemon_receives_the_configuration_but_its_command_line_shows_none_of_it(
+    gangadir: Path,
+) -> None:
+    """Anyone on the machine reads a process's command line (ps); the notifier's password
+    and the other options reach the daemon through a private file it inherits."""
+    from ganga_like.config.snapshot import ConfigSnapshot
+    from ganga_like.config.store import store
+    from ganga_like_local.settings import Local
+    from ganga_like_std.notifier_settings import Notifier
+
+    config.Notifier.password = "pw-never-in-ps"  # the store is reset after each test
+    config.Local.max_concurrent = 3
+    pid = daemon.start(shared_settings(gangadir))
+    try:
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert b"pw-never-in-ps" not in command_line
+        assert b"max_concurrent" not in command_line
+        assert daemon.HANDED_FD_OPTION.encode() in command_line
+        assert "running" in str(daemon.status(gangadir))
+    finally:
+        assert daemon.stop(gangadir)
+    # What the daemon reads back from the handed file is the snapshot it was given.
+    handed = {
+        "settings": {"gangadir": str(gangadir)},
+        "config": daemon._sections_as_json(store.snapshot()),
+    }
+    with daemon._handed_over(handed) as fd:
+        read = daemon._read_handed(os.dup(fd))
+    snapshot = daemon._config_from_json(read["config"])
+    assert isinstance(snapshot, ConfigSnapshot)
+    assert snapshot[Notifier].password == "pw-never-in-ps"
+    assert snapshot[Local].max_concurrent == 3
+    assert daemon._settings_from_json(read["settings"]).gangadir == gangadir

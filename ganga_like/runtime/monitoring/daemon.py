@@ -24,8 +24,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,19 +157,17 @@ def start(settings: Settings, timeout: float = 60.0, config: ConfigSnapshot | No
     fields = dataclasses.asdict(settings)
     fields["gangadir"] = str(gangadir)
     fields["repository_mode"] = "shared"  # sessions must be able to open it beside us
-    argv = [
-        sys.executable,
-        "-m",
-        DAEMON_MODULE,
-        "run",
-        str(gangadir),
-        "--settings",
-        json.dumps(fields),
-        "--config",
-        json.dumps(_sections_as_json(config if config is not None else store.snapshot())),
-    ]
+    handed = {
+        "settings": fields,
+        "config": _sections_as_json(config if config is not None else store.snapshot()),
+    }
     try:
-        started = start_detached(argv, gangadir / LOG_NAME, ready_timeout=timeout)
+        with _handed_over(handed) as handed_fd:
+            argv = [sys.executable, "-m", DAEMON_MODULE, "run", str(gangadir)]
+            argv += [HANDED_FD_OPTION, str(handed_fd)]
+            started = start_detached(
+                argv, gangadir / LOG_NAME, ready_timeout=timeout, pass_fds=(handed_fd,)
+            )
     except HelperNotReady as exc:
         _spawned.append(exc.proc)  # reaped later, like one that started
         raise DaemonError(
@@ -286,17 +286,39 @@ def _sections_as_json(config: ConfigSnapshot) -> dict[str, dict[str, Any]]:
     }
 
 
-def _config_from_json(text: str) -> ConfigSnapshot:
+# The settings and configuration the daemon starts with (the notifier's password among
+# them) reach it through an unlinked file it inherits, never its command line, which every
+# user of the machine can read in ps.
+HANDED_FD_OPTION = "--handed-fd"
+
+
+@contextlib.contextmanager
+def _handed_over(values: dict[str, Any]) -> Iterator[int]:
+    """An open descriptor of an anonymous private file holding ``values`` as JSON."""
+    with tempfile.TemporaryFile() as handed:
+        handed.write(json.dumps(values).encode())
+        handed.flush()
+        yield handed.fileno()
+
+
+def _read_handed(fd: int) -> dict[str, Any]:
+    size = os.fstat(fd).st_size
+    try:
+        values: dict[str, Any] = json.loads(os.pread(fd, size, 0))
+    finally:
+        os.close(fd)
+    return values
+
+
+def _config_from_json(given: dict[str, Any]) -> ConfigSnapshot:
     """The snapshot :func:`_sections_as_json` described: the daemon's own configuration
     with those values (a section the daemon does not know is left out)."""
     known = {cls.__name__: cls for cls in all_sections()}
-    given = json.loads(text)
     values = {known[name]: section for name, section in given.items() if name in known}
     return store.snapshot().replaced(values)
 
 
-def _settings_from_json(text: str) -> Settings:
-    fields = json.loads(text)
+def _settings_from_json(fields: dict[str, Any]) -> Settings:
     known = {f.name for f in dataclasses.fields(Settings)}
     values = {k: v for k, v in fields.items() if k in known}
     values["gangadir"] = Path(values["gangadir"])
@@ -317,11 +339,12 @@ def main(argv: list[str] | None = None) -> int:
             format="%(asctime)s %(process)d %(levelname)s %(message)s",
         )
         ready_fd = int(args[args.index("--ready-fd") + 1]) if "--ready-fd" in args else -1
-        if "--settings" in args:
-            settings = _settings_from_json(args[args.index("--settings") + 1])
-        else:
-            settings = Settings(gangadir=Path(args[1]), repository_mode="shared")
-        config = _config_from_json(args[args.index("--config") + 1]) if "--config" in args else None
+        settings = Settings(gangadir=Path(args[1]), repository_mode="shared")
+        config = None
+        if HANDED_FD_OPTION in args:
+            handed = _read_handed(int(args[args.index(HANDED_FD_OPTION) + 1]))
+            settings = _settings_from_json(handed["settings"])
+            config = _config_from_json(handed["config"])
         return run(settings, ready_fd, config)
     settings = Settings(repository_mode="shared")
     if len(args) > 1:
