@@ -139,13 +139,13 @@ def test_a_plain_subcommand_imports_neither_ipython_nor_the_shell_application(
             ["--Locl.max_concurrent=2", "jobs"],
             "ganga: unknown option --Locl.max_concurrent: no configuration section 'Locl'; "
             "did you mean 'Local'? (sections: Repository, Monitor, Dask, Local, Notifier, "
-            "Slurm, Jobs, Display, Shell); ganga --help lists the options",
+            "SGE, Slurm, Jobs, Display, Shell); ganga --help lists the options",
         ),
         (
             ["--Locl.max_concurrent=2", "script.py"],
             "ganga: unknown option --Locl.max_concurrent: no configuration section 'Locl'; "
             "did you mean 'Local'? (sections: Repository, Monitor, Dask, Local, Notifier, "
-            "Slurm, Jobs, Display, Shell); ganga --help lists the options",
+            "SGE, Slurm, Jobs, Display, Shell); ganga --help lists the options",
         ),
         (
             ["--verison"],
