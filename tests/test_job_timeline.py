@@ -30,6 +30,9 @@ _ORDER = ("new", "submitting", "submitted", "running", "completing", *ENDED, *_F
 _IDLE = {"new", *ENDED, *_FROZEN}
 # States a backend reports (the monitor records them at the backend's time).
 _REPORTED_FROM = {Status.SUBMITTED, Status.RUNNING, Status.COMPLETING}
+# A workflow's statuses (a job waiting for others, or skipped because they failed) are not
+# in this model of the timeline yet: the walk leaves them out.
+_NOT_MODELLED = {Status.WAITING, Status.SKIPPED}
 _MS = dt.timedelta(milliseconds=1)
 
 
@@ -74,7 +77,7 @@ def _drive(steps: list[_Step], skewed: bool, subjob: bool) -> tuple[Job, dict[st
         for step in steps:
             clock.now += step.tick
             old = Status.parse(job.status)
-            targets = sorted(TRANSITIONS[old], key=lambda s: (s.order, s.label))
+            targets = sorted(TRANSITIONS[old] - _NOT_MODELLED, key=lambda s: (s.order, s.label))
             new = targets[step.choice % len(targets)]
             when = clock.now + step.lag if skewed and old in _REPORTED_FROM else clock.now
             if step.noted:

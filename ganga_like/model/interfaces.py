@@ -63,7 +63,9 @@ def config_of(plugin: object, config: ConfigSnapshot) -> ConfigSnapshot:
     holds: the sections the plugin declares in ``config_sections`` (classes it declared
     through the ``ganga_like.config`` entry points), nothing else."""
     cls = plugin if isinstance(plugin, type) else type(plugin)
-    sections: tuple[type[Configurable], ...] = getattr(cls, "config_sections", ())
+    sections: tuple[type[Configurable], ...] = ()
+    if issubclass(cls, (IBackend, IPostProcessor)):  # the plugins that declare sections
+        sections = cls.config_sections
     return config.only(sections)
 
 
