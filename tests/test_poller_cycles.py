@@ -91,13 +91,16 @@ def test_an_abandoned_cycle_leaves_the_poller_as_before_and_the_next_reads_it_ag
 
 pilots = st.sampled_from([None, "p1", "p2"])
 # A job is followed either by a ref of its own (not split: even ids here) or by one per
-# subjob (split: odd ids), never by both at once.
+# subjob (split: odd ids), never by both at once. The (sub)jobs a pilot runs share its one
+# Slurm id; other refs carry their own.
 refs_of = st.builds(
     lambda job, sub, run, pilot: ActiveRef(
         job,
         None if job % 2 == 0 else sub,
         run,
-        {"id": f"{job}_{None if job % 2 == 0 else sub}", **({"pilot": pilot} if pilot else {})},
+        {"id": f"pilot_{job}_{pilot}", "pilot": pilot}
+        if pilot
+        else {"id": f"{job}_{None if job % 2 == 0 else sub}"},
     ),
     st.integers(0, 3),
     st.integers(0, 6),
