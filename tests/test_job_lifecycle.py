@@ -298,7 +298,7 @@ def test_a_job_records_when_it_was_created_and_each_state_it_reached(session: Se
     assert [line.split()[0] for line in str(t.details()).splitlines()] == [
         "job", "new", "submitting", "submitted", "running", "completed", "runtime", "waittime",
     ]  # fmt: skip
-    with pytest.raises(AttributeError, match="they are: new, submitting"):
+    with pytest.raises(AttributeError, match="they are: new, waiting, submitting"):
         _ = t.submited  # type: ignore[attr-defined]
 
 

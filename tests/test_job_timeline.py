@@ -23,16 +23,17 @@ from ganga_like.model import job as job_module
 from ganga_like.model.job import Job
 from ganga_like.model.periods import _JOB_TIMELINE, _in_order, _job_in_order
 from ganga_like.model.status import TRANSITIONS, Status
-from ganga_like.model.times import ENDED
+from ganga_like.model.times import ROUND_ENDS
 
 _FROZEN = ("completed_frozen", "failed_frozen")
-_ORDER = ("new", "submitting", "submitted", "running", "completing", *ENDED, *_FROZEN)
-_IDLE = {"new", *ENDED, *_FROZEN}
+_ORDER = ("new", "waiting", "submitting", "submitted", "running", "completing")
+_ORDER += (*ROUND_ENDS, *_FROZEN)
+_IDLE = {"new", *ROUND_ENDS, *_FROZEN}
 # States a backend reports (the monitor records them at the backend's time).
 _REPORTED_FROM = {Status.SUBMITTED, Status.RUNNING, Status.COMPLETING}
-# A workflow's statuses (a job waiting for others, or skipped because they failed) are not
-# in this model of the timeline yet: the walk leaves them out.
-_NOT_MODELLED = {Status.WAITING, Status.SKIPPED}
+# Only a job of its own waits for others (or is skipped because they failed): a subjob is
+# made when its master stops waiting, so a subjob's walk never takes these.
+_NOT_A_SUBJOBS = {Status.WAITING, Status.SKIPPED}
 _MS = dt.timedelta(milliseconds=1)
 
 
@@ -77,7 +78,8 @@ def _drive(steps: list[_Step], skewed: bool, subjob: bool) -> tuple[Job, dict[st
         for step in steps:
             clock.now += step.tick
             old = Status.parse(job.status)
-            targets = sorted(TRANSITIONS[old] - _NOT_MODELLED, key=lambda s: (s.order, s.label))
+            left_out = _NOT_A_SUBJOBS if subjob else set()
+            targets = sorted(TRANSITIONS[old] - left_out, key=lambda s: (s.order, s.label))
             new = targets[step.choice % len(targets)]
             when = clock.now + step.lag if skewed and old in _REPORTED_FROM else clock.now
             if step.noted:
@@ -85,7 +87,7 @@ def _drive(steps: list[_Step], skewed: bool, subjob: bool) -> tuple[Job, dict[st
             job.change_status(new, "test", when)
             if old.label in _IDLE and new.label not in _IDLE:
                 expected, ends = {}, {}  # a new round
-            if new.label in ENDED:
+            if new.label in ROUND_ENDS:
                 # Unfreezing gives back the end it had (its time too), if it had that one.
                 if old.label not in _FROZEN or new.label not in ends:
                     ends[new.label] = when
@@ -114,16 +116,16 @@ def test_a_jobs_rows_are_in_order_whatever_states_it_went_through(
     stamps = [t[label] for label in shown]
     assert stamps == sorted(stamps)
     assert list(t) == shown  # the mapping, in time order, agrees with the rows
-    assert len(set(shown) & set(ENDED)) <= 1 and len(set(shown) & set(_FROZEN)) <= 1
+    assert len(set(shown) & set(ROUND_ENDS)) <= 1 and len(set(shown) & set(_FROZEN)) <= 1
     status = job.status
-    if status in ENDED:
+    if status in ROUND_ENDS:
         assert status in t
     elif status in _FROZEN:
         assert status in t and job.frozen_from().label in t
     else:
-        assert not (set(ENDED) | set(_FROZEN)) & set(t)
+        assert not (set(ROUND_ENDS) | set(_FROZEN)) & set(t)
     # The durations are the rows'.
-    end = next((t[label] for label in ENDED if label in t), None)
+    end = next((t[label] for label in ROUND_ENDS if label in t), None)
     runtime, waittime = t.runtime(), t.waittime()
     assert (runtime is None) == (end is None or t.running is None)
     if runtime is not None and end is not None and t.running is not None:
@@ -152,6 +154,6 @@ def test_the_shortcut_for_stamps_already_in_order_reads_as_the_plain_ordering(
 ) -> None:
     # Any insertion order: the shortcut must answer as the plain ordering (values and order).
     # A timeline holds one end state and one frozen state at most.
-    assume(len(set(stamps) & set(ENDED)) <= 1 and len(set(stamps) & set(_FROZEN)) <= 1)
+    assume(len(set(stamps) & set(ROUND_ENDS)) <= 1 and len(set(stamps) & set(_FROZEN)) <= 1)
     plain = _in_order(stamps, _JOB_TIMELINE)
     assert list(_job_in_order(dict(stamps)).items()) == list(plain.items())

@@ -30,9 +30,10 @@ _ORDER = (*_TIMELINE[:4], "completing", *ENDED, "completed_frozen", "failed_froz
 _IDLE = {"new", *ENDED}
 # States a backend reports (the monitor records them at the backend's time).
 _REPORTED_FROM = {Status.SUBMITTED, Status.RUNNING, Status.COMPLETING}
-# A workflow's statuses (a job waiting for others, or skipped because they failed) are not
-# in this model of the timeline yet: the walk leaves them out.
-_NOT_MODELLED = {Status.WAITING, Status.SKIPPED}
+# Only a job of its own waits for others (or is skipped because they failed): a master's
+# subjobs are made when it stops waiting, so a subjob's walk never takes these (a waiting
+# master's own timeline: tests/test_job_timeline.py and tests/test_workflows.py).
+_NOT_A_SUBJOBS = {Status.WAITING, Status.SKIPPED}
 
 
 def _shown(when: dt.datetime) -> str:
@@ -81,7 +82,7 @@ def _drive(subjobs: int, steps: list[_Step], skewed: bool) -> tuple[Job, dict[st
             clock.now += step.tick
             sj = children[step.subjob % subjobs]
             old = Status.parse(sj.status)
-            targets = sorted(TRANSITIONS[old] - _NOT_MODELLED, key=lambda s: (s.order, s.label))
+            targets = sorted(TRANSITIONS[old] - _NOT_A_SUBJOBS, key=lambda s: (s.order, s.label))
             new = targets[step.choice % len(targets)]
             when = clock.now + step.lag if skewed and old in _REPORTED_FROM else None
             if step.logged and old.final and new is Status.SUBMITTING:

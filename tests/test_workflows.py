@@ -77,15 +77,22 @@ def test_a_failed_upstream_subjob_skips_the_chain_naming_the_root_failure(
     chain = capsys.readouterr().out.splitlines()
     assert chain[0] == f"{c.id} skipped: it waited for {b.id} to be completed"
     assert chain[-1].startswith(f"{a.id}.0 failed (exit 3)")
+    # Its times show when it started waiting and when it was skipped, nothing it never did.
+    skipped_times = [name for name, _value in c.time.rows() if name in c.time]
+    assert skipped_times == ["new", "waiting", "skipped"]
+    assert c.time.waiting <= c.time.skipped
 
     # Resubmitting the upstream re-arms the skipped chain, which then completes.
     (tmp_path / "fixed").touch()
     (tmp_path / "gate").unlink()
     a.resubmit()
     assert b.status == "waiting" and c.status == "waiting"
+    assert [name for name, _value in c.time.rows() if name in c.time] == ["new", "waiting"]
     (tmp_path / "gate").touch()
     assert c.wait(timeout=120) == "completed"
     assert [_submits(j) for j in (b, c)] == [1, 1]
+    shown = [name for name, _value in c.time.rows() if name in c.time]
+    assert shown == ["new", "waiting", "submitting", "submitted", "running", "completed"]
 
 
 def test_allow_failed_tolerates_a_count_and_when_finished_any_outcome(

@@ -32,7 +32,7 @@ from ganga_like.model.status_column import (
 )
 from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.model.text import Text
-from ganga_like.model.times import ENDED, JobTimes, end_of_run
+from ganga_like.model.times import ROUND_ENDS, JobTimes, end_of_run
 
 __all__ = ["Job"]
 
@@ -389,7 +389,7 @@ class Job(GangaObject):
         shows."""
         if not self._subjobs:
             timeline = job_timeline(self.history, self._created_at(), self.status)
-            end = next((timeline[label] for label in ENDED if label in timeline), None)
+            end = next((timeline[label] for label in ROUND_ENDS if label in timeline), None)
             return JobTimes(
                 self.fqid,
                 timeline,
@@ -416,7 +416,7 @@ class Job(GangaObject):
                     lasts[label] = when
             period.add_subjob(history)
         ranges = {label: (first, lasts[label]) for label, first in firsts.items()}
-        final = self._run_end_label(self.current_status())
+        final = self._round_end_label(self.current_status())
         timeline = period.stamps(self._created_at(), final)
         return JobTimes(
             self.fqid,
@@ -435,15 +435,15 @@ class Job(GangaObject):
         other job's current round, as ``times()`` shows it."""
         if not self._subjobs:
             return job_timeline(self.history, self._created_at(), self.status)
-        final = self._run_end_label(self.current_status())
+        final = self._round_end_label(self.current_status())
         return MasterPeriod(self.history).stamps(self.time.get(Status.NEW.label), final)
 
-    def _run_end_label(self, status: Status) -> str | None:
-        """The run-ending state ``status`` stands for: itself, or the one a frozen job was
-        frozen in; None while the job is not final."""
+    def _round_end_label(self, status: Status) -> str | None:
+        """The round-ending state ``status`` stands for: itself, or the one a frozen job
+        was frozen in; None while the job is not final."""
         if status.frozen:
             return self.frozen_from().label
-        return status.label if status.label in ENDED else None
+        return status.label if status.label in ROUND_ENDS else None
 
     def log_event(self, cause: str, when: float | None = None) -> None:
         """An event-log entry that is not a status change (a master's resubmit, a kill...)."""

@@ -1,13 +1,15 @@
 """A job's timeline: the times of its current period (round), in order.
 
 A job's round starts each time it leaves an ended state (or ``new``) for a waiting or
-running one: its submission, each resubmission. An unsplit job's or a subjob's timeline
-(``job_timeline``) is ``new`` (when it was created), then the states of its current round:
+running one: its submission, each resubmission, a skipped job re-armed to wait again. An
+unsplit job's or a subjob's timeline (``job_timeline``) is ``new`` (when it was created),
+then the states of its current round:
 
-- ``submitting``, ``submitted``, ``running``, ``completing``: when it reached them in the
-  round (once each: a round only goes forward);
-- once it has ended, the end state it shows (``completed``, ``failed`` or ``killed``; a
-  frozen job, the one it was frozen in): when it last reached it in the round (a job failed
+- ``waiting`` (for other jobs), ``submitting``, ``submitted``, ``running``,
+  ``completing``: when it reached them in the round (once each: a round only goes forward);
+- once it has ended, the end state it shows (``completed``, ``failed``, ``killed`` or
+  ``skipped``; a frozen job, the one it was frozen in): when it last reached it in the
+  round (a job failed
   by its postprocessing, when that failed), not counting unfreezing, which gives back the
   state it had; and a frozen job's frozen state, when it was frozen.
 
@@ -17,9 +19,11 @@ A master's period starts when it is submitted and starts again each time it leav
 ended state (or ``new``) for a waiting or running one: a resubmission of its failed
 subjobs, the submission of subjobs it never submitted, a resplit. In its current period:
 
-- ``submitting``, ``submitted``, ``running``: the first time the master or any subjob
-  reached the state in that period (only the subjobs run in it count);
-- its end state (``completed``, ``failed`` or ``killed``, once it shows one): when it
+- ``waiting``, ``submitting``, ``submitted``, ``running``: the first time the master or
+  any subjob reached the state in that period (only the subjobs run in it count; only a
+  master waits for other jobs, its subjobs are made when it stops waiting);
+- its end state (``completed``, ``failed``, ``killed`` or ``skipped``, once it shows
+  one): when it
   reached it, that is when the last subjob run in the period ended (as for a single job,
   unfreezing a subjob gives back when it ended, it does not end it again).
 
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ganga_like.model.times import ENDED
+from ganga_like.model.times import ROUND_ENDS
 
 __all__ = ["MasterPeriod", "job_timeline"]
 
@@ -44,22 +48,29 @@ __all__ = ["MasterPeriod", "job_timeline"]
 Entry = tuple[float, str, str, str]
 
 # The states a master's timeline shows before its end, in order.
-_STEPS = ("submitting", "submitted", "running")
+_STEPS = ("waiting", "submitting", "submitted", "running")
 # Where a run is going on (a master shows running while a subjob is completing).
 _ACTIVE = frozenset({*_STEPS, "completing"})
 _FROZEN = frozenset({"completed_frozen", "failed_frozen"})
 # Where no run is going on: leaving one of these for an active state starts a run.
-_IDLE = frozenset({"new", *ENDED, *_FROZEN})
+_IDLE = frozenset({"new", *ROUND_ENDS, *_FROZEN})
 # The order of a master's timeline; the end states are alternatives, one at most shown.
-_TIMELINE = ("new", *_STEPS, *ENDED)
+_TIMELINE = ("new", *_STEPS, *ROUND_ENDS)
 # The order of a single job's timeline: its own states, ``completing`` and the frozen
 # states too (one end state and one frozen state at most).
-_JOB_TIMELINE = ("new", *_STEPS, "completing", *ENDED, "completed_frozen", "failed_frozen")
+_JOB_TIMELINE = (
+    "new",
+    *_STEPS,
+    "completing",
+    *ROUND_ENDS,
+    "completed_frozen",
+    "failed_frozen",
+)
 # Each label's place in it; the end states share one, and so do the frozen ones.
 _JOB_RANK = {
     label: rank
     for rank, labels in enumerate(
-        (("new",), *((step,) for step in _STEPS), ("completing",), ENDED, sorted(_FROZEN))
+        (("new",), *((step,) for step in _STEPS), ("completing",), ROUND_ENDS, sorted(_FROZEN))
     )
     for label in labels
 }
@@ -137,7 +148,7 @@ def job_timeline(history: Sequence[Entry], created: float | None, status: str) -
                 steps, ends, frozen, last_end = {}, {}, {}, None
             if new not in steps:
                 steps[new] = when
-        elif new in ENDED:
+        elif new in ROUND_ENDS:
             if old not in _FROZEN or new not in ends:  # unfreezing gives back its end
                 ends[new] = when
             last_end = new
@@ -145,7 +156,7 @@ def job_timeline(history: Sequence[Entry], created: float | None, status: str) -
             frozen[new] = when
     stamps = {} if created is None else {"new": created}
     stamps.update(steps)
-    end = status if status in ENDED else last_end if status in _FROZEN else None
+    end = status if status in ROUND_ENDS else last_end if status in _FROZEN else None
     if end is not None and end in ends:
         stamps[end] = ends[end]
         if status in frozen:
@@ -165,7 +176,7 @@ class MasterPeriod:
             if old == new:
                 continue
             self._arrive(new, when)
-            if new in ENDED and old not in _FROZEN:  # unfreezing gives back, never ends
+            if new in ROUND_ENDS and old not in _FROZEN:  # unfreezing gives back, never ends
                 self._own_ends[new] = when
 
     def _arrive(self, label: str, when: float) -> None:
@@ -179,7 +190,7 @@ class MasterPeriod:
             if old == new:
                 continue
             self._arrive(new, when)
-            if new in ENDED:
+            if new in ROUND_ENDS:
                 if old not in _FROZEN:  # unfreezing gives back the end it had
                     ended = when
             elif new in _ACTIVE:

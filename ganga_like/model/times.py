@@ -26,6 +26,7 @@ from ganga_like.errors import JobError
 
 __all__ = [
     "ENDED",
+    "ROUND_ENDS",
     "JobTimes",
     "NoSuchTimeAttributeError",
     "NoSuchTimeError",
@@ -35,10 +36,14 @@ __all__ = [
 
 # The states a run ends in (frozen states are a user's decision about a run that ended).
 ENDED = ("completed", "failed", "killed")
+# The states a round ends in: a run's, or ``skipped`` (a job that waited for others and
+# will not run because they failed).
+ROUND_ENDS = (*ENDED, "skipped")
 
 # The states a table of times shows, in the order a job reaches them.
 _ORDER = (
     "new",
+    "waiting",
     "submitting",
     "submitted",
     "running",
@@ -46,6 +51,7 @@ _ORDER = (
     "completed",
     "failed",
     "killed",
+    "skipped",
     "completed_frozen",
     "failed_frozen",
 )
