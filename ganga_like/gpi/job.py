@@ -74,6 +74,8 @@ class Job(GPIObject):
         if "after" in kwargs:  # the jobs waited for, by id (checked before anything is made)
             kwargs["after"] = workflow.after_value(kwargs["after"])
             workflow.check_after(current_session(), None, kwargs["after"])
+        if "inputdata" in kwargs:  # a JobOutput: of a job that exists and can match
+            workflow.check_inputdata(current_session(), None, kwargs["inputdata"])
         source = unwrap(args[0]) if len(args) == 1 else None
         if describes(source):
             super().__init__()
@@ -96,6 +98,8 @@ class Job(GPIObject):
         if name == "after":  # the jobs waited for, by id
             value = workflow.after_value(value)
             workflow.check_after(current_session(), self._job, value)
+        elif name == "inputdata":
+            workflow.check_inputdata(current_session(), self._job, value)
         super().__setattr__(name, value)
 
     # -- read-only views -------------------------------------------------------------
@@ -208,7 +212,7 @@ class Job(GPIObject):
         job = self._live("submit()")
         if dry_run:
             return actions.preview(current_session(), job)
-        if job.after:  # it may wait for others
+        if job.after or workflow.reads_outputs(job):  # it may wait for others
             return workflow.submit(current_session(), job, keep_going)
         if job.stored().get("splitter") is None:
             return actions.submit(current_session(), job, keep_going)

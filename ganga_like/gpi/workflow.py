@@ -17,12 +17,14 @@ from ganga_like.errors import JobError, SchemaError
 from ganga_like.gpi.proxy import current_session, unwrap
 from ganga_like.model.dependencies import Upstreams, fqid_parts
 from ganga_like.model.job import Job as JobImpl
+from ganga_like.model.job_output import JobOutput
 from ganga_like.model.status import Status
 from ganga_like.runtime.submission import actions
 from ganga_like.runtime.workflow import (
     driver,  # noqa: F401 (every monitor drives waiting jobs)
     engine,
     index,
+    outputs,
 )
 from ganga_like.runtime.workflow.condition import Verdict
 from ganga_like.runtime.workflow.explain import explain
@@ -34,8 +36,10 @@ __all__ = [
     "DEPENDENTS_CHOICES",
     "after_value",
     "check_after",
+    "check_inputdata",
     "downstream_ids",
     "kill",
+    "reads_outputs",
     "resubmit_skipped",
     "submit",
     "upstream_fqids",
@@ -75,16 +79,41 @@ def check_after(session: Session, job: JobImpl | None, value: Any) -> None:
         raise SchemaError(f"Job.after: {exc}") from None
 
 
+def check_inputdata(session: Session, job: JobImpl | None, value: Any) -> None:
+    """SchemaError (one line, nothing changed) when ``value`` is a ``JobOutput`` of a job
+    that does not exist, of the job itself, or whose output files cannot match."""
+    dataset = unwrap(value)
+    if not isinstance(dataset, JobOutput):
+        return
+    try:
+        outputs.check_dataset(session.registry(), job, dataset)
+    except JobError as exc:
+        raise SchemaError(f"Job.inputdata: {exc}") from None
+
+
+def reads_outputs(job: JobImpl) -> bool:
+    """Whether ``job``'s dataset is the output of another job (so it waits for it)."""
+    return outputs.dataset_of(job) is not None
+
+
 def submit(session: Session, job: JobImpl, keep_going: bool) -> bool:
     """``submit()`` of a job with ``after=``: submitted now when its condition holds,
     skipped when it can no longer hold, else left waiting (the monitor goes on)."""
-    if not job.after or job.current_status() is not Status.NEW or job.is_master:
+    if (
+        not (job.after or reads_outputs(job))
+        or job.current_status() is not Status.NEW
+        or job.is_master
+    ):
         return actions.submit(session, job, keep_going)  # as any job, or its refusal
     decided: list[Verdict] = []
 
     def record() -> None:
         decided.clear()
-        decided.append(engine.start_waiting(session.registry(), job))
+        registry = session.registry()
+        outputs.check_before_waiting(registry, job)
+        decided.append(engine.start_waiting(registry, job))
+        if decided[0] is Verdict.GO:  # what it reads is there already: found now
+            outputs.resolve(registry, str(session.repo.workspace), job)
 
     session.repo.in_transaction(record, what=f"submitting job {job.fqid}")
     if decided[0] is Verdict.GO:

@@ -21,7 +21,7 @@ import traitlets
 
 from ganga_like.errors import safe_repr
 
-__all__ = ["WHEN_CHOICES", "AllowFailed", "Upstreams", "When", "fqid_parts"]
+__all__ = ["WHEN_CHOICES", "AllowFailed", "Upstreams", "When", "fqid_of", "fqid_parts"]
 
 WHEN_CHOICES = ("completed", "finished", "failed")
 _FQID = re.compile(r"^(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?$")
@@ -39,8 +39,9 @@ def _shown(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _one(value: Any) -> str:
-    """The fqid of one thing a job may wait for."""
+def fqid_of(value: Any) -> str:
+    """The fqid of one thing a job may wait for (a job, a subjob or an id); a TraitError
+    in words otherwise."""
     if isinstance(value, bool):
         raise traitlets.TraitError(f"expected a job, a subjob, a slice or an id, not {value!r}")
     if isinstance(value, int):
@@ -79,7 +80,7 @@ class Upstreams(traitlets.TraitType[tuple[str, ...], Any]):
             raise traitlets.TraitError(f"expected {self.info_text}, not {_shown(value)}")
         seen: dict[str, None] = {}
         for item in items:
-            seen.setdefault(_one(item), None)
+            seen.setdefault(fqid_of(item), None)
         return tuple(seen)
 
 

@@ -29,7 +29,7 @@ from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
-from ganga_like.runtime.workflow import index
+from ganga_like.runtime.workflow import index, outputs
 from ganga_like.runtime.workflow.engine import settle
 
 __all__ = ["run_pending"]
@@ -112,6 +112,10 @@ def _drive(session: Session, job_id: int) -> int:
             step.append(_DONE)
             return
         if status is Status.WAITING:
+            if not outputs.found_files(registry, str(session.repo.workspace), job):
+                del table[job_id]  # skipped: its dataset found no file
+                step.append(_DONE)
+                return
             table[job_id] = index.HANDING
         elif not (status is Status.NEW and state == index.HANDING):
             if status is not Status.SUBMITTING:

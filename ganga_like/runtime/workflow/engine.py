@@ -38,6 +38,7 @@ __all__ = [
     "rearm",
     "root_cause",
     "settle",
+    "skip",
     "start_waiting",
     "upstream_changed",
     "upstream_removed",
@@ -181,6 +182,16 @@ def _skip(registry: Registry, job: Job, who: str) -> None:
     by, cause = root_cause(registry, job)
     job._skipped_by = (by, cause)
     job.change_status(Status.SKIPPED, f"{who}: skipped: {cause}")
+
+
+def skip(registry: Registry, job: Job, because: tuple[str, str], who: str) -> None:
+    """Waiting ``job`` is skipped for ``because`` (the upstream, the cause in words) found
+    as it was to be submitted; what waits for it is decided on, in the caller's
+    transaction."""
+    job._skipped_by = because
+    job.change_status(Status.SKIPPED, f"{who}: skipped: {because[1]}")
+    registry.reindex(job)
+    upstream_changed(registry, [job], who)
 
 
 def settle(registry: Registry, candidates: Iterable[int], who: str) -> int:
