@@ -29,6 +29,7 @@ from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
+from ganga_like.model.resources import ResourceUse
 from ganga_like.model.status import Status
 from ganga_like.model.status_column import status_of
 from ganga_like.model.template import copy_description, describes
@@ -184,6 +185,12 @@ class Job(GPIObject):
     @property
     def exit_code(self) -> int | None:
         return self._job.exit_code
+
+    @property
+    def resources_used(self) -> ResourceUse | None:
+        """What its run used once it ended, where the backend measures it (Local):
+        peak memory (bytes), user and system CPU and wall seconds; None otherwise."""
+        return self._job.resources_used()
 
     @property
     def history(self) -> History:

@@ -194,6 +194,9 @@ class StatusReport:
     # Why a failed job failed, machine-readable: one of FAILURE_CAUSES ("timeout": its
     # walltime ran out, "out_of_memory", "failed": anything else). Empty: "failed".
     cause: str = ""
+    # What the run used, where the backend measured it (the Local runner's reap):
+    # [peak resident memory in KiB, user CPU seconds, system CPU seconds].
+    usage: Sequence[float] | None = None
 
 
 @dataclass

@@ -9,7 +9,7 @@ transition table, appends to the event log and keeps the master's counter right.
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import traitlets
@@ -22,6 +22,7 @@ from ganga_like.model.counter import StatusCounter
 from ganga_like.model.dependencies import AllowFailed, Upstreams, When
 from ganga_like.model.history import Entry, HistoryChunk, align_moved_history, make_entry, spill
 from ganga_like.model.periods import MasterPeriod, job_timeline
+from ganga_like.model.resources import ResourceUse, stored_use, use_from_stored
 from ganga_like.model.status import Status, check_transition, freezing
 from ganga_like.model.status_column import (
     StatusChunk,
@@ -66,6 +67,7 @@ class Job(GangaObject):
         "_created",
         "_history_older",
         "_history_moved",
+        "_used",
     )
     _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
         "id": traitlets.Int(
@@ -185,6 +187,9 @@ class Job(GangaObject):
     # Why a job waiting for others was skipped: the upstream job that decided it, and the
     # root failure ("upstream 12.4 failed (exit 3)"), which its own dependents inherit.
     _skipped_by: tuple[str, str] | None = None
+    # What the current run used (model.resources): (peak KiB, user s, system s, wall s),
+    # once it has ended and its backend measured it; forgotten when it is submitted again.
+    _used: tuple[int, float, float, float] | None = None
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)
@@ -300,6 +305,8 @@ class Job(GangaObject):
         check_transition(old, new)
         if new is Status.SUBMITTING:
             self._forget_postprocessing()
+            if self._used is not None:
+                del self._used  # back to the class default: not stored
         when = _time.time() if when is None else when
         self.status = new.label
         self._log(make_entry(when, old.label, new.label, cause))
@@ -562,6 +569,14 @@ class Job(GangaObject):
             return 0.0
         end = end_of_run(times) if status.final else _time.time()
         return max(0.0, (end or started) - started)
+
+    def resources_used(self) -> ResourceUse | None:
+        """What its current run used, once ended and measured (model.resources)."""
+        return use_from_stored(self._used)
+
+    def record_use(self, usage: Sequence[float], start: float | None, end: float) -> None:
+        """Keep what the run from ``start`` to ``end`` used (a backend's measurement)."""
+        self._used = stored_use(usage, start, end)
 
     def counts(self) -> dict[Status, int]:
         counter = self._counter

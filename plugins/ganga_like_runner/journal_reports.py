@@ -92,6 +92,7 @@ def _report(event: Event, runs: Mapping[str, int]) -> StatusReport | None:
         exit_code=event.exit_code,
         started=event.exit_code is not None or status is Status.RUNNING,
         started_at=event.start,
+        usage=event.usage,
     )
 
 

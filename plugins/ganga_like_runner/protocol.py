@@ -21,12 +21,16 @@ means "not yet"), then overwritten in place, each time in one write:
 * just before the process is spawned, the start record ``{"time", "batch", "pid": null}``;
 * right after, the same with the pid (it stays null only if the runner died in between);
 * once the task has ended, the final record ``{"state", "exit_code", "start", "end",
-  "reason", "batch", "pid"}``, padded with spaces to the length of the start record; also
+  "reason", "batch", "pid"}`` (and ``"usage"`` for a process that ran, as below), padded
+  with spaces to the length of the start record; also
   when it never started (``start`` and ``pid`` are then null).
 
 A record with a ``state`` is final.  State changes are also appended as JSON lines to the
 task's ``events`` journal: a "started" line once the task has run for a moment (a task that
-ends sooner, or never started, has none) and one final line, which carries the start time.
+ends sooner, or never started, has none) and one final line, which carries the start time
+and, for a process that ran, ``"usage"``: ``[peak resident memory in KiB, user CPU seconds,
+system CPU seconds]`` of the process and the descendants it waited for, as the reaping
+``wait4`` reported them.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ __all__ = [
     "keys_of_kill_name",
     "read_events",
     "task_row",
+    "usage_of",
+    "valid_usage",
     "write_atomic",
 ]
 
@@ -97,6 +103,7 @@ RUNNER_SIGNALS = frozenset({signal.SIGCHLD, signal.SIGUSR1, signal.SIGTERM, sign
 # Temporary names of files being written, unique within this process.
 _temporary_names = itertools.count()
 _EVENT_FIELDS = frozenset({"key", "event", "time", "exit_code", "reason", "start"})
+_FINAL_EVENT_FIELDS = _EVENT_FIELDS | {"usage"}
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,23 @@ class Event:
     # When the process started, on final events; a task that ends soon after starting
     # has no "started" event, so this is where its start time is found.
     start: float | None = None
+    # What the process used (``usage_of``), on final events of a process that ran.
+    usage: list[float] | None = None
+
+
+def usage_of(rusage: Any) -> list[float]:
+    """The resources a reaped process used, as journals carry them: peak resident memory
+    (KiB, Linux's unit), user and system CPU seconds (to the millisecond)."""
+    return [rusage.ru_maxrss, round(rusage.ru_utime, 3), round(rusage.ru_stime, 3)]
+
+
+def valid_usage(value: Any) -> bool:
+    """Whether ``value`` is a usage as ``usage_of`` makes them."""
+    return (
+        isinstance(value, list)
+        and len(value) == 3
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    )
 
 
 def keys_of_kill_name(name: str) -> list[str]:
@@ -167,18 +191,31 @@ def read_events(path: Path, offset: int) -> tuple[list[Event], int]:
 def _events_from_rows(rows: list[Any]) -> list[Event]:
     events = []
     for row in rows:
-        if isinstance(row, dict) and row.keys() == _EVENT_FIELDS:
+        if isinstance(row, dict) and (
+            row.keys() == _EVENT_FIELDS
+            or (row.keys() == _FINAL_EVENT_FIELDS and valid_usage(row["usage"]))
+        ):
             # The runner writes exactly Event's fields.  Adopting the parsed dict as the
             # instance's attributes skips the frozen dataclass __init__, which would cost
-            # more than all of the JSON parsing.
+            # more than all of the JSON parsing.  Without "usage" the class default (None)
+            # shows through.
             event = object.__new__(Event)
             object.__setattr__(event, "__dict__", row)
             events.append(event)
             continue
         try:
             key, name, when = row["key"], row["event"], row["time"]
+            usage = row.get("usage")
             events.append(
-                Event(key, name, when, row.get("exit_code"), row.get("reason"), row.get("start"))
+                Event(
+                    key,
+                    name,
+                    when,
+                    row.get("exit_code"),
+                    row.get("reason"),
+                    row.get("start"),
+                    usage if valid_usage(usage) else None,
+                )
             )
         except (KeyError, TypeError, AttributeError):
             continue
@@ -192,6 +229,7 @@ def event_line(
     exit_code: int | None,
     reason: str | None,
     start: float | None = None,
+    usage: list[float] | None = None,
 ) -> bytes:
     """One journal line; json escapes newlines, so a line is always exactly one line.
 
@@ -202,9 +240,10 @@ def event_line(
     code = "null" if exit_code is None else str(int(exit_code))
     why = "null" if reason is None else encode_basestring_ascii(reason)
     began = "null" if start is None else repr(float(start))
+    used = "" if usage is None else f',"usage":[{int(usage[0])},{usage[1]!r},{usage[2]!r}]'
     return (
         f'{{"key":{encode_basestring_ascii(key)},"event":{encode_basestring_ascii(event)},"time":{float(when)!r},'
-        f'"exit_code":{code},"reason":{why},"start":{began}}}\n'
+        f'"exit_code":{code},"reason":{why},"start":{began}{used}}}\n'
     ).encode("ascii")
 
 

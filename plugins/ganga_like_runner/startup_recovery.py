@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ganga_like_runner.protocol import RUN_FILE, TERMINAL_EVENTS, read_events
+from ganga_like_runner.protocol import RUN_FILE, TERMINAL_EVENTS, read_events, valid_usage
 from ganga_like_runner.spawn import signal_group
 from ganga_like_runner.task_engine import KILL_GRACE_SECONDS, Engine
 from ganga_like_runner.task_files import read_json
@@ -82,6 +82,7 @@ def replay_final_event(
         return
     if (task.key, state, end) not in seen:
         start = record.get("start")
+        usage = record.get("usage")
         runner.emit(
             task,
             state,
@@ -89,6 +90,7 @@ def replay_final_event(
             record.get("exit_code"),
             record.get("reason"),
             float(start) if isinstance(start, int | float) else None,
+            usage if valid_usage(usage) else None,
         )
 
 

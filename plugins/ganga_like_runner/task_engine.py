@@ -30,6 +30,7 @@ from ganga_like_runner.protocol import (
     RUN_FILE,
     SECRET_VARIABLES,
     event_line,
+    usage_of,
 )
 from ganga_like_runner.spawn import (
     Spawner,
@@ -301,7 +302,9 @@ class Engine:
         """Collect ended children; their files are written by ``settle_ended``."""
         while self.running:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                # wait4 hands over the rusage of the process and of the descendants it
+                # reaped with the exit status: the resources used cost no extra call.
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
@@ -311,6 +314,7 @@ class Engine:
                 continue
             self.used_cores -= task.cores
             self.used_memory -= task.memory
+            task.usage = usage_of(rusage)
             self.ended.append((task, os.waitstatus_to_exitcode(status), time.time()))
 
     def settle_ended(self) -> None:
@@ -346,7 +350,7 @@ class Engine:
         task.finished = True
         if end is None:
             end = time.time()
-        record = {
+        record: dict[str, Any] = {
             "state": state,
             "exit_code": exit_code,
             "start": task.start,
@@ -355,6 +359,8 @@ class Engine:
             "batch": task.batch.id,
             "pid": task.pid,
         }
+        if task.usage is not None:
+            record["usage"] = task.usage
         record_fd, task.record_fd = task.record_fd, None
         try:
             if record_fd is not None:
@@ -373,7 +379,7 @@ class Engine:
                     write_json_atomic(record_path, record)
         except OSError as exc:
             self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
-        self.emit(task, state, end, exit_code, reason, task.start)
+        self.emit(task, state, end, exit_code, reason, task.start, task.usage)
         self.retire(task)
 
     def retire(self, task: Task) -> None:
@@ -407,9 +413,11 @@ class Engine:
         exit_code: int | None,
         reason: str | None,
         start: float | None = None,
+        usage: list[float] | None = None,
     ) -> None:
         """Queue a journal line; lines are written before the runner next sleeps."""
-        self.journals.add(task.events, event_line(task.key, event, when, exit_code, reason, start))
+        line = event_line(task.key, event, when, exit_code, reason, start, usage)
+        self.journals.add(task.events, line)
 
     def flush_journals(self) -> bool:
         """Write the queued journal lines; False if some are still held back.

@@ -60,6 +60,7 @@ class Task:
         "record_size",
         "setup_error",
         "start",
+        "usage",
         "workdir",
     )
 
@@ -78,6 +79,8 @@ class Task:
         self.batch = batch
         self.pid: int | None = None  # set once the process exists
         self.start: float | None = None
+        # What the ended process tree used, from its reaping (protocol.usage_of).
+        self.usage: list[float] | None = None
         # The __run__ record, kept open from the start until the final record is in it,
         # and the size of what it holds (a shorter final record is padded to it).
         self.record_fd: int | None = None

@@ -51,4 +51,9 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
             job.change_status(step, cause if step is path[-1] else f"{backend}: {step}", when=when)
         if report.exit_code is not None:
             job.exit_code = report.exit_code
+        if report.usage is not None and report.status.final:
+            start = report.started_at
+            if start is None:
+                start = job.time.get(Status.RUNNING.label)
+            job.record_use(report.usage, start, report.time)
     return Applied(job.fqid, tuple(path))
