@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterator, Mapping
 from ganga_like.errors import safe_repr
 from ganga_like.query import dates
 from ganga_like.query.ast import (
+    EQUALITY_OPERATORS,
     GLOB_OPERATORS,
     IDENTIFIER,
     OPERATORS,
@@ -49,6 +50,7 @@ _DID_YOU_MEAN = {
     "><": "'<>'",
 }
 _PATH_PREFIX = re.compile(IDENTIFIER.pattern + r"(?:\." + IDENTIFIER.pattern + r")*", re.ASCII)
+_JOB_ID = re.compile(r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))?$", re.ASCII)
 # Python refuses to convert integers of more than 4300 digits; stop well before that.
 _MAX_DIGITS = 1000
 
@@ -58,6 +60,7 @@ def parse(
     *,
     known_roots: Collection[str] | None = None,
     known_values: Mapping[str, Collection[str]] | None = None,
+    id_paths: Collection[str] = (),
 ) -> Query:
     """Parse ``text``; raise QuerySyntaxError at the first problem.
 
@@ -65,11 +68,14 @@ def parse(
     like ``stauts=failed`` is an error instead of a query that silently matches nothing).
     With ``known_values``, a text compared with ``=`` or ``<>`` to a path it names (e.g.
     ``"status"``) must be one of that path's values, for the same reason; these values are
-    words of any case (``status=Completed`` is ``status=completed``).
+    words of any case (``status=Completed`` is ``status=completed``). The paths
+    ``id_paths`` hold job ids as text (``after``: "12", "12.10"): a bare value compared to
+    them with ``=`` or ``<>`` must be such an id and stays the text it was written as (a
+    number would read ``12.10`` as ``12.1``).
     """
     if not isinstance(text, str):  # jobs.query(3): one line, not the lexer's TypeError
         raise QueryError(f"a query is text such as 'status=failed', not {safe_repr(text)}")
-    return _Parser(text, known_roots, known_values).parse_query()
+    return _Parser(text, known_roots, known_values, id_paths).parse_query()
 
 
 class _Parser:
@@ -78,8 +84,10 @@ class _Parser:
         text: str,
         known_roots: Collection[str] | None,
         known_values: Mapping[str, Collection[str]] | None = None,
+        id_paths: Collection[str] = (),
     ) -> None:
         self._text = text
+        self._id_paths = id_paths
         self._known_roots = known_roots
         self._known_values = known_values or {}
         self._tokens: Iterator[Token] = tokenize(text)
@@ -107,7 +115,7 @@ class _Parser:
         path = self._path()
         written = self._token.text  # "!=" stays "!=" in messages, though it means "<>"
         op = self._operator(path)
-        values = [self._known(path, op, self._token.position, self._value(op, written))]
+        values = [self._known(path, op, self._token.position, self._item(path, op, written))]
         while self._token.kind is TokenKind.COMMA:
             if op in ORDER_OPERATORS:
                 raise self._error(
@@ -116,7 +124,7 @@ class _Parser:
                 )
             self._advance()
             position = self._token.position
-            values.append(self._known(path, op, position, self._value(op, ",")))
+            values.append(self._known(path, op, position, self._item(path, op, ",")))
         if self._token.kind not in (TokenKind.SEMI, TokenKind.END):
             separators = "';'" if op in ORDER_OPERATORS else "',', ';'"
             raise self._error(
@@ -191,6 +199,21 @@ class _Parser:
         close = difflib.get_close_matches(value.lower(), list(allowed), n=1)
         hint = f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
         raise self._error(f"unknown {name} '{value}'; {hint}", position)
+
+    def _item(self, path: tuple[str, ...], op: str, after: str) -> Item:
+        """The next value; a bare job id, as text, for a path of ``id_paths``."""
+        token = self._token
+        name = ".".join(path)
+        if name not in self._id_paths or op not in EQUALITY_OPERATORS:
+            return self._value(op, after)
+        if token.kind is TokenKind.WORD and not _JOB_ID.match(token.text):
+            raise self._error(
+                f"{name} holds job ids such as 12 or 12.3, not '{token.text}'", token.position
+            )
+        if token.kind is TokenKind.WORD:
+            self._advance()
+            return token.text
+        return self._value(op, after)
 
     def _value(self, op: str, after: str) -> Item:
         token = self._token

@@ -31,6 +31,7 @@ from ganga_like.model.parts import job_parts
 from ganga_like.model.status import Status
 from ganga_like.query import Condition, Getter, Query, QueryError, index_hints, matches, parse
 from ganga_like.repository.registry import Registry
+from ganga_like.runtime.workflow import index as workflow_index
 
 __all__ = [
     "KNOWN_ROOTS",
@@ -67,12 +68,17 @@ KNOWN_ROOTS = _KnownRoots()
 # The texts a job's attribute can hold, when they are few: ``status=complete`` is a
 # mistake to point out, not a query that matches nothing.
 KNOWN_VALUES = {"status": tuple(s.label for s in Status)}
+# What a job waits for holds job ids as text: ``after=12.10`` is subjob 10 of job 12.
+ID_PATHS = ("after",)
 
 
 def parse_job_query(text: str) -> Query:
     """A query on jobs: its attributes and statuses checked as they are parsed."""
-    return parse(text, known_roots=KNOWN_ROOTS, known_values=KNOWN_VALUES)
+    return parse(text, known_roots=KNOWN_ROOTS, known_values=KNOWN_VALUES, id_paths=ID_PATHS)
 
+
+# Negated operators: "after<>12" holds for the jobs waiting for nothing too.
+_POSITIVE_OF = ("<>", "!~")
 
 # Job ids are keys of an IOBTree: 32-bit signed integers. A bound beyond them is clamped,
 # which narrows nothing that could exist (the evaluator still compares the real values).
@@ -115,6 +121,11 @@ def _narrow(registry: Registry, query: Query, now: _dt.datetime) -> tuple[list[i
             decided = _by_status(registry, condition, now)
         elif condition.path == ("name",):
             decided = _by_name(registry, condition, now)
+        elif condition.path == ("after",) and condition.op not in _POSITIVE_OF:
+            # A superset: the condition is still evaluated, job by job, on these.
+            maybe = _by_upstream(registry, condition, now)
+            if maybe is not None:
+                sets.append(maybe)
         if decided is None:
             rest.append(condition)
         else:
@@ -178,6 +189,20 @@ def _by_name(registry: Registry, condition: Condition, now: _dt.datetime) -> Any
     if holding is None:
         return None
     return multiunion([registry.ids_named(str(n)) for n in holding])
+
+
+def _by_upstream(registry: Registry, condition: Condition, now: _dt.datetime) -> Any:
+    """The jobs that may satisfy a (not negated) condition on ``after``: those the
+    reverse index of what waits for what lists under an upstream satisfying it, and the
+    new ones (a job's dependencies are indexed when it is submitted); None when the
+    condition cannot be evaluated on an upstream's id (left to the job-by-job evaluation)."""
+    table = registry.root.get(workflow_index.DEPENDENTS_KEY)
+    upstreams = list(table.keys()) if table is not None else []
+    holding = _holding(condition, upstreams, now)
+    if holding is None:
+        return None
+    found = [table[u] for u in holding] if table is not None else []
+    return multiunion([registry.ids_with_status("new"), *found])
 
 
 def _clamped(bounds: tuple[int | None, int | None]) -> tuple[int | None, int | None]:

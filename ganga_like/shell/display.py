@@ -20,6 +20,7 @@ from ganga_like.gpi.display import cell, header, job_row
 from ganga_like.gpi.job import Job, SubjobSlice
 from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.gpi.slices import JobSlice
+from ganga_like.gpi.table_text import shown_columns
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
@@ -114,9 +115,9 @@ def _pick(obj: JobSlice, limit: int) -> tuple[int, list[object], list[object]]:
 def table_model(obj: JobSlice) -> TableModel:
     display = store.section("Display")
     total, head, tail = _pick(obj, display.max_rows)
-    return TableModel(
-        obj._title, total, list(display.columns), [_row(j) for j in head], [_row(j) for j in tail]
-    )
+    rows = [_row(j) for j in head], [_row(j) for j in tail]
+    columns = shown_columns([r.cells for r in (*rows[0], *rows[1])], display.columns)
+    return TableModel(obj._title, total, columns, *rows)
 
 
 def _colours() -> dict[str, str] | None:
