@@ -60,6 +60,9 @@ from ganga_like.errors import (
 from ganga_like.model import plugin_registry as _plugin_registry
 
 if TYPE_CHECKING:
+    from ganga_like.gpi.callbacks import Notify as Notify
+    from ganga_like.gpi.callbacks import Resubmit as Resubmit
+    from ganga_like.gpi.callbacks import RunCommand as RunCommand
     from ganga_like.gpi.completion import as_completed as as_completed
     from ganga_like.gpi.completion import as_completed_async as as_completed_async
     from ganga_like.gpi.completion import wait as wait
@@ -88,6 +91,9 @@ _LAZY: dict[str, str] = {
     "export": "ganga_like.gpi.export",
     "load": "ganga_like.gpi.export",
     "why": "ganga_like.gpi.workflow",
+    "Notify": "ganga_like.gpi.callbacks",
+    "Resubmit": "ganga_like.gpi.callbacks",
+    "RunCommand": "ganga_like.gpi.callbacks",
     "wait": "ganga_like.gpi.completion",
     "wait_async": "ganga_like.gpi.completion",
     "as_completed": "ganga_like.gpi.completion",
@@ -110,10 +116,13 @@ _CORE = [
     "JobSlice",
     "JobTemplate",
     "LoadError",
+    "Notify",
     "PluginError",
     "RepositoryBusyError",
     "RepositoryConflictError",
     "RepositoryError",
+    "Resubmit",
+    "RunCommand",
     "SchemaError",
     "TemplateError",
     "WaitTimeoutError",

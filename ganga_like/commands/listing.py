@@ -16,6 +16,7 @@ from ganga_like.commands.lookup import find_job, select
 from ganga_like.gpi.display import COLUMNS, job_row, shorten
 from ganga_like.gpi.table_text import render_table
 from ganga_like.model.base import GangaObject, schema_items
+from ganga_like.model.callbacks import DUE_KEY
 from ganga_like.model.history import HistoryEntry
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
@@ -83,6 +84,7 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
         or root.get(retrying.PENDING_KEY)
         or root.get(postprocessing.PENDING_KEY)
         or root.get(workflow_index.PENDING_KEY)
+        or root.get(DUE_KEY)
     ):
         return
     if any(_broken(row) for row in rows):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
-from ganga_like.gpi import results, workflow
+from ganga_like.gpi import callbacks, results, workflow
 from ganga_like.gpi.arguments import given, keyword_options, refuse_positional
 from ganga_like.gpi.lookups import check_index, check_lines, check_timeout, id_number, storable_id
 from ganga_like.gpi.progress import progress as show_progress
@@ -293,6 +293,18 @@ class Job(GPIObject):
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(current_session(), self._live("force_status()"), status)
+
+    def on(self, status: str, action: Any) -> None:
+        """Have the monitor run ``action`` each time the job reaches ``status``:
+        ``Notify(email=...)``, ``Resubmit()``, ``RunCommand([...])`` or a function as
+        ``"module:name"`` (given a view of the job). Each call and its outcome go in the
+        job's event log."""
+        callbacks.on(current_session(), self._live("on()"), status, action)
+
+    @property
+    def callbacks(self) -> list[str]:
+        """The job's callbacks (``on()``), in words."""
+        return callbacks.callbacks_of(self._job)
 
     @keyword_options
     def wait(

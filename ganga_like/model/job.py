@@ -18,6 +18,7 @@ from persistent import Persistent
 
 from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
+from ganga_like.model.callbacks import Reacting, note_status
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.dependencies import AllowFailed, Upstreams, When
 from ganga_like.model.history import Entry, HistoryChunk, align_moved_history, make_entry, spill
@@ -38,7 +39,7 @@ from ganga_like.model.times import ROUND_ENDS, JobTimes, end_of_run
 __all__ = ["Job"]
 
 
-class Job(GangaObject):
+class Job(GangaObject, Reacting):
     """A unit of work; split, it becomes a master of subjobs."""
 
     _category = "jobs"
@@ -219,6 +220,8 @@ class Job(GangaObject):
     def _log(self, entry: Entry) -> None:
         """Append ``entry`` to the event log, rewriting only its recent part."""
         self._keep_recent((*self.stored().get("history", ()), entry))
+        if entry[1] != entry[2] and (self._callbacks or self._iteration_of is not None):
+            note_status(self, entry[2])
 
     def _keep_recent(self, recent: tuple[Entry, ...]) -> None:
         recent, older, moved = spill(recent, self._history_older)
@@ -259,6 +262,8 @@ class Job(GangaObject):
         """The job's status; a master's derives from its subjob counts (O(1))."""
         stored = Status.parse(self.status)
         counter = self._counter
+        if self._iterate is not None and self._iterate[3] and stored.final:
+            return Status.RUNNING  # an Iterate's first job: its next iteration is to come
         if counter is None or stored is Status.SUBMITTING or not self._subjobs:
             return stored
         derived = counter.derived_status()

@@ -19,6 +19,13 @@ And those of a monitor handing a waiting job to submission (``runtime/workflow/d
 * ``waiting-job-handed``: the hand-over is recorded (the job is new again), the job is
   not submitted yet;
 * ``waiting-job-submitted``: it was submitted, the hand-over's entry is still there.
+
+And those of a monitor running a job's callback (``runtime/workflow/callbacks``):
+
+* ``callback-due``: the status change and the callback's entry are committed, the
+  call is not recorded yet;
+* ``callback-calling``: the call is recorded (the entry is ``calling``), the action has
+  not run yet.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ EXPECTED: dict[str, type] = {
     # the waiting jobs a transaction decided on and a driver has still to act on.
     "workflow_dependents": OOBTree,
     "workflow_pending": IOBTree,
+    # Created on first use (ganga_like.model.callbacks): the callbacks and iteration steps
+    # a status change made due, for the monitor to act on.
+    "workflow_due": OOBTree,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
@@ -63,6 +66,7 @@ CREATED_ON_USE = frozenset(
         "retry_pending",
         "workflow_dependents",
         "workflow_pending",
+        "workflow_due",
     }
 )
 _INDEXES = ("by_status", "status_of", "by_name")

@@ -29,6 +29,7 @@ from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
+from ganga_like.runtime.workflow import callbacks as _callbacks  # noqa: F401 (its pass too)
 from ganga_like.runtime.workflow import index, outputs
 from ganga_like.runtime.workflow.engine import settle
 
