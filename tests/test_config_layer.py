@@ -100,7 +100,6 @@ def test_the_slurm_section_is_read_from_the_config_file() -> None:
 
 def test_a_batch_backend_section_takes_the_options_it_inherits_from_the_batch_base() -> None:
     from ganga_like_sge.settings import SGE as SGESection
-    from ganga_like_sge.settings import SGESettings
 
     path = config_dir() / "ganga_config.py"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +107,7 @@ def test_a_batch_backend_section_takes_the_options_it_inherits_from_the_batch_ba
     store.reset()
     section = store.snapshot()[SGESection]
     assert (section.poll_interval, section.max_array_size) == (7.5, 100)
-    assert SGESettings.from_section(section) == SGESettings(poll_interval=7.5, max_array_size=100)
+    assert section.vanish_cycles == SGESection().vanish_cycles
     path.write_text("c.SGE.poll_intervl = 1\n")
     store.reset()
     with pytest.raises(ConfigError, match="did you mean 'poll_interval'"):
@@ -217,9 +216,9 @@ def test_the_configurations_closed_sets_match_the_layers_that_use_them() -> None
 
 
 def test_the_slurm_section_loads_without_the_slurm_commands() -> None:
-    from ganga_like_slurm import settings, slurm_commands
+    from ganga_like_slurm import slurm_commands
 
-    assert settings.DEFAULT_TIMEOUT == slurm_commands.DEFAULT_TIMEOUT
+    assert SlurmSection().command_timeout == slurm_commands.DEFAULT_TIMEOUT
     probe = (
         "import sys, ganga_like_slurm.settings\n"
         "print([m for m in sys.modules if m.startswith('ganga_like_slurm.')])"

@@ -45,7 +45,6 @@ from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.submission.splitting import build_subjobs
 from ganga_like_slurm import polling, slurm_commands, submission
 from ganga_like_slurm.settings import Slurm as SlurmSection
-from ganga_like_slurm.settings import SlurmSettings
 from ganga_like_slurm.slurm_commands import SacctRow, SlurmCommandError, SqueueRow
 
 from .backends import BATCH_WAITS
@@ -59,6 +58,11 @@ FAST = BATCH_WAITS  # short waits, so that the rules can be watched within a tes
 def fast_config(**more: Any) -> ConfigSnapshot:
     """The configuration with the Slurm section's waits short (and ``more`` options)."""
     return store.snapshot().replaced({SlurmSection: {**FAST, **more}})
+
+
+def slurm_section(**values: Any) -> SlurmSection:
+    """The Slurm section at its defaults but for ``values``, as a context carries it."""
+    return ConfigSnapshot.of({SlurmSection: values})[SlurmSection]
 
 
 def script(directory: Path, name: str, body: str) -> str:
@@ -164,7 +168,7 @@ def test_sbatch_retries_a_controller_that_does_not_answer(
 ) -> None:
     fake = FakeSbatch([_transient(DOWN), _transient(DOWN)])
     monkeypatch.setattr(slurm_commands, "sbatch", fake)
-    assert submission.sbatch_with_retry("#!/bin/bash\n", "n", SlurmSettings()) == "42"
+    assert submission.sbatch_with_retry("#!/bin/bash\n", "n", slurm_section()) == "42"
     assert fake.calls == 3 and no_sleep == [2.0, 4.0]
 
 
@@ -172,7 +176,7 @@ def test_sbatch_gives_up_after_the_configured_attempts(
     monkeypatch: pytest.MonkeyPatch, no_sleep: list[float]
 ) -> None:
     monkeypatch.setattr(slurm_commands, "sbatch", FakeSbatch([_transient(DOWN)] * 9))
-    settings = SlurmSettings(submit_attempts=3, submit_backoff=1.0)
+    settings = slurm_section(submit_attempts=3, submit_backoff=1.0)
     with pytest.raises(SlurmCommandError, match="gave up after 3 attempts") as info:
         submission.sbatch_with_retry("", "n", settings)
     assert info.value.transient and no_sleep == [1.0, 2.0]
@@ -183,7 +187,7 @@ def test_a_refusal_is_not_retried(monkeypatch: pytest.MonkeyPatch, no_sleep: lis
     fake = FakeSbatch([refused])
     monkeypatch.setattr(slurm_commands, "sbatch", fake)
     with pytest.raises(SlurmCommandError, match="invalid partition"):
-        submission.sbatch_with_retry("", "n", SlurmSettings())
+        submission.sbatch_with_retry("", "n", slurm_section())
     assert fake.calls == 1 and no_sleep == []
 
 
@@ -203,7 +207,7 @@ def test_after_an_ambiguous_failure_the_job_is_looked_up_not_submitted_twice(
         return dict(answer)
 
     monkeypatch.setattr(submission, "find_jobs_by_name", lookup)
-    settings = SlurmSettings(submit_attempts=5)
+    settings = slurm_section(submit_attempts=5)
     assert submission.sbatch_with_retry("", "ganga-1-x", settings) == "77"
     # The failed look-up did not lead to a second sbatch: the first may have been accepted.
     assert fake.calls == 1 and lookups == [["ganga-1-x"], ["ganga-1-x"]]
@@ -650,7 +654,7 @@ def test_past_max_array_size_a_job_becomes_several_arrays(
         (sj, sj.application.prepare(sj, ctx.paths(sj)))
         for sj in build_subjobs(master, master.splitter.variations(master))
     ]
-    settings = SlurmSettings(max_array_size=3)
+    settings = slurm_section(max_array_size=3)
     batches, _ = submission.plan(ctx, pairs, settings, lambda: [], lambda: 4)
     assert [(b.first_id, [m.index for m in b.members]) for b in batches] == [
         (0, [0, 1, 2]),
@@ -1076,7 +1080,7 @@ def test_an_interrupted_submission_is_found_by_its_name_and_cancelled(
     # kept, Slurm runs the array, no id is stored and the log has no line for it.
     subjobs = build_subjobs(master, master.splitter.variations(master))
     pairs = [(sj, sj.application.prepare(sj, ctx.paths(sj))) for sj in subjobs]
-    batches, _ = submission.plan(ctx, pairs, SlurmSettings(), lambda: [], lambda: 1001)
+    batches, _ = submission.plan(ctx, pairs, slurm_section(), lambda: [], lambda: 1001)
     for member in batches[0].members:
         submission.prepare_workspace(member)
     text, _ = submission.render_batch(batches[0])

@@ -12,7 +12,6 @@ import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -28,6 +27,7 @@ from ganga_like.batch.planning import (
 from ganga_like.batch.quantities import grown_all, shown
 from ganga_like.batch.scheduler_commands import CommandError
 from ganga_like.batch.script import ScriptError, element_command
+from ganga_like.batch.settings import single_attempt
 from ganga_like.batch.traits import (
     Memory,
     SingleLine,
@@ -47,7 +47,6 @@ from ganga_like.model.launchers import (
 from .scheduler import SCHEDULER
 from .script import Batch, Member, Options, render
 from .settings import SGE as SGESection
-from .settings import SGESettings
 
 __all__ = ["SGE"]
 
@@ -154,26 +153,26 @@ class SGE(BatchBackend):
     # -- the batch base's hooks ------------------------------------------------------
 
     @classmethod
-    def batch_settings(cls, ctx: SubmitContext | PollContext) -> SGESettings:
-        return SGESettings.from_section(ctx.config[SGESection])
+    def batch_settings(cls, ctx: SubmitContext | PollContext) -> SGESection:
+        return ctx.config[SGESection]
 
     def plan(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
     ) -> tuple[list[Batch], dict[str, str]]:
-        assert isinstance(settings, SGESettings)
+        assert isinstance(settings, SGESection)
         return self._plan(ctx, jobs, settings, lambda: _array_limit(ctx, settings))
 
     def plan_preview(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
     ) -> tuple[list[Batch], dict[str, str], list[str]]:
         """As :meth:`plan`; a max_aj_tasks that cannot be read is assumed, and said so."""
-        assert isinstance(settings, SGESettings)
+        assert isinstance(settings, SGESection)
         assumed: list[str] = []
+        once = single_attempt(SGESection, settings)
 
         def limit() -> int:
             try:
-                # One attempt: a preview should not wait out a qmaster that is down.
-                return _array_limit(ctx, replace(settings, submit_attempts=1))
+                return _array_limit(ctx, once)
             except BackendError as exc:
                 assumed.append(f"# {exc}; assumed {SCHEDULER.default_max_tasks}")
                 return SCHEDULER.default_max_tasks
@@ -184,7 +183,7 @@ class SGE(BatchBackend):
         self,
         ctx: SubmitContext,
         jobs: Sequence[tuple[Job, RunSpec]],
-        settings: SGESettings,
+        settings: SGESection,
         limit: Any,
     ) -> tuple[list[Batch], dict[str, str]]:
         refused = _launch_problems(jobs)
@@ -266,14 +265,14 @@ class ArrayLimit:
     def __init__(self) -> None:
         self._read: tuple[int, float] | None = None  # the value, and when it was read
 
-    def get(self, settings: SGESettings) -> int:
+    def get(self, settings: SGESection) -> int:
         now = time.monotonic()
         if self._read is None or now - self._read[1] > settings.limits_cache_seconds:
             self._read = (SCHEDULER.max_array_tasks(settings), now)
         return self._read[0]
 
 
-def _array_limit(ctx: SubmitContext, settings: SGESettings) -> int:
+def _array_limit(ctx: SubmitContext, settings: SGESection) -> int:
     try:
         return ctx.kept(ArrayLimit).get(settings)
     except CommandError as exc:

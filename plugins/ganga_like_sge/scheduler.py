@@ -22,7 +22,7 @@ from typing import ClassVar
 from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.scheduler_commands import CommandError, command_failure, run_command
-from ganga_like.batch.settings import BatchWaits
+from ganga_like.batch.settings import BatchSection
 from ganga_like.batch.tracker import Observation, Sighting
 
 from .states import finished, queued
@@ -210,7 +210,7 @@ class SGEScheduler(BatchScheduler):
     def is_transient(self, message: str) -> bool:
         return _DOWN.search(message) is not None
 
-    def max_array_tasks(self, settings: BatchWaits) -> int:
+    def max_array_tasks(self, settings: BatchSection) -> int:
         """The cluster's max_aj_tasks (``qconf -sconf``, retried as ``settings`` say);
         Grid Engine's default when it sets none."""
         timeout = settings.command_timeout

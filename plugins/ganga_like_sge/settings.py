@@ -2,44 +2,34 @@
 
 The batch base's waits and limits (:class:`~ganga_like.batch.settings.BatchSection`), and
 the size of its arrays. Set like any other option: ``c.SGE.poll_interval = 10`` in the
-config file, ``config.SGE.poll_interval = 1`` at runtime; the backend receives the section
-through its context (``ctx.config[SGE]``) and works from a :class:`SGESettings`.
+config file, ``config.SGE.poll_interval = 1`` at runtime; the backend reads the frozen
+section its context carries (``ctx.config[SGE].max_array_size``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from traitlets import Float, Int
 
-from ganga_like.batch.settings import BatchSection, BatchWaits
+from ganga_like.batch.settings import BatchSection
 
-__all__ = ["SGE", "SGESettings"]
-
-
-@dataclass(frozen=True)
-class SGESettings(BatchWaits):
-    """The ``SGE`` section's values."""
-
-    # Most subjobs in one array; 0: as many as the cluster's max_aj_tasks allows (a smaller
-    # value also applies when it is below that).
-    max_array_size: int = 0
-    # The cluster's max_aj_tasks changes rarely: a loop of submissions reads it once per
-    # this many seconds.
-    limits_cache_seconds: float = 60.0
+__all__ = ["SGE"]
 
 
 class SGE(BatchSection):
     """The Grid Engine backend: how often the qmaster is asked, how patiently, how much."""
 
+    # Most subjobs in one array; 0: as many as the cluster's max_aj_tasks allows (a smaller
+    # value also applies when it is below that).
     max_array_size = Int(
-        SGESettings.max_array_size,
+        0,
         min=0,
         help="Most subjobs in one array job; 0: what the cluster's max_aj_tasks allows "
         "(a smaller value applies too when the cluster's is smaller).",
     ).tag(config=True)
+    # The cluster's max_aj_tasks changes rarely: a loop of submissions reads it once per
+    # this many seconds.
     limits_cache_seconds = Float(
-        SGESettings.limits_cache_seconds,
+        60.0,
         min=0.0,
         help="Seconds the cluster's max_aj_tasks, once read, is reused.",
     ).tag(config=True)

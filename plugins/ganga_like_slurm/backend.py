@@ -16,7 +16,6 @@ are in :mod:`.scheduler` and :mod:`.commands`. Here: the attributes and the hook
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import traitlets
@@ -24,6 +23,7 @@ import traitlets
 from ganga_like.batch.backend import BatchBackend, BatchSettings, ScriptPreview
 from ganga_like.batch.quantities import grown_all, shown
 from ganga_like.batch.records import HandOver
+from ganga_like.batch.settings import single_attempt
 from ganga_like.batch.traits import SingleLine, SubmitOption, array_throttle, setup_lines
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import (
@@ -43,7 +43,6 @@ from .pilot_poller import SlurmPoller, is_pilot_ref
 from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
-from .settings import SlurmSettings
 from .slurm_commands import SlurmCommandError
 from .submission import (
     Batch,
@@ -177,13 +176,13 @@ class Slurm(BatchBackend):
     # -- the batch base's hooks ------------------------------------------------------
 
     @classmethod
-    def batch_settings(cls, ctx: SubmitContext | PollContext) -> SlurmSettings:
-        return SlurmSettings.from_section(ctx.config[SlurmSection])
+    def batch_settings(cls, ctx: SubmitContext | PollContext) -> SlurmSection:
+        return ctx.config[SlurmSection]
 
     def plan(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], settings: BatchSettings
     ) -> tuple[list[Batch], dict[str, str]]:
-        assert isinstance(settings, SlurmSettings)
+        assert isinstance(settings, SlurmSection)
         answers = ctx.kept(ClusterAnswers)
         try:
             return plan_submission(
@@ -249,7 +248,7 @@ class Slurm(BatchBackend):
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         settings = cls.batch_settings(ctx)
-        assert isinstance(settings, SlurmSettings)
+        assert isinstance(settings, SlurmSection)
         poller = ctx.poller_as(SlurmPoller)
         reports, piloted = pilot_run.poll(ctx, poller.pilot, refs, settings)
         if piloted < len(refs):
@@ -267,8 +266,7 @@ class Slurm(BatchBackend):
         name = f"ganga-{(first.master or first).fqid}-000000"
         note = ""
         try:
-            # One attempt: a preview should not wait out a controller that is down.
-            settings = replace(self.batch_settings(ctx), submit_attempts=1)
+            settings = single_attempt(SlurmSection, self.batch_settings(ctx))
             partition, chosen = pilot_script.choose(ctx, self, self.pilot, settings)
             if chosen:
                 note = f"# partition {partition}: the first that fits\n"
@@ -289,14 +287,14 @@ class Slurm(BatchBackend):
     ) -> tuple[list[Batch], dict[str, str], list[str]]:
         """As :meth:`plan`, but a cluster whose MaxArraySize cannot be read is assumed to
         have Slurm's default, and said so."""
-        assert isinstance(settings, SlurmSettings)
+        assert isinstance(settings, SlurmSection)
         answers = ctx.kept(ClusterAnswers)
         assumed: list[str] = []
+        once = single_attempt(SlurmSection, settings)
 
         def array_limit() -> int:
             try:
-                # One attempt: a preview should not wait out a controller that is down.
-                return answers.array_limit.get(replace(settings, submit_attempts=1))
+                return answers.array_limit.get(once)
             except SlurmCommandError as exc:
                 assumed.append(
                     f"# MaxArraySize could not be read ({exc.message}); "

@@ -57,7 +57,7 @@ from .pilot_script import (
 )
 from .scheduler import SCHEDULER
 from .script import ScriptError
-from .settings import SlurmSettings
+from .settings import Slurm as SlurmSection
 from .slurm_commands import SlurmCommandError
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def submit(
     ctx: SubmitContext,
     jobs: Sequence[tuple[Job, RunSpec]],
     keep_going: bool,
-    settings: SlurmSettings,
+    settings: SlurmSection,
 ) -> SubmitOutcome:
     """Every job of ``jobs`` into ONE new pilot: one sbatch."""
     protocol = _protocol()
@@ -219,7 +219,7 @@ def _write_files(
 # -- kill ------------------------------------------------------------------------------
 
 
-def kill(ctx: SubmitContext, jobs: Sequence[Job], settings: SlurmSettings) -> dict[str, str]:
+def kill(ctx: SubmitContext, jobs: Sequence[Job], settings: SlurmSection) -> dict[str, str]:
     """Kill pilot (sub)jobs: a pilot all of whose unfinished subjobs are killed is
     cancelled (scancel); otherwise the runner is asked to kill just those."""
     groups: dict[tuple[str, str], list[Job]] = {}
@@ -294,7 +294,7 @@ def _wake(directory: str, pid_name: str, modules: Sequence[str]) -> None:
 
 
 def poll(
-    ctx: PollContext, poller: PilotPoller, refs: Sequence[ActiveRef], settings: SlurmSettings
+    ctx: PollContext, poller: PilotPoller, refs: Sequence[ActiveRef], settings: SlurmSection
 ) -> tuple[list[StatusReport], int]:
     """Reports for the followed pilot (sub)jobs, and how many of ``refs`` are those."""
     followed = poller.followed
@@ -324,7 +324,7 @@ def _ended_pilots(
     poller: PilotPoller,
     members: Mapping[tuple[int, str], set[str]],
     ids: Mapping[tuple[int, str], str],
-    settings: SlurmSettings,
+    settings: SlurmSection,
 ) -> dict[tuple[int, str], tuple[str, str]]:
     """The followed pilots whose Slurm job has ended: key -> (Slurm id, what ended it).
     Slurm is asked at most once per ``poll_interval``: squeue, then sacct for the pilots

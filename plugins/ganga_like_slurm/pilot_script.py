@@ -23,7 +23,7 @@ from . import submission
 from .partitions import choose_partition, rejection_reasons
 from .resource_spec import ResourceError, ResourceSpec
 from .script import _directive_value
-from .settings import SlurmSettings
+from .settings import Slurm as SlurmSection
 from .slurm_commands import SlurmCommandError
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def launcher(pilot: Pilot, resources: ResourceSpec, name: str = "") -> tuple[str
 
 
 def choose(
-    ctx: SubmitContext, backend: Slurm, pilot: Pilot, settings: SlurmSettings
+    ctx: SubmitContext, backend: Slurm, pilot: Pilot, settings: SlurmSection
 ) -> tuple[str, bool]:
     """The partition the pilot goes to (and whether it was chosen); BackendError (one
     line) when none can hold it."""

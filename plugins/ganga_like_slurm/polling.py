@@ -15,7 +15,6 @@ from ganga_like.model.interfaces import ActiveRef, PollContext, StatusReport
 
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
-from .settings import SlurmSettings
 
 __all__ = ["MAX_QUERY_CHARS", "poll", "query_ids"]
 
@@ -36,6 +35,6 @@ def poll(ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
         SCHEDULER,
         ctx,
         refs,
-        SlurmSettings.from_section(ctx.config[SlurmSection]),
+        ctx.config[SlurmSection],
         read_missing_output,
     )

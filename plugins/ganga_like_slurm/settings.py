@@ -4,8 +4,7 @@ The section is registered under the ``ganga_like.config`` entry points, so its o
 set like any other: ``c.Slurm.poll_interval = 10`` in the config file,
 ``--Slurm.poll_interval=10`` on the command line, ``config.Slurm.poll_interval = 1`` at
 runtime, and ``ganga --help-all`` / ``--generate-config`` show them. The backend reads the
-section from its context (``ctx.config[Slurm]``) and works from a :class:`SlurmSettings`,
-the same values as a frozen dataclass.
+frozen section its context carries (``ctx.config[Slurm].max_array_size``).
 
 The waits every batch backend has are the batch base's
 (:class:`~ganga_like.batch.settings.BatchSection`); Slurm adds how long the partitions are
@@ -16,42 +15,27 @@ by hand (``ConfigSnapshot.of({Slurm: {"poll_interval": 0.3}})``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from traitlets import Float, Int
 
-from ganga_like.batch.settings import BatchSection, BatchWaits
+from ganga_like.batch.settings import BatchSection
 
-__all__ = ["Slurm", "SlurmSettings"]
-
-# commands.DEFAULT_TIMEOUT, the commands' own default (tests/test_config_layer.py keeps the
-# two equal). Not imported from there: every configuration read loads this module, and
-# only work with Slurm needs the commands.
-DEFAULT_TIMEOUT = BatchWaits.command_timeout
-
-
-@dataclass(frozen=True)
-class SlurmSettings(BatchWaits):
-    """Waits and limits; each field is the ``Slurm`` section's option of the same name."""
-
-    # Partitions and limits change rarely; a loop of submissions asks once per this many
-    # seconds.
-    partition_cache_seconds: float = 60.0
-    # Most subjobs in one array; 0: as many as the cluster's MaxArraySize allows (a
-    # smaller value also applies when it is below that).
-    max_array_size: int = 0
+__all__ = ["Slurm"]
 
 
 class Slurm(BatchSection):
     """The Slurm backend: how often the cluster is asked, how patiently, and how much."""
 
+    # Partitions and limits change rarely; a loop of submissions asks once per this many
+    # seconds.
     partition_cache_seconds = Float(
-        SlurmSettings.partition_cache_seconds,
+        60.0,
         min=0.0,
         help="Seconds the partitions and MaxArraySize read from the cluster are reused.",
     ).tag(config=True)
+    # Most subjobs in one array; 0: as many as the cluster's MaxArraySize allows (a
+    # smaller value also applies when it is below that).
     max_array_size = Int(
-        SlurmSettings.max_array_size,
+        0,
         min=0,
         help="Most subjobs in one job array; 0: what the cluster's MaxArraySize allows "
         "(a smaller value applies too when the cluster's is smaller).",

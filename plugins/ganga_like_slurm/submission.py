@@ -42,7 +42,7 @@ from . import slurm_commands
 from .partitions import PartitionInfo, choose_partition
 from .resource_spec import ResourceError, ResourceSpec
 from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
-from .settings import SlurmSettings
+from .settings import Slurm as SlurmSection
 from .slurm_commands import find_jobs_by_name
 
 T = TypeVar("T")
@@ -117,12 +117,12 @@ def slurm_log_dir(top: str) -> str:
 sleep: Callable[[float], None] = time.sleep
 
 
-def retry(action: Callable[[], Any], settings: SlurmSettings) -> Any:
+def retry(action: Callable[[], Any], settings: SlurmSection) -> Any:
     """:func:`ganga_like.batch.command_retry.retry` for Slurm's read-only commands."""
     return _retry(action, settings, lambda delay: sleep(delay))
 
 
-def sbatch_with_retry(text: str, name: str, settings: SlurmSettings) -> str:
+def sbatch_with_retry(text: str, name: str, settings: SlurmSection) -> str:
     """Submit ``text`` and return the job id, retrying like :func:`retry`; after an
     ambiguous failure the job is looked up by its unique name before any new sbatch."""
     timeout = settings.command_timeout
@@ -146,7 +146,7 @@ class ClusterQuery(Generic[T]):
         self._value: T | None = None
         self._when = 0.0
 
-    def get(self, settings: SlurmSettings) -> T:
+    def get(self, settings: SlurmSection) -> T:
         now = time.monotonic()
         if self._value is None or now - self._when > settings.partition_cache_seconds:
             self._value = retry(lambda: self._ask(settings.command_timeout), settings)
@@ -212,7 +212,7 @@ def _element(job: Job, spec: RunSpec, root: str, options: Options) -> ElementCom
 def plan(
     ctx: SubmitContext,
     pairs: Sequence[tuple[Job, RunSpec]],
-    settings: SlurmSettings,
+    settings: SlurmSection,
     partitions: Callable[[], list[PartitionInfo]],
     array_limit: Callable[[], int],
 ) -> tuple[list[Batch], dict[str, str]]:
@@ -256,7 +256,7 @@ def plan(
     return batches, {**refused, **failed}
 
 
-def _array_size(cluster_limit: int, settings: SlurmSettings) -> int:
+def _array_size(cluster_limit: int, settings: SlurmSection) -> int:
     """Subjobs per array: the cluster's MaxArraySize, or the setting if it is smaller."""
     wanted = settings.max_array_size
     return max(1, min(cluster_limit, wanted) if wanted > 0 else cluster_limit)
