@@ -8,7 +8,8 @@
 # SGE_CELL=default, spool and daemon logs in /var/spool/gridengine. Grid Engine has one
 # cell per machine there: this script manages that one.
 # Configures this host as admin, submit and exec host, the host group @allhosts, the queue
-# all.q (slots, /bin/sh, no parallel environment, no load threshold), root allowed to submit (min_uid 0), and
+# all.q (slots, /bin/sh, no parallel environment, no load threshold), root allowed to submit
+# (min_uid 0), job scripts run by a plain shell (no login shell reading profiles), and
 # a scheduler that runs every second with the accounting file flushed every second (the
 # defaults are 15 s each).
 # Idempotent: running daemons are reused and the configuration is re-applied (about 1 s).
@@ -139,8 +140,11 @@ qedit() { SGE_EDIT=$1 EDITOR=$EDIT qconf "${@:2}" >&2; }
 qconf -sh | grep -qx "$HOST" || qconf -ah "$HOST" >&2
 qconf -ss 2>/dev/null | grep -qx "$HOST" || qconf -as "$HOST" >&2
 # Root may submit (min_uid/min_gid are 1000 by default); the accounting file qacct reads
-# is written every second.
-qedit 's/^min_uid .*/min_uid 0/;s/^min_gid .*/min_gid 0/;s/flush_time=[0-9:]*/flush_time=00:00:01/' \
+# is written every second. No login shells: with bash in login_shells (Debian's default)
+# every job script runs as `-bash`, reading the user's profile first; a slow profile (or
+# one waiting on a lock, as `pyenv init` does on pyenv's, which a job deleted in the middle
+# leaves behind) then delays every task's start, by a minute each.
+qedit 's/^min_uid .*/min_uid 0/;s/^min_gid .*/min_gid 0/;s/flush_time=[0-9:]*/flush_time=00:00:01/;s/^login_shells .*/login_shells NONE/' \
     -mconf global
 qedit 's/^schedule_interval .*/schedule_interval 0:0:1/;s/^flush_submit_sec .*/flush_submit_sec 1/;s/^flush_finish_sec .*/flush_finish_sec 1/' \
     -msconf

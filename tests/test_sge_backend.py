@@ -433,3 +433,21 @@ def test_recovery_finds_a_submission_whose_job_has_ended_already(sge_session: Se
     job_id = SCHEDULER.submit(script, timeout=30)
     wait_for(lambda: not _qstat_lists(job_id), 60, "the job to end", 0.3)
     assert SCHEDULER.find_submitted([name, "ganga-never-sent"], timeout=30) == {name: job_id}
+
+
+@pytest.mark.sge
+def test_a_job_script_runs_in_a_plain_shell_that_reads_no_login_profile(tmp_path: Path) -> None:
+    """Grid Engine runs a script as a login shell when its shell is in login_shells: the
+    user's profile then runs before every task, and a slow one (or one waiting on a lock
+    that a task deleted in the middle left behind) delays each start. The cell of
+    scripts/start-sge.sh runs job scripts in a plain shell."""
+    CASE.available()
+    said = tmp_path / "said"
+    script = (
+        "#!/bin/bash\n#$ -S /bin/bash\n#$ -o /dev/null\n#$ -j y\n"
+        "shopt -q login_shell && shell=login || shell=plain\n"
+        f'echo "$shell" > "{said}.part" && mv "{said}.part" "{said}"\n'
+    )
+    SCHEDULER.submit(script, timeout=30)
+    wait_for(said.exists, PATIENCE, "the job to say which shell ran it")
+    assert said.read_text() == "plain\n"
