@@ -10,12 +10,15 @@ A child process (the recovery test's submitter) finds its backend here by name, 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,9 @@ class BackendCase:
     # Dask worker); and what the subjob's cause then says.
     executor: Callable[[int], int] = lambda pid: _parent(pid)
     executor_killed: str = ""
+    # Held while each of the backend's tests runs: what it runs on is not shared with
+    # another test run's tests.
+    exclusive: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
 
 
 def _parent(pid: int) -> int:
@@ -148,9 +154,35 @@ def _slurm_available() -> None:
 
 
 def _sge_leftovers(gangadir: Path, ids: list[str]) -> None:
+    """qdel the arrays of ``ids``, and every job Grid Engine still holds under the name of
+    a script the gangadir kept: a submitter killed before it recorded its ids (or a test
+    that failed before it opened a session) leaves jobs no repository names, which would
+    hold the queue's slots for the next tests."""
     from ganga_like_sge.scheduler import SCHEDULER
 
-    SCHEDULER.cancel(sorted({i.split(".")[0] for i in ids if i}), timeout=30)
+    names = {script.stem for script in gangadir.glob("workspace/*/sge/*.sh")}
+    listed = subprocess.run(["qstat", "-xml"], capture_output=True, text=True, timeout=30)
+    held = {
+        job.findtext("JB_job_number") or ""
+        for job in ElementTree.fromstring(listed.stdout or "<none/>").iter("job_list")
+        if job.findtext("JB_name") in names
+    }
+    arrays = {i.split(".")[0] for i in ids if i} | (held - {""})
+    SCHEDULER.cancel(sorted(arrays), timeout=30)
+
+
+# Grid Engine has one cell per machine: the tests of two test runs on it at once would
+# share its slots, and one run's qmaster stop (tests/test_sge_backend.py) would fail the
+# other's jobs. Each Grid Engine test holds this lock while it runs; another run's tests
+# wait for it.
+SGE_TESTS_LOCK = Path(os.environ.get("TMPDIR", "/tmp")) / "ganga-like-sge-tests.lock"
+
+
+@contextlib.contextmanager
+def _sge_exclusive() -> Iterator[None]:
+    with open(SGE_TESTS_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 def _sge_available() -> None:
@@ -225,6 +257,7 @@ BACKENDS: list[BackendCase] = [
         marks=(pytest.mark.sge,),
         available=_sge_available,
         leftovers=_sge_leftovers,
+        exclusive=_sge_exclusive,
         stop_points=BATCH_STOP_POINTS,
         # The job script runs the program itself (exec): killing it ends the job with its
         # signal, which qacct records.

@@ -34,10 +34,11 @@ PATIENCE = 120
 
 
 @pytest.fixture(params=case_params())
-def case(request: pytest.FixtureRequest) -> BackendCase:
+def case(request: pytest.FixtureRequest) -> Iterator[BackendCase]:
     chosen: BackendCase = request.param
     chosen.available()
-    return chosen
+    with chosen.exclusive():
+        yield chosen
 
 
 @pytest.fixture
@@ -273,19 +274,20 @@ def test_jobs_submitted_by_a_process_that_exited_complete_under_the_next_one(
 ) -> None:
     # The submitter ends (its session closed at exit) while its subjobs still wait on the
     # gate. Both processes use the default repository mode, as a script and a shell would.
-    done = subprocess.run(
-        [sys.executable, "-c", SUBMITTER, case.name, str(gangadir), str(gated.exe)],
-        env=env_for,
-        capture_output=True,
-        text=True,
-        timeout=PATIENCE,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0", "submitted"]
-    gated.pid(0)  # running at the backend, with nobody watching
-    gated.open()
-    session = open_case_session(case, gangadir)
+    session: Session | None = None
     try:
+        done = subprocess.run(
+            [sys.executable, "-c", SUBMITTER, case.name, str(gangadir), str(gated.exe)],
+            env=env_for,
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["0", "submitted"]
+        gated.pid(0)  # running at the backend, with nobody watching
+        gated.open()
+        session = open_case_session(case, gangadir)
         from ganga_like import jobs
 
         j = jobs(0)
@@ -357,9 +359,10 @@ def test_kill_9_of_the_submitter_after_the_hand_over_runs_each_subjob_exactly_on
 ) -> None:
     if point.partition("#")[0] not in case.stop_points:
         pytest.skip(f"{case.name} has no {point} point")
-    kill_9_submitter_at(case, gangadir, env_for, gated.exe, SUBJOBS, point, part)
-    session = open_case_session(case, gangadir)  # recovers the interrupted submission
+    session: Session | None = None
     try:
+        kill_9_submitter_at(case, gangadir, env_for, gated.exe, SUBJOBS, point, part)
+        session = open_case_session(case, gangadir)  # recovers the interrupted submission
         from ganga_like import jobs
 
         j = jobs(0)
@@ -386,11 +389,12 @@ def test_kill_9_of_the_resubmitter_after_the_hand_over_runs_each_subjob_once_mor
     recorded and followed, never run a third time."""
     if point not in case.stop_points:
         pytest.skip(f"{case.name} has no {point} point")
-    kill_9_submitter_at(
-        case, gangadir, env_for, gated.exe, SUBJOBS, f"{point}#2", resubmit_gate=gated.gate
-    )
-    session = open_case_session(case, gangadir)  # recovers the interrupted resubmission
+    session: Session | None = None
     try:
+        kill_9_submitter_at(
+            case, gangadir, env_for, gated.exe, SUBJOBS, f"{point}#2", resubmit_gate=gated.gate
+        )
+        session = open_case_session(case, gangadir)  # recovers the interrupted resubmission
         from ganga_like import jobs
 
         j = jobs(0)
@@ -423,9 +427,10 @@ def test_kill_9_of_the_monitor_handing_a_retry_over_runs_it_once(
     )
     exe.chmod(0o755)
     # The first hand-over is the submission's, the second a retry's.
-    kill_9_submitter_at(case, gangadir, env_for, exe, SUBJOBS, f"{point}#2", retry=True)
-    session = open_case_session(case, gangadir)  # its monitor finishes the retries
+    session: Session | None = None
     try:
+        kill_9_submitter_at(case, gangadir, env_for, exe, SUBJOBS, f"{point}#2", retry=True)
+        session = open_case_session(case, gangadir)  # its monitor finishes the retries
         from ganga_like import jobs
 
         j = jobs(0)

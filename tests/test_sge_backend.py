@@ -176,6 +176,16 @@ CASE = CASES["SGE"]
 START, STOP = ROOT / "scripts" / "start-sge.sh", ROOT / "scripts" / "stop-sge.sh"
 
 
+@pytest.fixture(autouse=True)
+def one_test_run_at_a_time_on_grid_engine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The tests marked sge hold the machine's Grid Engine (see tests/backends.py)."""
+    if request.node.get_closest_marker("sge") is None:
+        yield
+        return
+    with CASE.exclusive():
+        yield
+
+
 @pytest.fixture
 def sge_session(gangadir: Path) -> Iterator[Session]:
     CASE.available()
