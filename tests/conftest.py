@@ -156,9 +156,9 @@ found["slow"] = [slow.status, slow.history[-1].cause]
 found["quick"] = [[s.status, s.history[-1].cause] for s in quick]
 (Path(exe).parent / "fixed").touch()
 j.backend.pilot.walltime = "5"  # the next pilot's; the ended job may change it
-before = slurm_commands.COMMAND_COUNTS["sbatch"]
+before = slurm_commands.RUNNER.counts["sbatch"]
 j.resubmit()
-found["sbatch_calls"] = slurm_commands.COMMAND_COUNTS["sbatch"] - before
+found["sbatch_calls"] = slurm_commands.RUNNER.counts["sbatch"] - before
 scripts = (Path(os.environ["GANGA_DIR"]) / "workspace" / str(j.id) / "slurm").glob("*.sh")
 found["five_minute_scripts"] = sum("--time=0-00:05:00" in s.read_text() for s in scripts)
 found["pilots"] = [first, j.backend.id, sorted({s.backend.id for s in j.subjobs})]

@@ -715,11 +715,11 @@ def test_an_array_of_100_subjobs_is_one_sbatch_and_runs_to_completion(
         backend=Slurm(partition="debug"),
         outputfiles=[LocalFile("*.dat")],
     )
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     started = time.perf_counter()
     j.submit()
     print(f"submit() of 100 subjobs: {time.perf_counter() - started:.2f} s")
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 1
     array = j.backend.id
     assert array.isdigit()
     assert [s.backend.id for s in j.subjobs] == [f"{array}_{i}" for i in range(100)]
@@ -765,9 +765,9 @@ def test_a_failing_subjob_has_its_exit_code_and_only_failed_indices_are_resubmit
     old_ids = [s.backend.id for s in j.subjobs]
 
     flag.touch()
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     j.resubmit()
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1  # ONE array: indices 1 and 4
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 1  # ONE array: indices 1 and 4
     new_array = j.subjobs[1].backend.id.split("_")[0]
     assert new_array != old_ids[1].split("_")[0]
     assert [s.backend.id for s in j.subjobs] == [
@@ -960,14 +960,14 @@ def test_the_partition_is_chosen_to_fit_and_an_impossible_request_is_refused(
     huge = Job(
         application=Executable(exe="/bin/true"), backend=Slurm(resources={"process_count": 100_000})
     )
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     with pytest.raises(
         JobError,
         match=r"Slurm\.resources: no partition fits 100000 "
         r"process\(es\): short: .*; debug: ",
     ):
         huge.submit()
-    assert huge.status == "new" and slurm_commands.COMMAND_COUNTS["sbatch"] == before
+    assert huge.status == "new" and slurm_commands.RUNNER.counts["sbatch"] == before
     for job in (j, fits, too_long):
         assert job.wait(timeout=60) == "completed"
 
@@ -979,10 +979,10 @@ def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session
         splitter=ArgSplitter(args=[["1"]] * 3),
         backend=Slurm(partition="no_such_partition"),
     )
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     with pytest.raises(JobError, match="invalid partition specified: no_such_partition") as info:
         j.submit()
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 1  # not retried
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 1  # not retried
     assert j.status == "new" and len(j.subjobs) == 0
     # Said plainly as the refusal it is, in one line: the doubt a timeout leaves ("may
     # have been accepted all the same") has no place after sbatch's own answer.
@@ -993,14 +993,14 @@ def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session
 
 @pytest.mark.slurm
 def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Session) -> None:
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     one_each = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[["1"]] * 3),
         backend=Slurm(partition="debug", bulk=False),
     )
     one_each.submit()
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 3
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 3
     assert all(s.backend.id.isdigit() for s in one_each.subjobs)  # plain jobs
 
     varied = Job(
@@ -1011,7 +1011,7 @@ def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Sessi
         backend=Slurm(partition="debug"),
     )
     varied.submit()
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 5  # one array per resource set
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 5  # one array per resource set
     ids = [s.backend.id.split("_") for s in varied.subjobs]
     assert ids[0][0] == ids[2][0] != ids[1][0] == ids[3][0]
     assert [i[1] for i in ids] == ["0", "1", "2", "3"]  # task ids are subjob ids
@@ -1042,9 +1042,9 @@ def test_arrays_past_max_array_size_run_and_resubmit_on_a_real_cluster(
         splitter=ArgSplitter(args=[[i] for i in range(10)]),
         backend=Slurm(partition="debug"),
     )
-    before = slurm_commands.COMMAND_COUNTS["sbatch"]
+    before = slurm_commands.RUNNER.counts["sbatch"]
     j.submit()
-    assert slurm_commands.COMMAND_COUNTS["sbatch"] - before == 3
+    assert slurm_commands.RUNNER.counts["sbatch"] - before == 3
     arrays = j.backend.id.split(",")
     assert len(arrays) == 3
     assert [s.backend.id for s in j.subjobs] == [

@@ -672,10 +672,10 @@ def _wait_until_final(
     """Poll (one squeue + one sacct per cycle) until sacct has every element finished."""
     deadline = time.monotonic() + timeout
     while True:
-        before = slurm_commands.COMMAND_COUNTS.copy()
+        before = slurm_commands.RUNNER.counts.copy()
         queue = slurm_commands.squeue([job_id])
         accounting = slurm_commands.sacct([job_id])
-        used = slurm_commands.COMMAND_COUNTS - before
+        used = slurm_commands.RUNNER.counts - before
         assert used == {"squeue": 1, "sacct": 1}, used
         # sacct trails squeue: wait for both to agree that everything is over.
         done = all(
@@ -909,9 +909,9 @@ def test_an_array_is_found_by_its_name_as_the_array_once_its_elements_run(
 
 @pytest.mark.slurm
 def test_partitions_from_the_cluster(slurm: None) -> None:
-    before = slurm_commands.COMMAND_COUNTS.copy()
+    before = slurm_commands.RUNNER.counts.copy()
     partitions = slurm_commands.scontrol_show_partitions()
-    assert slurm_commands.COMMAND_COUNTS - before == {"scontrol": 1, "sinfo": 1}
+    assert slurm_commands.RUNNER.counts - before == {"scontrol": 1, "sinfo": 1}
     by_name = {p.name: p for p in partitions}
     debug, short = by_name["debug"], by_name["short"]
     assert debug.default and not short.default

@@ -38,7 +38,7 @@ def script(directory: Path, name: str, body: str) -> str:
 
 
 def sbatch_calls() -> int:
-    return slurm_commands.COMMAND_COUNTS["sbatch"]
+    return slurm_commands.RUNNER.counts["sbatch"]
 
 
 # --- the attribute (no Slurm needed) ---------------------------------------------------

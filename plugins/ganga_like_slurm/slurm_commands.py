@@ -1,8 +1,9 @@
 """Typed wrappers around the Slurm client commands.
 
-Every command runs as an argument list, never through a shell, and is counted
-in :data:`COMMAND_COUNTS`.  Queries take many job ids and make ONE call, so a
-monitoring cycle costs the same number of commands for 1 job or 10,000.
+Every command runs as an argument list, never through a shell, through :data:`RUNNER`,
+which counts them by program name (``RUNNER.counts``).  Queries take many job ids and
+make ONE call, so a monitoring cycle costs the same number of commands for 1 job or
+10,000.
 Failures raise :class:`SlurmCommandError`, which says whether retrying later
 can help (``transient``) or the request itself is wrong.
 """
@@ -27,12 +28,13 @@ from .script import expand_indices
 from .states import normalise_state
 
 __all__ = [
-    "COMMAND_COUNTS",
     "DEFAULT_TIMEOUT",
     "ERROR_PATTERNS",
     "NEVER_SENT",
+    "RUNNER",
     "SACCT_FIELDS",
     "SQUEUE_FORMAT",
+    "CommandRunner",
     "SacctRow",
     "SlurmCommandError",
     "SqueueRow",
@@ -60,8 +62,6 @@ __all__ = [
 # With the controller down, each client retries for about MessageTimeout
 # (squeue took 18 s in tests); a minute leaves room for a busy controller.
 DEFAULT_TIMEOUT = 60.0
-
-COMMAND_COUNTS: Counter[str] = Counter()
 
 # One line per job; "|" never occurs in these fields (job names are not asked for).
 SQUEUE_FORMAT = "%i|%A|%F|%K|%T|%r"
@@ -149,12 +149,34 @@ def _check_ids(job_ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ids))  # drop repeats, keep order
 
 
+class CommandRunner:
+    """Runs Slurm's client commands, and counts them by program name: what a test or a
+    benchmark reads to see how many calls something cost."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def run(
+        self, args: Sequence[str], *, timeout: float, input_text: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return run_command(
+            args,
+            timeout=timeout,
+            input_text=input_text,
+            counts=self.counts,
+            error=SlurmCommandError,
+        )
+
+
+# The one runner of the process: the Slurm commands of every session and monitor in it
+# are counted together, as the cluster sees them.
+RUNNER = CommandRunner()
+
+
 def _run(
     args: Sequence[str], *, timeout: float, input_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return run_command(
-        args, timeout=timeout, input_text=input_text, counts=COMMAND_COUNTS, error=SlurmCommandError
-    )
+    return RUNNER.run(args, timeout=timeout, input_text=input_text)
 
 
 def _fail(args: Sequence[str], result: subprocess.CompletedProcess[str]) -> CommandError:

@@ -55,7 +55,7 @@ def main() -> None:
             splitter=ArgSplitter(args=[[str(i)] for i in range(args.n)]),
             backend=backend,
         )
-        before = slurm_commands.COMMAND_COUNTS["sbatch"]
+        before = slurm_commands.RUNNER.counts["sbatch"]
         started = time.perf_counter()
         j.submit()
         submitted = time.perf_counter() - started
@@ -63,7 +63,7 @@ def main() -> None:
         wall = time.perf_counter() - started
         if status != "completed":
             sys.exit(f"job {j.id} ended {status}")
-        return wall, submitted, slurm_commands.COMMAND_COUNTS["sbatch"] - before
+        return wall, submitted, slurm_commands.RUNNER.counts["sbatch"] - before
 
     ratios = []
     print(f"{args.n} subjobs of /bin/true, {cores} cores, {args.rounds} round(s)")

@@ -57,11 +57,11 @@ def cycles(n: int, gangadir: Path) -> None:
         backend=Slurm(),
     )
     slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
-    before = slurm_commands.COMMAND_COUNTS.copy()
+    before = slurm_commands.RUNNER.counts.copy()
     started = time.perf_counter()
     j.submit()
     submit_wall = time.perf_counter() - started
-    used = dict(slurm_commands.COMMAND_COUNTS - before)
+    used = dict(slurm_commands.RUNNER.counts - before)
     print(f"submit() of {n} subjobs: {submit_wall:.2f} s wall; Slurm commands: {used}")
     script = next((gangadir / "workspace" / str(j.id) / "slurm").glob("*.sh"))
     print(f"batch script: {script.stat().st_size / 1024:.0f} KiB, array {j.backend.id}")
@@ -70,23 +70,23 @@ def cycles(n: int, gangadir: Path) -> None:
     monitor = session.monitor
     for label in ("first cycle (every subjob reported)", "steady cycle"):
         time.sleep(5.1)  # the backend's longest gap between queries (poll_interval, 5 s)
-        before = slurm_commands.COMMAND_COUNTS.copy()
+        before = slurm_commands.RUNNER.counts.copy()
         cpu = monitor.cpu_seconds
         started = time.perf_counter()
         result = monitor.run_once()
         wall = time.perf_counter() - started
-        used = dict(slurm_commands.COMMAND_COUNTS - before)
+        used = dict(slurm_commands.RUNNER.counts - before)
         print(
             f"{label}: {result.polled} active, {result.changed} changed, {wall:.2f} s wall, "
             f"{monitor.cpu_seconds - cpu:.2f} s CPU; Slurm commands: {used}"
         )
 
-    before = slurm_commands.COMMAND_COUNTS.copy()
+    before = slurm_commands.RUNNER.counts.copy()
     started = time.perf_counter()
     j.kill()
     print(
         f"kill() of {n} subjobs: {time.perf_counter() - started:.2f} s wall; Slurm "
-        f"commands: {dict(slurm_commands.COMMAND_COUNTS - before)}"
+        f"commands: {dict(slurm_commands.RUNNER.counts - before)}"
     )
     session.close()
 
@@ -107,14 +107,14 @@ def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
         backend=Slurm(),
     )
     slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
-    before = slurm_commands.COMMAND_COUNTS.copy()
+    before = slurm_commands.RUNNER.counts.copy()
     started, started_at = time.perf_counter(), time.time()
     j.submit()
     submitted = time.perf_counter() - started
     status = j.wait(timeout=1800)
     wall = time.perf_counter() - started
     seen_at = time.time()
-    used = dict(slurm_commands.COMMAND_COUNTS - before)
+    used = dict(slurm_commands.RUNNER.counts - before)
     array = j.backend.id
     session.close()
     if status != "completed":
