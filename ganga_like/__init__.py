@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from ganga_like.gpi.proxy import plugin as plugin
     from ganga_like.gpi.registry import jobs as jobs
     from ganga_like.gpi.slices import JobSlice as JobSlice
+    from ganga_like.gpi.stats import job_stats as job_stats
     from ganga_like.gpi.workflow import why as why
 
 __version__ = "0.1.0"
@@ -94,6 +95,7 @@ _LAZY: dict[str, str] = {
     "Notify": "ganga_like.gpi.callbacks",
     "Resubmit": "ganga_like.gpi.callbacks",
     "RunCommand": "ganga_like.gpi.callbacks",
+    "job_stats": "ganga_like.gpi.stats",
     "wait": "ganga_like.gpi.completion",
     "wait_async": "ganga_like.gpi.completion",
     "as_completed": "ganga_like.gpi.completion",
@@ -130,6 +132,7 @@ _CORE = [
     "as_completed_async",
     "config",
     "export",
+    "job_stats",
     "jobs",
     "load",
     "plugin",

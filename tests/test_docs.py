@@ -16,6 +16,7 @@ PAGES = [
     "user-guide.md",
     "templates.md",
     "workflows.md",
+    "stats.md",
     "backends/local.md",
     "backends/dask.md",
 ]

@@ -324,3 +324,26 @@ def test_no_color_makes_the_shell_at_a_terminal_plain(shell_env: dict[str, str])
         assert not COLOUR_CODE.findall(shown), COLOUR_CODE.findall(shown)[:5]
     finally:
         shell.exit()
+
+
+def test_stats_show_as_a_compact_table_in_the_shell(shell_env: dict[str, str]) -> None:
+    shell = Shell(shell_env)
+    try:
+        shell.run(
+            "j = Job(application=Executable(exe='/bin/sh'), "
+            "splitter=ArgSplitter(args=[['-c', 'exit 0'], ['-c', 'exit 4'], ['-c', 'exit 4']]))"
+        )
+        shell.run("j.submit()")
+        assert "'failed'" in shell.run("j.wait(timeout=60)")
+        shown = shell.run("j.stats()")
+        lines = [line.strip() for line in shown.splitlines() if line.strip()]
+        assert lines[0] == "Out[4]:"
+        assert lines[1] == "stats of job 0: 3 subjobs"
+        assert lines[2].split() == ["status", "completed", "1", "failed", "2"]
+        assert "failed 2: exit code 4: 0.1, 0.2" in [" ".join(line.split()) for line in lines]
+        assert shell.run("j.stats().to_dict()['counts']").endswith("{'completed': 1, 'failed': 2}")
+        assert shell.run("job_stats(3)") == (
+            "ERROR: job_stats(): expected a job, a slice or a list of jobs, not the int 3"
+        )
+    finally:
+        shell.exit()

@@ -63,6 +63,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "counts by status per backend, run time and queue",
         _builder("listing", "status_parser"),
     ),
+    "stats": (
+        "a job's stats: counts, run times, time left, failures by cause, resources used",
+        _builder("listing", "stats_parser"),
+    ),
     "kill": ("kill the jobs named by ids or a query", _builder("actions", "kill_parser")),
     "resubmit": (
         "resubmit the jobs named by ids or a query",

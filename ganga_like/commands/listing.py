@@ -1,4 +1,4 @@
-"""Read-only subcommands: jobs (read from the repository), show, log, status."""
+"""Read-only subcommands: jobs (read from the repository), show, log, why, stats, status."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlparse
 from ganga_like.commands import jobs_cache
 from ganga_like.commands.context import NOTHING, OK, configured_settings, error, session_for
 from ganga_like.commands.lookup import find_job, select
+from ganga_like.errors import JobError
 from ganga_like.gpi.display import COLUMNS, job_row, shorten
 from ganga_like.gpi.table_text import render_table
 from ganga_like.model.base import GangaObject, schema_items
@@ -24,10 +25,11 @@ from ganga_like.model.status import Status
 from ganga_like.repository.file_tail import FileStamp
 from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.session import Session
+from ganga_like.runtime.stats import job_stats
 from ganga_like.runtime.workflow import index as workflow_index
 from ganga_like.runtime.workflow.explain import dependency_line, explain
 
-__all__ = ["list_jobs", "log_parser", "show_parser", "status_parser"]
+__all__ = ["list_jobs", "log_parser", "show_parser", "stats_parser", "status_parser"]
 
 
 def list_jobs(args: argparse.Namespace) -> int:
@@ -243,6 +245,24 @@ def _about_one_job(fqid: str, text: Callable[[Session, Job], str]) -> int:
         if shown:
             print(shown)
     return OK
+
+
+def stats_parser(parser: argparse.ArgumentParser) -> Any:
+    parser.add_argument("id", help="a job or subjob id: 12 or 12.3 (a master: its subjobs)")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    return run_stats
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """A job's stats (``j.stats()``): the summary, or ``to_dict()`` as JSON."""
+
+    def shown(_session: Session, job: Job) -> str:
+        if not isinstance(job, Job):
+            raise JobError(f"job {args.id} cannot be read: {type(job).__name__}")
+        stats = job_stats([job], f"job {job.fqid}")
+        return stats.to_json(indent=1) if args.json else repr(stats)
+
+    return _about_one_job(args.id, shown)
 
 
 def status_parser(parser: argparse.ArgumentParser) -> Any:

@@ -35,6 +35,7 @@ from ganga_like.model.status_column import status_of
 from ganga_like.model.template import copy_description, describes
 from ganga_like.model.times import JobTimes
 from ganga_like.runtime import postprocessing
+from ganga_like.runtime.stats import JobStats, job_stats
 from ganga_like.runtime.submission import actions, lifecycle
 
 __all__ = ["Job", "SubjobSlice", "subjob_place", "subjob_proxy", "unwrap_job"]
@@ -185,6 +186,14 @@ class Job(GPIObject):
     @property
     def exit_code(self) -> int | None:
         return self._job.exit_code
+
+    def stats(self) -> JobStats:
+        """How it is doing, as plain data (a master: its subjobs): counts by status now and
+        over time, queue wait and run time with the slowest runs, the time left, failures
+        grouped by cause, resources used; ``to_dict()``, ``to_json()`` (docs/stats.md)."""
+        current_session().refresh()
+        job = self._live("stats()")
+        return job_stats([job], f"job {job.fqid}")
 
     @property
     def resources_used(self) -> ResourceUse | None:
@@ -438,6 +447,11 @@ class SubjobSlice(JobSlice):
 
     def _impls(self) -> list[JobImpl]:
         return list(self._master.iter_subjobs())
+
+    def stats(self) -> JobStats:
+        """The master's stats: its subjobs, counted by its status counter."""
+        current_session().refresh()
+        return job_stats([self._master], self._title)
 
     def __len__(self) -> int:
         return self._master.subjob_count()

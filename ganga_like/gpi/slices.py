@@ -17,6 +17,7 @@ from ganga_like.gpi.proxy import GPIObject, current_session, unwrap, wrap
 from ganga_like.model import plugin_registry
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
+from ganga_like.runtime.stats import JobStats, job_stats
 from ganga_like.runtime.submission import actions, lifecycle
 
 __all__ = ["JobSlice", "LazyJobSlice", "description_filter", "resubmit_backend"]
@@ -184,6 +185,11 @@ class JobSlice:
         return self._only("unfreeze", ids)._bulk(
             lambda j: lifecycle.unfreeze(current_session(), j), keep_going, "unfreezing"
         )
+
+    def stats(self) -> JobStats:
+        """How its jobs are doing, as plain data (a master: its subjobs; docs/stats.md)."""
+        current_session().refresh()
+        return job_stats(self._impls(), self._title)
 
     @keyword_options
     def copy(self, *ids: Any, keep_going: bool = True) -> JobSlice:

@@ -307,6 +307,12 @@ class IBackend(GangaObject):
         """What the poll needs to know about ``job`` (e.g. the scheduler's id)."""
         return {}
 
+    def requested(self) -> Mapping[str, float]:
+        """What each (sub)job run asks of the machine, for the stats to set against what
+        it used: any of "memory" (bytes), "walltime" (seconds) and "cores"; empty for a
+        backend that asks for nothing in particular."""
+        return {}
+
     def grow(self, factors: Mapping[str, float]) -> list[str]:
         """Multiply the named resources (a subset of ``growable``) by their factors, in
         place, before a retry; return one line per change (``"resources.walltime 0:01:00

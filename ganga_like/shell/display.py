@@ -25,6 +25,7 @@ from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
 from ganga_like.model.times import JobTimes
+from ganga_like.runtime.stats.data import JobStats
 from ganga_like.runtime.workflow.explain import dependency_line
 from ganga_like.shell.terminal import shell_colours
 
@@ -522,5 +523,5 @@ def _slice_classes() -> list[type[JobSlice]]:
 def unregister(ip: Any) -> None:
     formatters = ip.display_formatter.formatters
     for mime in ("text/html", "text/plain"):
-        for cls in (*_slice_classes(), Job):
+        for cls in (*_slice_classes(), Job, JobStats):
             formatters[mime].pop(cls, None)

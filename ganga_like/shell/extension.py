@@ -27,6 +27,7 @@ from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_fact
 from ganga_like.gpi.slices import JobSlice
 from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import current_session, existing_session
+from ganga_like.runtime.stats.data import JobStats
 from ganga_like.shell import collector, toolbar
 from ganga_like.shell.hooks import CellTransactions, show_gpi_error
 from ganga_like.shell.magics import GangaMagics
@@ -185,6 +186,13 @@ def _register_displays(ip: Any, *, terminal: bool) -> None:
         for cls in _subclasses(JobSlice):
             plain.for_type(cls, lambda obj, p, cycle: p.text(slice_text(obj)))
         plain.for_type(Job, lambda obj, p, cycle: p.text(job_text(obj)))
+        plain.for_type(JobStats, lambda obj, p, cycle: p.text(_stats_text(obj)))
+
+
+def _stats_text(stats: JobStats) -> str:
+    from ganga_like.shell.stats_display import stats_text
+
+    return stats_text(stats)
 
 
 def _subclasses(cls: type) -> list[type]:

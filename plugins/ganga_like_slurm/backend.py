@@ -154,6 +154,21 @@ class Slurm(BatchBackend):
             # A default object, so that `j.backend.resources.memory = "2G"` just works.
             self._put("resources", Resources())
 
+    def requested(self) -> Mapping[str, float]:
+        """``resources``' memory (per node), walltime and cores, as the stats compare
+        them with what a run used."""
+        resources = self.resources
+        if resources is None:
+            return {}
+        asked: dict[str, float] = {
+            "cores": resources.process_count * resources.cpu_cores_per_process
+        }
+        if resources.memory is not None:
+            asked["memory"] = resources.memory
+        if resources.walltime is not None:
+            asked["walltime"] = resources.walltime.total_seconds()
+        return asked
+
     def grow(self, factors: Mapping[str, float]) -> list[str]:
         """Multiply ``resources.memory`` (bytes, rounded up to a MiB) and
         ``resources.walltime`` (rounded up to a second) by their factors; a resource left
