@@ -328,11 +328,6 @@ def test_a_script_goes_on_after_a_rolled_back_change_and_an_uncaught_one_is_one_
     assert len(errors) == 1 and errors[0].startswith("ERROR: setting Job.name of job 2")
 
 
-@pytest.mark.xfail(
-    reason="about one run in two the by-hand outcome's commits go through a transaction the "
-    "conflict maker does not see (made == 0); under investigation",
-    strict=False,
-)
 def test_a_postprocessing_outcome_that_conflicts_is_retried_without_running_them_again(
     session: Session, tmp_path: Path
 ) -> None:

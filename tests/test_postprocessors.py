@@ -629,3 +629,33 @@ def test_run_postprocessors_by_hand_is_refused_while_the_monitor_runs_them(
         go.write_text("")
     assert j.wait(timeout=60) == "completed"
     assert (j.outputdir / "stdout").read_text() == "line 1\n"
+
+
+def test_a_run_by_hand_is_not_run_by_the_monitor_at_the_same_time(
+    session: Session, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls"
+    merge = tmp_path / "merge.py"
+    # In the middle of the run by hand (the second merge), the monitor runs a whole cycle
+    # and its pass over the jobs recorded pending, where the run by hand recorded this one.
+    merge.write_text(
+        textwrap.dedent(f"""\
+            from ganga_like.runtime.session import current_session
+            def mergefiles(file_list, output_file):
+                with open({str(calls)!r}, "a") as log:
+                    log.write("merged\\n")
+                open(output_file, "w").write("merged\\n")
+                if open({str(calls)!r}).read().count("merged") == 2:
+                    current_session().monitor.run_once()
+        """)
+    )
+    j = split_job(tmp_path, [CustomMerger(module=str(merge), files=["stdout"])], 2)
+    j.submit()
+    assert j.wait(timeout=60) == "completed"
+    assert calls.read_text() == "merged\n"
+    assert j.runPostProcessors() is True
+    assert calls.read_text() == "merged\n" * 2
+    # Nor after it: the run by hand recorded its outcome, nothing is left pending.
+    session.monitor.run_once()
+    assert calls.read_text() == "merged\n" * 2
+    assert j._job._postprocessing is not None and j._job._postprocessing[0] == "done"

@@ -9,15 +9,27 @@ monitor to hold the lease runs its postprocessors again (allowed to replace what
 interrupted run wrote), and a job recorded done is never run again by the monitor.
 ``j.runPostProcessors()`` runs them by hand, through the same steps.
 
+A by-hand run records the job pending too (so that a crash in it is resumed by the
+monitor), which the monitor would take for its own work and run at the same moment, into
+the same files. Whoever runs a job's postprocessors holds ``<workspace>/<id>/
+postprocessing.lock`` (an exclusive ``flock``, released by the kernel when its holder dies)
+from the first transaction to the last: the monitor leaves a job whose lock is held
+pending for a later cycle; a by-hand run waits for the lock (the monitor holds it only
+while it looks at or runs the job's postprocessors; a by-hand run is refused beforehand
+when the job is seen pending).
+
 Postprocessors only read the repository's objects and write files; every change to the
 repository is made here, in the transactions above.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -227,6 +239,35 @@ def _apply(registry: Registry, job: Job, outcome: Outcome) -> None:
         job.log_event(f"postprocessing failed {len(outcome.failed)} subjob(s): {listed}{tail}")
 
 
+LOCK_NAME = "postprocessing.lock"
+
+
+@contextlib.contextmanager
+def running_here(workspace: Path, job_id: int, wait: bool) -> Iterator[bool]:
+    """Hold the lock of job ``job_id``'s postprocessing while the block runs: True, or
+    False when another run (a thread or process of any session) holds it now and not
+    ``wait``. A job without a workspace directory has nothing to merge into: True, with
+    no lock."""
+    try:
+        fd = os.open(
+            os.path.join(workspace, str(job_id), LOCK_NAME),
+            os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+            0o600,
+        )
+    except FileNotFoundError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True  # closing the descriptor releases the lock
+    finally:
+        os.close(fd)
+
+
 def postprocess(
     job_id: int,
     registry: Callable[[], Registry],
@@ -236,7 +277,26 @@ def postprocess(
     config: ConfigSnapshot = NO_CONFIG,
 ) -> bool:
     """Run the postprocessors of job ``job_id`` through the recorded steps; False when
-    there was nothing to do (the monitor: the job is no longer pending)."""
+    there was nothing to do (the monitor: the job is no longer pending, or another run of
+    them is under way: it is left pending)."""
+    with running_here(workspace, job_id, wait=by_hand) as mine:
+        if not mine or not _run_steps(job_id, registry, transact, workspace, by_hand, config):
+            return False
+    if not by_hand:
+        _notify(job_id, registry, transact, workspace, config)
+    return True
+
+
+def _run_steps(
+    job_id: int,
+    registry: Callable[[], Registry],
+    transact: Transact[Any],
+    workspace: Path,
+    by_hand: bool,
+    config: ConfigSnapshot,
+) -> bool:
+    """The recorded steps of :func:`postprocess`, under the job's lock: pending, run,
+    outcome; False when there was nothing to do."""
 
     def start() -> tuple[bool, frozenset[str], bool] | None:
         reg = registry()
@@ -279,8 +339,6 @@ def postprocess(
             pending.remove(job_id)
 
     transact(finish)
-    if not by_hand:
-        _notify(job_id, registry, transact, workspace, config)
     return True
 
 
