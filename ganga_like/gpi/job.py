@@ -148,7 +148,9 @@ class Job(GPIObject):
 
     @property
     def subjobs(self) -> SubjobSlice:
-        """The subjobs (empty until a split job is submitted)."""
+        """The subjobs (empty until a split job is submitted; a streaming map's grow as
+        what it reads completes)."""
+        current_session().refresh()
         return SubjobSlice(self._job)
 
     @property

@@ -25,6 +25,7 @@ from ganga_like.runtime.workflow import (
     engine,
     index,
     outputs,
+    stream,
 )
 from ganga_like.runtime.workflow.condition import Verdict
 from ganga_like.runtime.workflow.explain import explain
@@ -111,6 +112,9 @@ def submit(session: Session, job: JobImpl, keep_going: bool) -> bool:
         decided.clear()
         registry = session.registry()
         outputs.check_before_waiting(registry, job)
+        dataset = outputs.dataset_of(job)
+        if dataset is not None and dataset.each:
+            stream.check_stream(job, dataset)
         decided.append(engine.start_waiting(registry, job))
         if decided[0] is Verdict.GO:  # what it reads is there already: found now
             outputs.resolve(registry, str(session.repo.workspace), job)
@@ -167,6 +171,17 @@ def kill(
             raise JobError(
                 f"job {job.fqid}: job(s) {shown} wait for it; say what becomes of them: {how}"
             )
+    if job.master is None and stream.is_streaming(job):  # it grows no more subjobs
+
+        def stop() -> None:
+            registry = session.registry()
+            stream.stop(job)
+            registry.reindex(job)
+            engine.upstream_changed(registry, [job], "user")
+
+        session.repo.in_transaction(stop, what=f"killing job {job.fqid}")
+        if job.current_status().final:
+            return True  # what it had made had ended: stopping it was the whole kill
     waiting_itself = job.master is None and job.current_status() is Status.WAITING
     kill_it = _kill_waiting if waiting_itself else actions.kill
     try:

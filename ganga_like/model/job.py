@@ -32,6 +32,7 @@ from ganga_like.model.status_column import (
     extend_chunks,
     status_of,
 )
+from ganga_like.model.stream import Stream, streamed
 from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.model.text import Text
 from ganga_like.model.times import ROUND_ENDS, JobTimes, end_of_run
@@ -191,6 +192,7 @@ class Job(GangaObject, Reacting):
     # What the current run used (model.resources): (peak KiB, user s, system s, wall s),
     # once it has ended and its backend measured it; forgotten when it is submitted again.
     _used: tuple[int, float, float, float] | None = None
+    _stream: Stream | None = None  # a streaming map's record of what it read (model.stream)
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)
@@ -266,7 +268,7 @@ class Job(GangaObject, Reacting):
             return Status.RUNNING  # an Iterate's first job: its next iteration is to come
         if counter is None or stored is Status.SUBMITTING or not self._subjobs:
             return stored
-        derived = counter.derived_status()
+        derived = streamed(self._stream, counter.derived_status())
         if derived is Status.COMPLETED and self.postprocessing_failed():
             return Status.FAILED  # a merger failed: the master's own result is wrong
         return derived

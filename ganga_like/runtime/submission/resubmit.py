@@ -140,10 +140,10 @@ def run_again(
     keep_going: bool,
     verb: str,
     backend_changes: dict[str, Any] | None = None,
+    who: str = "user",
 ) -> bool:
-    """Submit ``targets`` (a job, or subjobs of ``job``) that exist already: a resubmission,
-    or the submission of the subjobs a master never submitted (``verb`` says which, for
-    the history). Recorded as a resubmission, so an interrupted one is recovered alike."""
+    """Submit existing ``targets`` (a job, or subjobs of ``job``; ``who`` and ``verb`` for the
+    history), recorded as a resubmission: an interrupted one is recovered alike."""
     master = job.master or job
 
     def record_intent() -> None:
@@ -152,19 +152,19 @@ def run_again(
         if job.is_master:
             changed = _change_backend(job, backend_changes) if backend_changes else ""
             with_changes = f" with {changed}" if changed else ""
-            job.log_event(f"user: {verb} of {len(targets)} subjob(s){with_changes}")
+            job.log_event(f"{who}: {verb} of {len(targets)} subjob(s){with_changes}")
         for target in targets:
-            cause = f"user: {verb}"
+            cause = f"{who}: {verb}"
             changed = _change_backend(target, backend_changes) if backend_changes else ""
             if changed:
-                cause = f"user: {verb} with {changed}"
+                cause = f"{who}: {verb} with {changed}"
             if target.master is None:
                 # Only top-level jobs can be edited between runs: say what changed.
                 now = describe_job(target)
                 changes = describe_changes(getattr(target, "_described", None) or {}, now)
                 target._described = now
                 if changes:
-                    cause = f"user: resubmit with {changes}"
+                    cause = f"{who}: resubmit with {changes}"
             target.change_status(Status.SUBMITTING, cause)
             target.submit_count = target.submit_count + 1
         ids = tuple(t.id for t in targets) if targets[0] is not master else ()
@@ -182,7 +182,7 @@ def run_again(
             if message is not None or target.fqid in outcome.not_attempted:
                 target.change_status(Status.FAILED, f"resubmission failed: {message}")
             elif Status.parse(target.status) is Status.SUBMITTING:
-                target.change_status(Status.SUBMITTED, f"user: {verb}")
+                target.change_status(Status.SUBMITTED, f"{who}: {verb}")
                 registry.follow(target, target.backend.monitor_data(target))
         stop_point("before-commit")
 

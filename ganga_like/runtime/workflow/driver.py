@@ -23,15 +23,17 @@ import time
 
 import transaction
 
-from ganga_like.errors import GangaError
+from ganga_like.errors import GangaError, JobError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
+from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
 from ganga_like.runtime.workflow import callbacks as _callbacks  # noqa: F401 (its pass too)
-from ganga_like.runtime.workflow import index, outputs
+from ganga_like.runtime.workflow import engine, index, outputs
 from ganga_like.runtime.workflow.engine import settle
+from ganga_like.runtime.workflow.stream_driver import drive_stream
 
 __all__ = ["run_pending"]
 
@@ -52,8 +54,11 @@ def run_pending(session: Session) -> int:
     table = index.pending(repo.connection().root())
     if not table:
         return done
-    for job_id in list(table.keys()):
+    for job_id, state in list(table.items()):
         try:
+            if state == index.STREAM:
+                done += drive_stream(session, job_id)
+                continue
             done += _drive(session, job_id)
         except GangaError as exc:
             log.warning("job %s (waiting for others): %s", job_id, exc)
@@ -113,7 +118,7 @@ def _drive(session: Session, job_id: int) -> int:
             step.append(_DONE)
             return
         if status is Status.WAITING:
-            if not outputs.found_files(registry, str(session.repo.workspace), job):
+            if not _found_files(registry, str(session.repo.workspace), job):
                 del table[job_id]  # skipped: its dataset found no file
                 step.append(_DONE)
                 return
@@ -133,6 +138,8 @@ def _drive(session: Session, job_id: int) -> int:
         again = index.pending(session.repo.connection().root())
         if again is not None and again.get(job_id) == index.DECIDED:
             return 1 + _drive(session, job_id)  # a check that found its condition holds
+        if again is not None and again.get(job_id) == index.STREAM:
+            return 1 + drive_stream(session, job_id)  # a check that found pieces done
         return 1
     stop_point("waiting-job-handed")
     try:
@@ -151,6 +158,20 @@ def _drive(session: Session, job_id: int) -> int:
 
     session.repo.in_transaction(finish, what=f"recording the submission of waiting job {job_id}")
     return 1
+
+
+def _found_files(registry: Registry, workspace: str, job: Job) -> bool:
+    """Before waiting ``job`` is handed over to submission, in that transaction: its
+    dataset's files found (``JobOutput``); False when there is none, and the job is then
+    skipped, naming why (and what waits for it decided on)."""
+    try:
+        outputs.resolve(registry, workspace, job)
+    except JobError:
+        dataset = outputs.dataset_of(job)
+        assert dataset is not None
+        engine.skip(registry, job, (dataset.job, outputs.no_file_cause(dataset)), "monitor")
+        return False
+    return True
 
 
 # Every session's monitor (the daemon's too) acts on the waiting jobs after its cycles.

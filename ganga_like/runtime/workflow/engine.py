@@ -27,7 +27,7 @@ from ganga_like.model.dependencies import fqid_parts
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
-from ganga_like.runtime.workflow import index
+from ganga_like.runtime.workflow import index, stream
 from ganga_like.runtime.workflow.condition import Tally, Verdict, tally, verdict
 
 __all__ = [
@@ -93,7 +93,7 @@ def upstream_tally(registry: Registry, fqid: str) -> Tally | None:
             status = top.current_status()
             if status is Status.FAILED and top.postprocessing_failed():
                 return Tally(spoilt=top.subjob_count())  # its merged result is wrong
-            return tally(top.counts().items())
+            return tally(top.counts().items()) + _stream_tally(top)
         _read_current(top)
         return tally([(top.current_status(), 1)])
     label = top.subjob_status(sub)
@@ -102,6 +102,18 @@ def upstream_tally(registry: Registry, fqid: str) -> Tally | None:
         return None
     _read_current(subjob)
     return tally([(Status.parse(label or subjob.status), 1)])
+
+
+def _stream_tally(top: Job) -> Tally:
+    """What a streaming master adds to its subjobs' counts: one to go while it may still
+    grow, one failed when what it read failed too often."""
+    stream = top._stream
+    if stream is None:
+        return Tally()
+    _read_current(stream)
+    if stream.more_to_come():
+        return Tally(pending=1)
+    return Tally(spoilt=1) if stream.spoilt is not None else Tally()
 
 
 def condition_of(registry: Registry, job: Job) -> tuple[Verdict, str]:
@@ -167,6 +179,9 @@ def root_cause(registry: Registry, job: Job) -> tuple[str, str]:
                 return fqid, _failure(spoilt)
             if upstream.postprocessing_failed():
                 return fqid, f"upstream {fqid} failed (its postprocessing failed)"
+            read = upstream._stream
+            if read is not None and read.spoilt is not None:
+                return fqid, read.spoilt  # what it streamed failed too often
         elif upstream.status in _SPOILT_LABELS:
             return fqid, _failure(upstream)
     first = job.after[0] if job.after else "?"
@@ -208,6 +223,12 @@ def settle(registry: Registry, candidates: Iterable[int], who: str) -> int:
         seen.add(job_id)
         job = registry.get(job_id)
         if not isinstance(job, Job) or not job.after:
+            continue
+        if stream.is_streaming(job):  # grows, closes or opens again as what it reads
+            decided, reason = condition_of(registry, job)
+            if stream.advance(registry, job, decided, reason, who):
+                queue.extend(d for _up, d in index.dependents_of_tree(root, job_id))
+                changed += 1
             continue
         status = Status.parse(job.status)
         if status not in (Status.WAITING, Status.SKIPPED):
@@ -327,6 +348,8 @@ def start_waiting(registry: Registry, job: Job) -> Verdict:
     for fqid in job.after:
         index.add_dependent(registry.root, fqid, job.id)
     decided, reason = condition_of(registry, job)
+    if decided is Verdict.GO and stream.is_streaming(job):
+        decided = Verdict.WAIT  # its first pieces are made by the check that follows
     if decided is Verdict.NEVER:
         _skip(registry, job, "user: submit")
     elif decided is Verdict.WAIT:

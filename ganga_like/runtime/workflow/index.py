@@ -11,7 +11,9 @@ is dropped when met.
 ``CHECK`` (it started waiting: look at its condition again, in a transaction that began
 after the one that recorded it, so that an upstream change committed meanwhile is not
 missed), ``DECIDED`` (its condition holds: hand it to submission) or ``HANDING`` (a
-driver is handing it over; one that died doing it left this).
+driver is handing it over; one that died doing it left this), or ``STREAM`` (a streaming
+map whose upstream completed pieces it has not made subjobs for, or whose subjobs are not
+submitted yet: ``stream.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "DEPENDENTS_KEY",
     "HANDING",
     "PENDING_KEY",
+    "STREAM",
     "add_dependent",
     "dependents",
     "dependents_of_tree",
@@ -38,6 +41,7 @@ PENDING_KEY = "workflow_pending"
 CHECK = 0
 DECIDED = 1
 HANDING = 2
+STREAM = 3
 
 
 def _dependents(root: Any, create: bool = False) -> KeyMap | None:

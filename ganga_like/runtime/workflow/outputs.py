@@ -23,17 +23,16 @@ from ganga_like.model.job import Job
 from ganga_like.model.job_output import JobOutput, pattern_can_match
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
-from ganga_like.runtime.workflow import engine
 
 __all__ = [
     "check_before_waiting",
     "check_dataset",
     "dataset_of",
-    "found_files",
     "matching_files",
     "no_file_cause",
     "output_dir",
     "resolve",
+    "shown",
 ]
 
 _DONE = (Status.COMPLETED, Status.COMPLETED_FROZEN)
@@ -45,7 +44,8 @@ def dataset_of(job: Job) -> JobOutput | None:
     return dataset if isinstance(dataset, JobOutput) else None
 
 
-def _shown(dataset: JobOutput) -> str:
+def shown(dataset: JobOutput) -> str:
+    """The dataset as its refusals name it."""
     return f"JobOutput({dataset.job}, {dataset.pattern!r})"
 
 
@@ -55,18 +55,18 @@ def check_dataset(registry: Registry, job: Job | None, dataset: JobOutput) -> No
     job_id, sub = fqid_parts(dataset.job)
     own = None if job is None or job._p_jar is None else job.id
     if own is not None and job_id == own:
-        raise JobError(f"{_shown(dataset)}: a job cannot read its own outputs")
+        raise JobError(f"{shown(dataset)}: a job cannot read its own outputs")
     top = registry.get(job_id)
     if not isinstance(top, Job):
-        raise JobError(f"{_shown(dataset)}: job {dataset.job} does not exist (removed?)")
+        raise JobError(f"{shown(dataset)}: job {dataset.job} does not exist (removed?)")
     upstream = top if sub is None else top.find_subjob(sub)
     if upstream is None:
-        raise JobError(f"{_shown(dataset)}: job {job_id} has no subjob {sub}")
+        raise JobError(f"{shown(dataset)}: job {job_id} has no subjob {sub}")
     patterns = [f.output_pattern() for f in upstream.outputfiles if not f.remote]
     if not pattern_can_match(dataset.pattern, patterns):
         listed = ", ".join(repr(p) for p in patterns) or "none"
         raise JobError(
-            f"{_shown(dataset)}: job {dataset.job}'s output files ({listed}, with stdout "
+            f"{shown(dataset)}: job {dataset.job}'s output files ({listed}, with stdout "
             f"and stderr) cannot match {dataset.pattern!r}"
         )
 
@@ -79,8 +79,6 @@ def check_before_waiting(registry: Registry, job: Job) -> None:
     if dataset is None:
         return
     check_dataset(registry, job, dataset)
-    if dataset.each:
-        raise JobError(f"{_shown(dataset)}: each=True (a streaming map) is not provided yet")
     if dataset.job not in job.after:
         job._assign("after", (*job.after, dataset.job))
 
@@ -124,7 +122,7 @@ def resolve(registry: Registry, workspace: str, job: Job) -> None:
     job_id, sub = fqid_parts(dataset.job)
     upstream = registry.lookup(job_id, sub)
     if not isinstance(upstream, Job):
-        raise JobError(f"{_shown(dataset)}: job {dataset.job} does not exist (removed?)")
+        raise JobError(f"{shown(dataset)}: job {dataset.job} does not exist (removed?)")
     files = [
         path
         for done in _completed(upstream)
@@ -133,18 +131,3 @@ def resolve(registry: Registry, workspace: str, job: Job) -> None:
     if not files:
         raise JobError(f"job {job.fqid}: {no_file_cause(dataset)}")
     dataset._assign("files", files)
-
-
-def found_files(registry: Registry, workspace: str, job: Job) -> bool:
-    """Before a monitor hands waiting ``job`` over to submission, in that transaction: its
-    dataset's files found; False when there is none, and the job is then skipped, naming
-    why (and what waits for it decided on)."""
-    try:
-        resolve(registry, workspace, job)
-    except JobError:
-        dataset = dataset_of(job)
-        assert dataset is not None
-        cause = no_file_cause(dataset)
-        engine.skip(registry, job, (dataset.job, cause), "monitor")
-        return False
-    return True
