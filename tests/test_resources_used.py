@@ -85,7 +85,13 @@ def test_journal_lines_with_and_without_usage_read_alike(tmp_path: Path) -> None
         '"usage":"nonsense"}\n'
     )
     events, _ = read_events(path, 0)
-    assert [e.usage for e in events] == [None, [2048, 0.25, 0.125], None]
+    assert [e.usage for e in events] == [None, [2048, 0.25, 0.125], "nonsense"]
+    # What is not three numbers is not kept (the job keeps what it had).
+    _master, (sj,) = submitted_model_master(1)
+    sj.record_use(events[2].usage, 1.0, 3.0)
+    assert sj.resources_used() is None
+    sj.record_use(events[1].usage, 1.0, 2.5)
+    assert sj.resources_used() == ResourceUse(2048 * 1024, 0.25, 0.125, 1.5)
     assert TaskSpec  # the protocol's names are the client's
 
 

@@ -583,7 +583,9 @@ class Job(GangaObject, Reacting):
 
     def record_use(self, usage: Sequence[float], start: float | None, end: float) -> None:
         """Keep what the run from ``start`` to ``end`` used (a backend's measurement)."""
-        self._used = stored_use(usage, start, end)
+        used = stored_use(usage, start, end)
+        if used is not None:
+            self._used = used
 
     def counts(self) -> dict[Status, int]:
         counter = self._counter

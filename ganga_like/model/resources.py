@@ -39,11 +39,18 @@ class ResourceUse(NamedTuple):
         }
 
 
-def stored_use(usage: Any, start: float | None, end: float) -> tuple[int, float, float, float]:
+def stored_use(
+    usage: Any, start: float | None, end: float
+) -> tuple[int, float, float, float] | None:
     """The tuple a record keeps for a runner's ``usage`` (``[KiB, user s, system s]``) of a
-    run from ``start`` to ``end``; peak memory stays in KiB, the smallest pickle."""
+    run from ``start`` to ``end``; peak memory stays in KiB, the smallest pickle. None for
+    a usage that is not three numbers (a journal line damaged on disk)."""
     wall = round(max(0.0, end - start), 3) if start is not None else 0.0
-    return (int(usage[0]), float(usage[1]), float(usage[2]), wall)
+    try:
+        kib, user, system = usage
+        return (int(kib), float(user), float(system), wall)
+    except (TypeError, ValueError):
+        return None
 
 
 def use_from_stored(stored: tuple[Any, ...] | None) -> ResourceUse | None:

@@ -192,13 +192,13 @@ def _events_from_rows(rows: list[Any]) -> list[Event]:
     events = []
     for row in rows:
         if isinstance(row, dict) and (
-            row.keys() == _EVENT_FIELDS
-            or (row.keys() == _FINAL_EVENT_FIELDS and valid_usage(row["usage"]))
+            row.keys() == _EVENT_FIELDS or row.keys() == _FINAL_EVENT_FIELDS
         ):
             # The runner writes exactly Event's fields.  Adopting the parsed dict as the
             # instance's attributes skips the frozen dataclass __init__, which would cost
             # more than all of the JSON parsing.  Without "usage" the class default (None)
-            # shows through.
+            # shows through; a usage is checked where it is kept (Job.record_use), not
+            # here, for every line.
             event = object.__new__(Event)
             object.__setattr__(event, "__dict__", row)
             events.append(event)
