@@ -189,8 +189,7 @@ class Job(GangaObject, Reacting):
     # Why a job waiting for others was skipped: the upstream job that decided it, and the
     # root failure ("upstream 12.4 failed (exit 3)"), which its own dependents inherit.
     _skipped_by: tuple[str, str] | None = None
-    # What the current run used (model.resources): (peak KiB, user s, system s, wall s),
-    # once it has ended and its backend measured it; forgotten when it is submitted again.
+    # What the current run used, once ended and measured (model.resources); a new run forgets it.
     _used: tuple[int, float, float, float] | None = None
     _stream: Stream | None = None  # a streaming map's record of what it read (model.stream)
 
@@ -583,9 +582,7 @@ class Job(GangaObject, Reacting):
 
     def record_use(self, usage: Sequence[float], start: float | None, end: float) -> None:
         """Keep what the run from ``start`` to ``end`` used (a backend's measurement)."""
-        used = stored_use(usage, start, end)
-        if used is not None:
-            self._used = used
+        self._used = stored_use(usage, start, end) or self._used  # damaged: kept as it was
 
     def counts(self) -> dict[Status, int]:
         counter = self._counter
