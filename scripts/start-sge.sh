@@ -8,10 +8,10 @@
 # SGE_CELL=default, spool and daemon logs in /var/spool/gridengine. Grid Engine has one
 # cell per machine there: this script manages that one.
 # Configures this host as admin, submit and exec host, the host group @allhosts, the queue
-# all.q (slots, /bin/sh, no parallel environment, no load threshold), root allowed to submit
-# (min_uid 0), job scripts run by a plain shell (no login shell reading profiles), and
-# a scheduler that runs every second with the accounting file flushed every second (the
-# defaults are 15 s each).
+# all.q (slots, /bin/sh, the parallel environment smp, no load threshold), root allowed
+# to submit (min_uid 0), job scripts run by a plain shell (no login shell reading
+# profiles), and a scheduler that runs every second with the accounting file flushed
+# every second (the defaults are 15 s each).
 # Idempotent: running daemons are reused and the configuration is re-applied (about 1 s).
 #
 # Usage:
@@ -143,8 +143,9 @@ qconf -ss 2>/dev/null | grep -qx "$HOST" || qconf -as "$HOST" >&2
 # is written every second. No login shells: with bash in login_shells (Debian's default)
 # every job script runs as `-bash`, reading the user's profile first; a slow profile (or
 # one waiting on a lock, as `pyenv init` does on pyenv's, which a job deleted in the middle
-# leaves behind) then delays every task's start, by a minute each.
-qedit 's/^min_uid .*/min_uid 0/;s/^min_gid .*/min_gid 0/;s/flush_time=[0-9:]*/flush_time=00:00:01/;s/^login_shells .*/login_shells NONE/' \
+# leaves behind) then delays every task's start, by a minute each. sge_execd reports
+# every 10 s (40 s by default): after a qmaster restart it is known again that much sooner.
+qedit 's/^min_uid .*/min_uid 0/;s/^min_gid .*/min_gid 0/;s/flush_time=[0-9:]*/flush_time=00:00:01/;s/^login_shells .*/login_shells NONE/;s/^load_report_time .*/load_report_time 00:00:10/' \
     -mconf global
 qedit 's/^schedule_interval .*/schedule_interval 0:0:1/;s/^flush_submit_sec .*/flush_submit_sec 1/;s/^flush_finish_sec .*/flush_finish_sec 1/' \
     -msconf
@@ -164,6 +165,15 @@ if ! qconf -sq all.q >/dev/null 2>&1; then
 fi
 [ "$(qconf -sq all.q | awk '$1=="slots" {print $2}')" = "$SLOTS" ] \
     || qconf -mattr queue slots "$SLOTS" all.q >&2
+# A parallel environment giving a job several slots of this host (qsub -pe smp N), for
+# the jobs of process_count above 1.
+if ! qconf -sp smp >/dev/null 2>&1; then
+    printf 'pe_name smp\nslots %s\nuser_lists NONE\nxuser_lists NONE\nstart_proc_args NONE\nstop_proc_args NONE\nallocation_rule $pe_slots\ncontrol_slaves FALSE\njob_is_first_task TRUE\nurgency_slots min\naccounting_summary FALSE\nqsort_args NONE\n' \
+        "$SLOTS" > "$DIR/pe"
+    qconf -Ap "$DIR/pe" >&2
+fi
+[ "$(qconf -sq all.q | awk '$1=="pe_list" {print $2}')" = smp ] \
+    || qconf -mattr queue pe_list smp all.q >&2
 # The template's np_load_avg=1.75 puts the queue in alarm (state "a": nothing is
 # scheduled) whenever the machine is busy, which a machine running tests often is.
 [ "$(qconf -sq all.q | awk '$1=="load_thresholds" {print $2}')" = NONE ] \

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.batch.planning import Batch, Member, consecutive_arrays
 from ganga_like.batch.tracker import Observation, Sighting
-from ganga_like.errors import GangaError
+from ganga_like.errors import GangaError, JobError
 from ganga_like.runtime.session import Session, close_session
 from ganga_like_sge.scheduler import SCHEDULER, expand_tasks, parse_qacct, parse_qstat
 from ganga_like_sge.script import format_walltime
@@ -168,6 +169,39 @@ def test_arrays_cut_into_consecutive_runs_keep_every_member_once_in_order(
         indices = [m.index or 0 for m in batch.members]
         assert indices == list(range(indices[0], indices[0] + len(indices)))
     assert len({b.name for b in cut}) == len(cut)
+
+
+def test_the_sge_script_asks_a_parallel_environment_for_the_processes_it_starts() -> None:
+    from ganga_like import SGE
+
+    def preview(**backend: object) -> str:
+        j = Job(
+            application=Executable(exe="/bin/hostname"),
+            backend=SGE(process_count=3, parallel_environment="smp", **backend),
+        )
+        return str(j.backend.preview())
+
+    multiple = preview(launcher="multiple")
+    assert "#$ -pe smp 3" in multiple
+    assert "' ganga-multiple 3 /bin/hostname >" in multiple
+    if shutil.which("mpiexec") is not None:
+        assert "exec mpiexec -n 3 /bin/bash -c " in preview(launcher="mpiexec")
+
+
+def test_several_processes_without_a_parallel_environment_are_refused_before_qsub(
+    session: Session,
+) -> None:
+    from ganga_like import SGE
+
+    j = Job(application=Executable(exe="/bin/true"), backend=SGE(process_count=2))
+    with pytest.raises(JobError, match=r"SGE\.parallel_environment: process_count=2 needs") as e:
+        j.submit()
+    assert "\n" not in str(e.value) and j.status == "new"
+    j.backend.parallel_environment = "smp"
+    j.backend.launcher = "single"
+    with pytest.raises(JobError, match=r"SGE\.launcher: the single launcher starts one process"):
+        j.submit()
+    assert j.status == "new"
 
 
 # -- against a real Grid Engine ---------------------------------------------------------
@@ -461,3 +495,20 @@ def test_a_job_script_runs_in_a_plain_shell_that_reads_no_login_profile(tmp_path
     SCHEDULER.submit(script, timeout=30)
     wait_for(said.exists, PATIENCE, "the job to say which shell ran it")
     assert said.read_text() == "plain\n"
+
+
+@pytest.mark.sge
+def test_the_processes_of_a_job_run_on_the_slots_of_its_parallel_environment(
+    sge_session: Session, tmp_path: Path
+) -> None:
+    from ganga_like import SGE
+
+    exe = _script(tmp_path, 'echo "rank $GANGA_RANK of $GANGA_SIZE on $NSLOTS slots"\n')
+    j = Job(
+        application=Executable(exe=exe),
+        backend=SGE(process_count=2, launcher="multiple", parallel_environment="smp"),
+    )
+    j.submit()
+    assert j.wait(timeout=PATIENCE) == "completed", [h.cause for h in j.history]
+    lines = sorted((j.outputdir / "stdout").read_text().splitlines())
+    assert lines == ["rank 0 of 2 on 2 slots", "rank 1 of 2 on 2 slots"]
