@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from ganga_like.gpi.completion import wait_async as wait_async
     from ganga_like.gpi.export import export as export
     from ganga_like.gpi.export import load as load
+    from ganga_like.gpi.iterate import Iterate as Iterate
     from ganga_like.gpi.job import Job as Job
     from ganga_like.gpi.job_templates import JobTemplate as JobTemplate
     from ganga_like.gpi.job_templates import templates as templates
@@ -93,6 +94,7 @@ _LAZY: dict[str, str] = {
     "load": "ganga_like.gpi.export",
     "why": "ganga_like.gpi.workflow",
     "Notify": "ganga_like.gpi.callbacks",
+    "Iterate": "ganga_like.gpi.iterate",
     "Resubmit": "ganga_like.gpi.callbacks",
     "RunCommand": "ganga_like.gpi.callbacks",
     "job_stats": "ganga_like.gpi.stats",
@@ -113,6 +115,7 @@ _CORE = [
     "ConfigError",
     "ExportError",
     "GangaError",
+    "Iterate",
     "Job",
     "JobError",
     "JobSlice",

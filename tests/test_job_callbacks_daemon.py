@@ -40,19 +40,30 @@ print(j.id)
 """
 
 
-@pytest.fixture
-def env(env_for: dict[str, str], gangadir: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
+def daemon_env(env_for: dict[str, str], tmp_path: Path, module: str, text: str) -> dict[str, str]:
+    """The environment of `ganga` and its daemon: the shared repository, and a module
+    ``module`` (written with ``text``) that they import."""
     (tmp_path / "mods").mkdir()
-    (tmp_path / "mods" / "cbfuns.py").write_text(FUNCTIONS)
+    (tmp_path / "mods" / f"{module}.py").write_text(text)
     env = dict(env_for)
     env.pop("GANGA_REPOSITORY_MODE", None)  # the default: shared with the daemon
     env.pop(STOP_VARIABLE, None)
     env["PYTHONPATH"] = f"{tmp_path / 'mods'}{os.pathsep}{env['PYTHONPATH']}"
-    env["CALLBACK_MARKS"] = str(tmp_path)
-    yield env
+    return env
+
+
+def stop_daemon(env: dict[str, str], gangadir: Path) -> None:
     ganga(["monitor", "stop"], env)
     with contextlib.suppress(Exception):
         runner_client.stop(runner_dir(gangadir))
+
+
+@pytest.fixture
+def env(env_for: dict[str, str], gangadir: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = daemon_env(env_for, tmp_path, "cbfuns", FUNCTIONS)
+    env["CALLBACK_MARKS"] = str(tmp_path)
+    yield env
+    stop_daemon(env, gangadir)
 
 
 def callback_lines(env: dict[str, str], job_id: int) -> list[str]:

@@ -9,10 +9,12 @@ plain data (``model.callbacks``); the monitor runs it (``runtime.workflow.callba
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ganga_like.errors import GangaError, JobError, SchemaError
 from ganga_like.gpi.arguments import given
+from ganga_like.gpi.proxy import current_session
+from ganga_like.gpi.slices import JobSlice
 from ganga_like.model import plugin_registry
 from ganga_like.model.callbacks import Callback
 from ganga_like.model.job import Job as JobImpl
@@ -21,7 +23,7 @@ from ganga_like.runtime.session import Session
 from ganga_like.runtime.workflow import callbacks as runner
 from ganga_like.runtime.workflow.user_functions import check_function_path
 
-__all__ = ["Notify", "Resubmit", "RunCommand", "callbacks_of", "on"]
+__all__ = ["JobReactions", "Notify", "Resubmit", "RunCommand", "callbacks_of", "on"]
 
 _ACTIONS = 'Notify(email=...), Resubmit(), RunCommand([...]) or a function as "module:name"'
 
@@ -120,3 +122,37 @@ def on(session: Session, job: JobImpl, status: Any, action: Any) -> None:
 def callbacks_of(job: JobImpl) -> list[str]:
     """A job's callbacks in words, in the order they were added."""
     return [f"on {c[0]}: {runner.describe(c)}" for c in job._callbacks]
+
+
+class JobReactions:
+    """What the GPI Job offers of its callbacks and iterations (a part of its class)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        @property
+        def _job(self) -> JobImpl: ...
+
+        def _live(self, action: str) -> JobImpl: ...
+
+    def on(self, status: str, action: Any) -> None:
+        """Have the monitor run ``action`` each time the job reaches ``status``:
+        ``Notify(email=...)``, ``Resubmit()``, ``RunCommand([...])`` or a function as
+        ``"module:name"`` (given a view of the job). Each call and its outcome go in the
+        job's event log."""
+        on(current_session(), self._live("on()"), status, action)
+
+    @property
+    def callbacks(self) -> list[str]:
+        """The job's callbacks (``on()``), in words."""
+        return callbacks_of(self._job)
+
+    @property
+    def iterations(self) -> JobSlice:
+        """An Iterate's jobs (``Iterate``), first iteration to last; else this job."""
+        current_session().refresh()
+        job = self._job
+        registry, state = current_session().registry(), job._iterate
+        found = [registry.get(i) for i in (state[2] if state else (job.id,))]
+        return JobSlice([j for j in found if j], title=f"iterations of job {job.fqid}")

@@ -41,7 +41,7 @@ from ganga_like.runtime.submission import actions, lifecycle
 __all__ = ["Job", "SubjobSlice", "subjob_place", "subjob_proxy", "unwrap_job"]
 
 
-class Job(GPIObject):
+class Job(GPIObject, callbacks.JobReactions):
     """A job: ``Job(application=Executable(exe="echo", args=["hi"]), backend=Local())``.
 
     Split it with ``splitter=ArgSplitter(args=[...])``; ``submit()`` creates the subjobs.
@@ -304,18 +304,6 @@ class Job(GPIObject):
     def force_status(self, status: str) -> bool:
         """Force the job to 'completed' or 'failed'."""
         return actions.force_status(current_session(), self._live("force_status()"), status)
-
-    def on(self, status: str, action: Any) -> None:
-        """Have the monitor run ``action`` each time the job reaches ``status``:
-        ``Notify(email=...)``, ``Resubmit()``, ``RunCommand([...])`` or a function as
-        ``"module:name"`` (given a view of the job). Each call and its outcome go in the
-        job's event log."""
-        callbacks.on(current_session(), self._live("on()"), status, action)
-
-    @property
-    def callbacks(self) -> list[str]:
-        """The job's callbacks (``on()``), in words."""
-        return callbacks.callbacks_of(self._job)
 
     @keyword_options
     def wait(

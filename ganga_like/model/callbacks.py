@@ -17,9 +17,13 @@ in between neither loses nor repeats one.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from BTrees.OOBTree import OOBTree
+
+from ganga_like.model.history import make_entry
+from ganga_like.model.status import Status
 
 __all__ = [
     "CALLBACK_KINDS",
@@ -30,6 +34,7 @@ __all__ = [
     "IterateState",
     "Reacting",
     "due_table",
+    "end_iterate",
     "note_status",
 ]
 
@@ -93,3 +98,15 @@ def note_status(job: Any, label: str) -> None:
 
 
 ITERATION_ENDS = frozenset({"completed", "failed", "killed", "skipped"})
+
+
+def end_iterate(first: Any, failed: bool, cause: str) -> None:
+    """The Iterate of its first job ``first`` ends: completed, or failed when ``failed``,
+    and its event log says why (``cause``)."""
+    until, most, ids, _going = first._iterate
+    first._iterate = (until, most, ids, False)
+    if failed and Status.parse(first.status) is Status.COMPLETED:
+        first.change_status(Status.FAILED, cause)
+    else:  # its own status, no longer shown as running
+        now = first.current_status().label
+        first._log(make_entry(time.time(), Status.RUNNING.label, now, cause))

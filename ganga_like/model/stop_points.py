@@ -26,6 +26,14 @@ And those of a monitor running a job's callback (``runtime/workflow/callbacks``)
   call is not recorded yet;
 * ``callback-calling``: the call is recorded (the entry is ``calling``), the action has
   not run yet.
+
+And those of a monitor starting an Iterate's next iteration (``runtime/workflow/iterate``):
+
+* ``iteration-due``: the end of an iteration is committed with its entry, nothing of the
+  next is recorded yet;
+* ``iteration-created``: the next iteration's job is stored (the entry is ``starting``),
+  not submitted yet;
+* ``iteration-submitted``: it was submitted, the entry is still there.
 """
 
 from __future__ import annotations

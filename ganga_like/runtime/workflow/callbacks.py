@@ -11,8 +11,8 @@ outcome and drops the entry. A monitor killed before the first step leaves the e
 (nothing repeated). So each trigger is called once at most and never silently lost.
 
 An action that raises, or a function that cannot be imported in this process, is its
-outcome, logged; monitoring goes on. Entries of an ``Iterate`` are the iteration's
-(``runtime.workflow.iterate``).
+outcome, logged; monitoring goes on. The entries of an ``Iterate`` are acted on by
+``runtime.workflow.iterate``, in the same pass.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ganga_like.model.stop_points import stop_point
 from ganga_like.repository.trees import KeyMap
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
+from ganga_like.runtime.workflow import iterate
 from ganga_like.runtime.workflow.user_functions import load_function, view_of
 
 __all__ = ["CALLING", "COMMAND_TIMEOUT", "describe", "make_due_table", "run_due"]
@@ -89,8 +90,8 @@ def _act(session: Session, key: Key) -> int:
     found = entry.get(key) if entry is not None else None
     if found is None:
         return 0
-    if found[0] != "call":
-        return 0  # an Iterate's (its own pass)
+    if found[0] == "iterate":
+        return iterate.step(session, key)
     stop_point("callback-due")
     claimed: list[tuple[Job, Callback]] = []
 
