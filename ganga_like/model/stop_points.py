@@ -20,6 +20,13 @@ And those of a monitor handing a waiting job to submission (``runtime/workflow/d
   not submitted yet;
 * ``waiting-job-submitted``: it was submitted, the hand-over's entry is still there.
 
+And those of a monitor feeding a streaming map (``runtime/workflow/stream_driver``):
+
+* ``stream-subjobs-made``: the subjobs of the upstream subjobs that completed are made
+  (new), not submitted yet;
+* ``stream-subjobs-submitted``: they were submitted, the job's pending entry is still
+  there.
+
 And those of a monitor running a job's callback (``runtime/workflow/callbacks``):
 
 * ``callback-due``: the status change and the callback's entry are committed, the
