@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from ganga_like.gpi.registry import jobs as jobs
     from ganga_like.gpi.slices import JobSlice as JobSlice
     from ganga_like.gpi.stats import job_stats as job_stats
+    from ganga_like.gpi.workflow import throttle as throttle
     from ganga_like.gpi.workflow import why as why
 
 __version__ = "0.1.0"
@@ -98,6 +99,7 @@ _LAZY: dict[str, str] = {
     "Resubmit": "ganga_like.gpi.callbacks",
     "RunCommand": "ganga_like.gpi.callbacks",
     "job_stats": "ganga_like.gpi.stats",
+    "throttle": "ganga_like.gpi.workflow",
     "wait": "ganga_like.gpi.completion",
     "wait_async": "ganga_like.gpi.completion",
     "as_completed": "ganga_like.gpi.completion",
@@ -141,6 +143,7 @@ _CORE = [
     "plugin",
     "runfile",
     "templates",
+    "throttle",
     "wait",
     "wait_async",
     "why",

@@ -27,6 +27,7 @@ from ganga_like.runtime.workflow import (
     outputs,
     stream,
 )
+from ganga_like.runtime.workflow import throttle as throttles
 from ganga_like.runtime.workflow.condition import Verdict
 from ganga_like.runtime.workflow.explain import explain
 
@@ -43,6 +44,7 @@ __all__ = [
     "reads_outputs",
     "resubmit_skipped",
     "submit",
+    "throttle",
     "upstream_fqids",
     "why",
 ]
@@ -257,3 +259,28 @@ def why(job: Any) -> None:
         if impl is None:
             raise JobError(f"no job {text}")
     print(explain(registry, impl))
+
+
+_ASKED = object()
+
+
+def throttle(workflow: Any, limit: Any = _ASKED) -> int | None:
+    """At most ``limit`` (sub)jobs of the workflow named ``workflow`` (the jobs whose
+    ``workflow`` is that name) submitted or running at once; ``None`` lifts the cap.
+    Stored in the repository: every monitor, the daemon's too, keeps to it. Without
+    ``limit``: the cap now (None when there is none)."""
+    if not isinstance(workflow, str) or not workflow:
+        raise SchemaError(f"throttle(): workflow expected a workflow's name, not {workflow!r}")
+    session = current_session()
+    if limit is _ASKED:
+        found: int | None = throttles.limit_of(session.repo.connection().root(), workflow)
+        return found
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise SchemaError(f"throttle(): limit expected an int >= 1 or None, not {limit!r}")
+
+    def record() -> None:
+        throttles.set_limit(session.registry().root, workflow, limit)
+
+    session.repo.in_transaction(record, what=f"setting the throttle of workflow {workflow!r}")
+    session.poke_monitor()  # room made by a higher cap is handed over soon
+    return limit

@@ -27,8 +27,11 @@ __all__ = ["StatusCounter", "derive"]
 
 _NONE_PENDING: Mapping[int, str] = MappingProxyType({})
 
-# Subjobs being submitted, waiting or running: while any is, a master's run goes on.
-_LIVE = frozenset({Status.SUBMITTING, Status.SUBMITTED, Status.RUNNING, Status.COMPLETING})
+# Subjobs being submitted, waiting (queued, or held by a throttle) or running: while any
+# is, a master's run goes on.
+_LIVE = frozenset(
+    {Status.SUBMITTING, Status.SUBMITTED, Status.RUNNING, Status.COMPLETING, Status.WAITING}
+)
 
 
 def _live(counts: dict[Status, int]) -> bool:

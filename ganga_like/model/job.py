@@ -143,6 +143,10 @@ class Job(GangaObject, Reacting):
             help="Failed upstream (sub)jobs a 'completed' condition tolerates: a count (int "
             ">= 0) or a fraction (0 < x < 1)."
         ),
+        "workflow": Text(
+            what="a workflow name",
+            help="Its workflow's name: throttle(name, n) caps its active (sub)jobs at n.",
+        ).tag(subjob="share"),
     }
     _append_only = frozenset({"history"})
 
@@ -166,6 +170,7 @@ class Job(GangaObject, Reacting):
     after: tuple[str, ...]
     when: str
     allow_failed: int | float
+    workflow: str
 
     # Non-schema persistent state (class defaults keep records small).
     _master: Job | None = None
@@ -192,6 +197,8 @@ class Job(GangaObject, Reacting):
     # What the current run used, once ended and measured (model.resources); a new run forgets it.
     _used: tuple[int, float, float, float] | None = None
     _stream: Stream | None = None  # a streaming map's record of what it read (model.stream)
+    # Held waiting for room in its throttled workflow (ganga_like.runtime.workflow.throttle).
+    _held: bool = False
 
     def __init__(self, **attributes: Any) -> None:
         super().__init__(**attributes)

@@ -222,7 +222,9 @@ def master_status_order() -> str:
     return _master_order
 
 
-_QUEUED = frozenset({Status.SUBMITTING, Status.SUBMITTED})
+# A subjob held ``waiting`` by its workflow's throttle is queued as one at its backend is:
+# its master is submitted, not done, while it waits for room.
+_QUEUED = frozenset({Status.SUBMITTING, Status.SUBMITTED, Status.WAITING})
 _RUNNING = frozenset({Status.RUNNING, Status.COMPLETING})
 
 

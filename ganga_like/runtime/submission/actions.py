@@ -42,6 +42,7 @@ from ganga_like.runtime.submission.removal import force_status, kill, remove
 from ganga_like.runtime.submission.resubmit import describe_job, resubmit, run_again
 from ganga_like.runtime.submission.split_submission import SplitSubmission, check_split
 from ganga_like.runtime.submission.splitting import build_subjobs, calling_splitter
+from ganga_like.runtime.workflow import throttle
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -96,6 +97,16 @@ def _submit(session: Session, job: Job, keep_going: bool, handed_over: str | Non
         postprocessor.check_before_submit()
 
     cause = handed_over or "user: submit"
+    if _throttled(session, job):
+        # Held for room in its workflow; the monitor hands it over.
+        if job.splitter is not None:
+            return _submit_split(session, job, keep_going, cause, held=True)
+        what = f"holding job {job.fqid} for room in its workflow"
+        session.repo.in_transaction(
+            lambda: throttle.hold(session.registry(), job, cause), what=what
+        )
+        session.poke_monitor()
+        return True
     if job.splitter is not None:
         return _submit_split(session, job, keep_going, cause)
     record(session, job, _intent_recorder(session, job, 0, cause), f"submitting job {job.fqid}")
@@ -125,14 +136,33 @@ def _submit(session: Session, job: Job, keep_going: bool, handed_over: str | Non
     return True
 
 
-def _submit_split(session: Session, job: Job, keep_going: bool, cause: str) -> bool:
+def _throttled(session: Session, job: Job) -> bool:
+    """Whether ``job`` is to be held for room in its throttled workflow (not when it is
+    the one held job the monitor now hands over)."""
+    if job._held or not job.workflow:
+        return False
+    return throttle.limit_of(session.repo.connection().root(), job.workflow) is not None
+
+
+def release_held(session: Session, master: Job, subjobs: Sequence[Job], cause: str) -> bool:
+    """Hand ``master``'s held ``subjobs`` over to its backend: the monitor's part of a
+    throttle (ganga_like.runtime.workflow.throttle), recorded as a submission of them."""
+    who, _, verb = cause.partition(": ")
+    return run_again(session, master, subjobs, True, verb, who=who)
+
+
+def _submit_split(
+    session: Session, job: Job, keep_going: bool, cause: str, held: bool = False
+) -> bool:
     """Submit a new job's subjobs, made by its splitter, a part at a time
-    (split_submission says how the submission stays all or nothing)."""
+    (split_submission says how the submission stays all or nothing); ``held``: each
+    subjob is held waiting for room in the job's workflow instead."""
     # Checked a part at a time before anything is stored: a failing or empty split
     # changes nothing stored.
     first, count = check_split(job)
     record(session, job, _intent_recorder(session, job, count, cause), f"submitting job {job.fqid}")
-    plan = SplitSubmission(session, job, first, count, keep_going)
+    hold = f"{cause}; held: workflow {job.workflow!r} runs a few at once" if held else None
+    plan = SplitSubmission(session, job, first, count, keep_going, hold)
 
     def hand_over_part(part: Sequence[Job], first_part: bool) -> SubmitOutcome:
         if first_part:  # an early start for the first subjobs, as for any submission
@@ -190,6 +220,7 @@ def _intent_recorder(session: Session, job: Job, count: int, cause: str) -> Call
         if ours(session.registry().submitting.get(job.id)):
             return  # an attempt whose answer was lost (the server died) did commit
         job.change_status(Status.SUBMITTING, cause)
+        job._held = False  # handed over from its workflow's throttle, if it was held
         job.submit_count = job.submit_count + 1
         job._described = describe_job(job)
         session.registry().submitting[job.id] = Intent.now("submit", count).stored()

@@ -25,17 +25,20 @@ log = logging.getLogger("ganga_like")
 def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
     """Kill a job, a subjob, or every active subjob of a master."""
     check_components(job, "kill")
-    if job.is_master:
-        targets = [sj for sj in job.iter_subjobs() if Status.parse(sj.status).active]
-    else:
-        targets = [job] if Status.parse(job.status).active else []
-    if not targets:
+    subjobs = list(job.iter_subjobs()) if job.is_master else [job]
+    targets = [sj for sj in subjobs if Status.parse(sj.status).active]
+    # Subjobs held waiting by their workflow's throttle never reached the backend.
+    held = [sj for sj in subjobs if sj.master is not None and sj.status == Status.WAITING.label]
+    if not targets and not held:
         raise JobError(f"job {job.fqid} is {job.current_status()}: nothing to kill")
     backend = (job.master or job).backend
-    errors = backend.kill_bulk(session.submit_context(backend), targets)
+    errors = backend.kill_bulk(session.submit_context(backend), targets) if targets else {}
 
     def record_kill() -> None:
         registry = session.repo.registry()
+        for subjob in held:
+            if subjob.status == Status.WAITING.label:
+                subjob.change_status(Status.KILLED, "user: kill (held by its workflow's throttle)")
         for target in targets:
             if target.fqid in errors:
                 target.log_event(f"kill failed: {errors[target.fqid]}")

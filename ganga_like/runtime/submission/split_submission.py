@@ -28,6 +28,7 @@ from ganga_like.model.stop_points import stop_point
 from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.repository.savepoints import write_out
 from ganga_like.runtime.submission.splitting import split_parts
+from ganga_like.runtime.workflow import throttle
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -82,9 +83,18 @@ class SplitSubmission:
     """The submission of ``job``'s ``count`` subjobs (``first``: its first part, made)."""
 
     def __init__(
-        self, session: Session, job: Job, first: list[Job], count: int, keep_going: bool
+        self,
+        session: Session,
+        job: Job,
+        first: list[Job],
+        count: int,
+        keep_going: bool,
+        held: str | None = None,
     ) -> None:
         self.session = session
+        # A job of a throttled workflow: no subjob is handed over, each is held waiting
+        # with this cause (ganga_like.runtime.workflow.throttle).
+        self.held = held
         self.job = job
         self.count = count
         self.keep_going = keep_going
@@ -109,7 +119,9 @@ class SplitSubmission:
             return
         per_job_state = self.job.backend.per_job_state
         for index, part in enumerate(self._first_parts()):
-            if self.outcome.failed and not self.keep_going:
+            if self.held is not None:
+                pass  # nothing goes to the backend: the monitor hands them over
+            elif self.outcome.failed and not self.keep_going:
                 self._skip(sj.fqid for sj in part)
             else:
                 self._merge(hand_over(part, index == 0))
@@ -148,6 +160,8 @@ class SplitSubmission:
         """The subjobs the backend received, made again as it left them (to cancel them
         when the outcome cannot be recorded)."""
         received: list[Job] = []
+        if self.held is not None:
+            return received
         for part in split_parts(self.job, part_size()):
             for sj in part:
                 if sj.id >= self._reached:
@@ -191,7 +205,10 @@ class SplitSubmission:
         for sj in part:
             fqid = sj.fqid
             message = outcome.failed.get(fqid)
-            if message is not None:
+            if self.held is not None:
+                sj.change_status(Status.WAITING, self.held)
+                self._submitted += 1
+            elif message is not None:
                 if outcome.real_bulk:
                     # Real bulk: a subjob the backend refused is failed, not new (design).
                     sj.change_status(Status.SUBMITTING, "user: submit")
@@ -217,3 +234,5 @@ class SplitSubmission:
             return
         job.take_subjobs(self._builder)
         job.change_status(Status.SUBMITTED, "user: submit")
+        if self.held is not None:
+            throttle.join(self.session.repo.registry().root, job)

@@ -31,7 +31,7 @@ from ganga_like.repository.registry import Registry
 from ganga_like.runtime.session import Session, add_monitor_pass
 from ganga_like.runtime.submission import actions
 from ganga_like.runtime.workflow import callbacks as _callbacks  # noqa: F401 (its pass too)
-from ganga_like.runtime.workflow import engine, index, outputs
+from ganga_like.runtime.workflow import engine, index, outputs, throttle_pass
 from ganga_like.runtime.workflow.engine import settle
 from ganga_like.runtime.workflow.stream_driver import drive_stream
 
@@ -174,5 +174,7 @@ def _found_files(registry: Registry, workspace: str, job: Job) -> bool:
     return True
 
 
-# Every session's monitor (the daemon's too) acts on the waiting jobs after its cycles.
+# Every session's monitor (the daemon's too) acts on the waiting jobs after its cycles,
+# then hands over what the throttled workflows have room for.
 add_monitor_pass("waiting jobs", run_pending)
+add_monitor_pass("throttles", throttle_pass.run_throttles)

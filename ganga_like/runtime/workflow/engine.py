@@ -231,8 +231,8 @@ def settle(registry: Registry, candidates: Iterable[int], who: str) -> int:
                 changed += 1
             continue
         status = Status.parse(job.status)
-        if status not in (Status.WAITING, Status.SKIPPED):
-            continue
+        if status not in (Status.WAITING, Status.SKIPPED) or job._held:
+            continue  # (a held job's condition held: it waits for room in its workflow)
         decided, reason = condition_of(registry, job)
         if status is Status.WAITING:
             if decided is Verdict.GO:
