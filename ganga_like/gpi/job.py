@@ -25,6 +25,7 @@ from ganga_like.gpi.proxy import (
 from ganga_like.gpi.slices import JobSlice, resubmit_backend
 from ganga_like.gpi.table_text import shorten
 from ganga_like.gpi.waiting import wait_for_job
+from ganga_like.gpi.workflow_graph import WorkflowGraph
 from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
@@ -37,6 +38,7 @@ from ganga_like.model.times import JobTimes
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.stats import JobStats, job_stats
 from ganga_like.runtime.submission import actions, lifecycle
+from ganga_like.runtime.workflow.graph import workflow_graph
 
 __all__ = ["Job", "SubjobSlice", "subjob_place", "subjob_proxy", "unwrap_job"]
 
@@ -179,6 +181,13 @@ class Job(GPIObject, callbacks.JobReactions):
         registry = session.registry()
         ids = workflow.downstream_ids(session, self._job)
         return JobSlice([registry.get(i) for i in ids], title=f"downstream of job {self.fqid}")
+
+    def graph(self) -> WorkflowGraph:
+        """The jobs linked to this one by what waits for what (masters only): printed as
+        text, coloured in the shell, drawn as an SVG in a notebook."""
+        session = current_session()
+        impl = self._job.master or self._job
+        return WorkflowGraph(workflow_graph(session.registry(), impl), impl.id)
 
     @property
     def info(self) -> dict[str, Any]:

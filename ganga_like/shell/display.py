@@ -21,6 +21,7 @@ from ganga_like.gpi.job import Job, SubjobSlice
 from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.gpi.slices import JobSlice
 from ganga_like.gpi.table_text import shown_columns
+from ganga_like.gpi.workflow_graph import WorkflowGraph
 from ganga_like.model.base import Component, GangaObject, schema_items
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.parts import job_parts
@@ -523,5 +524,5 @@ def _slice_classes() -> list[type[JobSlice]]:
 def unregister(ip: Any) -> None:
     formatters = ip.display_formatter.formatters
     for mime in ("text/html", "text/plain"):
-        for cls in (*_slice_classes(), Job, JobStats):
+        for cls in (*_slice_classes(), Job, JobStats, WorkflowGraph):
             formatters[mime].pop(cls, None)

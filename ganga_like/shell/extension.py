@@ -10,6 +10,7 @@ bottom toolbar; a kernel gets live HTML progress.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 import threading
 import weakref
@@ -25,6 +26,7 @@ from ganga_like.errors import GangaError
 from ganga_like.gpi.job import Job
 from ganga_like.gpi.progress import Progress, ProgressFactory, set_progress_factory
 from ganga_like.gpi.slices import JobSlice
+from ganga_like.gpi.workflow_graph import WorkflowGraph
 from ganga_like.model.times import JobTimes
 from ganga_like.runtime.session import current_session, existing_session
 from ganga_like.runtime.stats.data import JobStats
@@ -166,11 +168,9 @@ def unload(ip: Any) -> None:
 
 
 def _register_displays(ip: Any, *, terminal: bool) -> None:
-    def call(name: str) -> Any:
+    def call(name: str, module: str = "display") -> Any:
         def render(*args: Any) -> Any:
-            from ganga_like.shell import display
-
-            return getattr(display, name)(*args)
+            return getattr(importlib.import_module(f"ganga_like.shell.{module}"), name)(*args)
 
         return render
 
@@ -178,8 +178,11 @@ def _register_displays(ip: Any, *, terminal: bool) -> None:
     formatters["text/html"].for_type(JobSlice, call("slice_html"))
     formatters["text/html"].for_type(Job, call("job_html"))
     formatters["text/html"].for_type(JobTimes, call("times_html"))
+    formatters["text/html"].for_type(WorkflowGraph, call("graph_html", "graph_display"))
     if terminal:
         plain = formatters["text/plain"]
+        graph_text = call("graph_text", "graph_display")
+        plain.for_type(WorkflowGraph, lambda obj, p, cycle: p.text(graph_text(obj)))
         slice_text, job_text = call("slice_text"), call("job_text")
         # IPython's pretty printer prefers a subclass's own __repr__ to a printer
         # registered for its base, so every slice class is registered.
