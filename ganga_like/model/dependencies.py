@@ -20,6 +20,7 @@ from typing import Any
 import traitlets
 
 from ganga_like.errors import safe_repr
+from ganga_like.model.text import Text
 
 __all__ = ["WHEN_CHOICES", "AllowFailed", "Upstreams", "When", "fqid_of", "fqid_parts"]
 
@@ -114,3 +115,26 @@ class AllowFailed(traitlets.TraitType[int | float, Any]):
                 raise traitlets.TraitError(f"expected {self.info_text}, not {value!r}")
             return value
         raise traitlets.TraitError(f"expected {self.info_text}, not {_shown(value)}")
+
+
+def workflow_schema() -> dict[str, traitlets.TraitType[Any, Any]]:
+    """Job's schema entries of workflows: what it waits for, and the workflow it is in."""
+    return {
+        "after": Upstreams(
+            help="Jobs, subjobs or slices this job waits for (stored by id): submit() "
+            "leaves it waiting until their outcome is what `when` asks."
+        ),
+        "when": When(
+            "completed",
+            help="What `after` waits for: 'completed' (default), 'finished' (any final "
+            "state) or 'failed'.",
+        ),
+        "allow_failed": AllowFailed(
+            help="Failed upstream (sub)jobs a 'completed' condition tolerates: a count (int "
+            ">= 0) or a fraction (0 < x < 1)."
+        ),
+        "workflow": Text(
+            what="a workflow name",
+            help="Its workflow's name: throttle(name, n) caps its active (sub)jobs at n.",
+        ).tag(subjob="share"),
+    }

@@ -20,7 +20,7 @@ from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
 from ganga_like.model.callbacks import Reacting, note_status
 from ganga_like.model.counter import StatusCounter
-from ganga_like.model.dependencies import AllowFailed, Upstreams, When
+from ganga_like.model.dependencies import workflow_schema
 from ganga_like.model.history import Entry, HistoryChunk, align_moved_history, make_entry, spill
 from ganga_like.model.periods import MasterPeriod, job_timeline
 from ganga_like.model.resources import ResourceUse, stored_use, use_from_stored
@@ -129,24 +129,8 @@ class Job(GangaObject, Reacting):
         "submit_count": traitlets.Int(0, help="How many times the job was submitted.").tag(
             protected=True, copyable=False, hidden=True
         ),
-        # What the job waits for (ganga_like.model.dependencies, docs/workflows.md).
-        "after": Upstreams(
-            help="Jobs, subjobs or slices this job waits for (stored by id): submit() "
-            "leaves it waiting until their outcome is what `when` asks."
-        ),
-        "when": When(
-            "completed",
-            help="What `after` waits for: 'completed' (default), 'finished' (any final "
-            "state) or 'failed'.",
-        ),
-        "allow_failed": AllowFailed(
-            help="Failed upstream (sub)jobs a 'completed' condition tolerates: a count (int "
-            ">= 0) or a fraction (0 < x < 1)."
-        ),
-        "workflow": Text(
-            what="a workflow name",
-            help="Its workflow's name: throttle(name, n) caps its active (sub)jobs at n.",
-        ).tag(subjob="share"),
+        # What the job waits for, and its workflow (docs/workflows.md).
+        **workflow_schema(),
     }
     _append_only = frozenset({"history"})
 
