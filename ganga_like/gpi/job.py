@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
-from ganga_like.gpi import callbacks, results, workflow
+from ganga_like.gpi import callbacks, results, workflow, workflow_graph
 from ganga_like.gpi.arguments import given, keyword_options, refuse_positional
 from ganga_like.gpi.lookups import check_index, check_lines, check_timeout, id_number, storable_id
 from ganga_like.gpi.progress import progress as show_progress
@@ -25,7 +25,6 @@ from ganga_like.gpi.proxy import (
 from ganga_like.gpi.slices import JobSlice, resubmit_backend
 from ganga_like.gpi.table_text import shorten
 from ganga_like.gpi.waiting import wait_for_job
-from ganga_like.gpi.workflow_graph import WorkflowGraph
 from ganga_like.model.history import History, HistoryEntry
 from ganga_like.model.interfaces import JobPaths
 from ganga_like.model.job import Job as JobImpl
@@ -38,7 +37,6 @@ from ganga_like.model.times import JobTimes
 from ganga_like.runtime import postprocessing
 from ganga_like.runtime.stats import JobStats, job_stats
 from ganga_like.runtime.submission import actions, lifecycle
-from ganga_like.runtime.workflow.graph import workflow_graph
 
 __all__ = ["Job", "SubjobSlice", "subjob_place", "subjob_proxy", "unwrap_job"]
 
@@ -182,12 +180,7 @@ class Job(GPIObject, callbacks.JobReactions):
         ids = workflow.downstream_ids(session, self._job)
         return JobSlice([registry.get(i) for i in ids], title=f"downstream of job {self.fqid}")
 
-    def graph(self) -> WorkflowGraph:
-        """The jobs linked to this one by what waits for what (masters only): printed as
-        text, coloured in the shell, drawn as an SVG in a notebook."""
-        session = current_session()
-        impl = self._job.master or self._job
-        return WorkflowGraph(workflow_graph(session.registry(), impl), impl.id)
+    graph = workflow_graph.job_graph  # j.graph(): the jobs linked to it by what waits for what
 
     @property
     def info(self) -> dict[str, Any]:

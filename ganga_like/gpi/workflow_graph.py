@@ -9,10 +9,13 @@ the same rows and a notebook draws the graph as an SVG (``ganga_like.shell.graph
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ganga_like.runtime.workflow.graph import Graph, Node
+from ganga_like.gpi.proxy import current_session
+from ganga_like.model.job import Job
+from ganga_like.runtime.workflow.graph import Graph, Node, workflow_graph
 
-__all__ = ["Row", "WorkflowGraph", "label", "mix_text", "rows"]
+__all__ = ["Row", "WorkflowGraph", "job_graph", "label", "mix_text", "rows"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,12 @@ class WorkflowGraph:
             mix = mix_text(node)
             lines.append(f"{lead}{label(node)} {node.status}" + (f" ({mix})" if mix else ""))
         return "\n".join(lines)
+
+
+def job_graph(job: Any) -> WorkflowGraph:
+    """``j.graph()``: the jobs linked to ``j`` (a subjob: its master) by what waits for
+    what, top-level jobs only (a job waiting for a subjob hangs from its master): printed
+    as text, coloured in the shell, drawn as an SVG in a notebook."""
+    impl: Job = job._job
+    top = impl.master or impl
+    return WorkflowGraph(workflow_graph(current_session().registry(), top), top.id)
