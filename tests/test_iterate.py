@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like import Executable, Iterate, Job, LocalFile, RunCommand, wait
+from ganga_like import Executable, Iterate, Job, LocalFile, RunCommand, jobs, wait
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session, current_session
 
@@ -155,3 +155,36 @@ def test_only_a_new_whole_unsplit_job_is_iterated(session: Session, fitlib: None
         Iterate(split.subjobs[0], "fitlib:never")
     done.wait(timeout=120)
     split.wait(timeout=120)
+
+
+def test_killing_an_iterate_kills_its_current_iteration_and_it_is_not_resubmitted(
+    session: Session, fitlib: None, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    held = f"{COUNT}; test $n = 0 || while ! test -e {gate}; do sleep 0.05; done"
+    job = Job(
+        name="fit",
+        application=Executable(exe="sh", args=["-c", held, "count", "0"]),
+        outputfiles=[LocalFile("n.txt")],
+    )
+    fit = Iterate(job, until="fitlib:never", max_iterations=5)
+    fit.submit()
+    assert wait_until(lambda: len(fit.iterations) == 2, timeout=120)
+    second = fit.iterations[1]
+    assert wait_until(lambda: second.status == "running", timeout=120)
+    with pytest.raises(GangaError, match=rf"job {fit.id} is an Iterate going on \(its iterat"):
+        fit.resubmit()
+    assert fit.kill()
+    assert fit.wait(timeout=120) == "failed" and second.status == "killed"
+    assert causes(fit)[-1] == f"monitor: iterate: iteration 2 (job {second.id}) killed"
+    with pytest.raises(GangaError) as refused:
+        fit.resubmit()
+    assert str(refused.value) == (
+        f"job {fit.id} is an Iterate that ended failed; it is not resubmitted: make a new one "
+        f"from its last iteration, Iterate(Job(jobs({second.id})), until=...)"
+    )
+    again = Iterate(Job(jobs(second.id)), until="fitlib:converged", max_iterations=5)
+    gate.touch()
+    again.submit()
+    assert again.wait(timeout=180) == "completed"
+    assert (again.iterations[-1].outputdir / "n.txt").read_text() == "3\n"

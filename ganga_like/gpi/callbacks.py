@@ -23,7 +23,15 @@ from ganga_like.runtime.session import Session
 from ganga_like.runtime.workflow import callbacks as runner
 from ganga_like.runtime.workflow.user_functions import check_function_path
 
-__all__ = ["JobReactions", "Notify", "Resubmit", "RunCommand", "callbacks_of", "on"]
+__all__ = [
+    "JobReactions",
+    "Notify",
+    "Resubmit",
+    "RunCommand",
+    "callbacks_of",
+    "not_an_iterate",
+    "on",
+]
 
 _ACTIONS = 'Notify(email=...), Resubmit(), RunCommand([...]) or a function as "module:name"'
 
@@ -156,3 +164,17 @@ class JobReactions:
         registry, state = current_session().registry(), job._iterate
         found = [registry.get(i) for i in (state[2] if state else (job.id,))]
         return JobSlice([j for j in found if j], title=f"iterations of job {job.fqid}")
+
+
+def not_an_iterate(job: JobImpl) -> JobImpl:
+    """``job``, unless it is an Iterate: one is not resubmitted (JobError, one line)."""
+    state = job._iterate
+    if state is None:
+        return job
+    ids = ", ".join(str(i) for i in state[2])
+    if state[3]:
+        raise JobError(f"job {job.fqid} is an Iterate going on (its iterations: {ids})")
+    raise JobError(
+        f"job {job.fqid} is an Iterate that ended {job.current_status()}; it is not resubmitted: "
+        f"make a new one from its last iteration, Iterate(Job(jobs({state[2][-1]})), until=...)"
+    )

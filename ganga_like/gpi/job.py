@@ -261,7 +261,7 @@ class Job(GPIObject, callbacks.JobReactions):
         ``backend``: a changed copy of the job's backend, e.g. ``Slurm(resources=
         Resources(memory="4G"))``; of the same type, changing only what may change at
         resubmission (see each attribute's help). Each resubmitted (sub)job keeps it."""
-        job = self._live("resubmit()")
+        job = callbacks.not_an_iterate(self._live("resubmit()"))
         if job.master is None and job.current_status() is Status.SKIPPED:
             return workflow.resubmit_skipped(current_session(), job)  # it waits again
         return actions.resubmit(current_session(), job, keep_going, resubmit_backend(backend))

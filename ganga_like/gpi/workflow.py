@@ -184,6 +184,7 @@ def kill(
         session.repo.in_transaction(stop, what=f"killing job {job.fqid}")
         if job.current_status().final:
             return True  # what it had made had ended: stopping it was the whole kill
+    job = _current_iteration(session, job)
     waiting_itself = job.master is None and job.current_status() is Status.WAITING
     kill_it = _kill_waiting if waiting_itself else actions.kill
     try:
@@ -193,6 +194,16 @@ def kill(
         return kill_it(session, job, keep_going)
     finally:
         session.poke_monitor()  # what the kill decided is acted on soon
+
+
+def _current_iteration(session: Session, job: JobImpl) -> JobImpl:
+    """What killing ``job`` kills: for an Iterate going on past its first iteration, its
+    current iteration (the Iterate then ends failed, naming it); else ``job``."""
+    state = job._iterate
+    if state is None or not state[3] or len(state[2]) == 1:
+        return job
+    found = session.registry().get(state[2][-1])
+    return found if isinstance(found, JobImpl) else job
 
 
 def resubmit_skipped(session: Session, job: JobImpl) -> bool:

@@ -55,7 +55,8 @@ def _ended(job: Job, iteration: int) -> str | None:
     status = Status.parse(job.status)
     if status is Status.COMPLETED:
         return None
-    code = f" (exit {job.exit_code})" if job.exit_code is not None else ""
+    failed = status is Status.FAILED and job.exit_code is not None
+    code = f" (exit {job.exit_code})" if failed else ""  # a kill's signal says nothing more
     return f"iteration {iteration} (job {job.id}) {status.label}{code}"
 
 
