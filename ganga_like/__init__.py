@@ -73,8 +73,8 @@ if TYPE_CHECKING:
     from ganga_like.gpi.job import Job as Job
     from ganga_like.gpi.job_templates import JobTemplate as JobTemplate
     from ganga_like.gpi.job_templates import templates as templates
+    from ganga_like.gpi.jobs_registry import jobs as jobs
     from ganga_like.gpi.proxy import plugin as plugin
-    from ganga_like.gpi.registry import jobs as jobs
     from ganga_like.gpi.slices import JobSlice as JobSlice
     from ganga_like.gpi.stats import job_stats as job_stats
     from ganga_like.gpi.workflow import throttle as throttle
@@ -87,7 +87,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "Job": "ganga_like.gpi.job",
     "JobSlice": "ganga_like.gpi.slices",
-    "jobs": "ganga_like.gpi.registry",
+    "jobs": "ganga_like.gpi.jobs_registry",
     "plugin": "ganga_like.gpi.proxy",
     "JobTemplate": "ganga_like.gpi.job_templates",
     "templates": "ganga_like.gpi.job_templates",
@@ -105,7 +105,7 @@ _LAZY: dict[str, str] = {
     "as_completed": "ganga_like.gpi.completion",
     "as_completed_async": "ganga_like.gpi.completion",
     # (Not imported for type checkers above: the module imports this package.)
-    "runfile": "ganga_like.shell.script",
+    "runfile": "ganga_like.shell.user_script",
     "config": "ganga_like.config",
 }
 

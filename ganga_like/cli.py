@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ganga_like.shell.app import USAGE as USAGE
-    from ganga_like.shell.script import gpi_namespace as gpi_namespace
+    from ganga_like.shell.user_script import gpi_namespace as gpi_namespace
 
 __all__ = ["USAGE", "gpi_namespace", "main"]
 
 # A subcommand (``ganga jobs``) needs neither the shell application nor IPython's
 # configuration: they are imported only when the command is not a plain subcommand.
-_LAZY = {"USAGE": "ganga_like.shell.app", "gpi_namespace": "ganga_like.shell.script"}
+_LAZY = {"USAGE": "ganga_like.shell.app", "gpi_namespace": "ganga_like.shell.user_script"}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 def _has_ganga_options(args: list[str]) -> bool:
     # Told from the option names alone: building the shell application for this would
     # import traitlets' application machinery into every subcommand.
+    from ganga_like.commands.cli_options import ganga_options_among
     from ganga_like.commands.dispatch import SUBCOMMANDS
-    from ganga_like.commands.options import ganga_options_among
 
     if not args or args[0] not in SUBCOMMANDS:
         return bool(args) and args[0].startswith("-")

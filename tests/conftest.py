@@ -72,7 +72,7 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     tests/test_slurm_commands.py checks it, the wait overlapping everything in between."""
     from ganga_like_slurm import slurm_commands
     from ganga_like_slurm.resource_spec import ResourceSpec
-    from ganga_like_slurm.script import BatchScriptSpec, ElementCommand, render_script
+    from ganga_like_slurm.sbatch_script import BatchScriptSpec, ElementCommand, render_script
 
     if shutil.which("sbatch") is None or not slurm_commands.ping():
         yield None  # the Slurm tests skip, saying why

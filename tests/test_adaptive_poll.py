@@ -14,7 +14,7 @@ import pytest
 from ganga_like.batch.polling import BatchPoller, next_poll_gap
 from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.model.interfaces import ActiveRef, PollContext
-from ganga_like_slurm import polling, slurm_commands
+from ganga_like_slurm import slurm_commands, slurm_polling
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
 
@@ -61,7 +61,7 @@ def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_e
     deadline = time.monotonic() + 90
     try:
         while refs and time.monotonic() < deadline:
-            reports = polling.poll(ctx, refs)
+            reports = slurm_polling.poll(ctx, refs)
             poller = ctx.poller_as(BatchPoller)
             if poller.polled_at.staged:  # the controller was asked
                 gap = poller.poll_gap.latest

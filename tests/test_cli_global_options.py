@@ -100,12 +100,12 @@ def test_options_that_are_not_settings_are_refused_with_a_subcommand(
 def test_the_option_names_a_subcommand_accepts_are_those_of_the_shell_application() -> None:
     from traitlets.config import Application
 
-    from ganga_like.commands import options
+    from ganga_like.commands import cli_options
     from ganga_like.shell.app import GangaApp
 
-    assert set(options.ALIASES) == set(GangaApp.aliases)
-    assert set(options.FLAGS) == set(GangaApp.flags) | set(Application.flags)
-    assert GangaApp.NOT_WITH_SUBCOMMAND == options.NOT_WITH_SUBCOMMAND
+    assert set(cli_options.ALIASES) == set(GangaApp.aliases)
+    assert set(cli_options.FLAGS) == set(GangaApp.flags) | set(Application.flags)
+    assert GangaApp.NOT_WITH_SUBCOMMAND == cli_options.NOT_WITH_SUBCOMMAND
 
 
 def test_a_plain_subcommand_imports_neither_ipython_nor_the_shell_application(
@@ -119,7 +119,7 @@ def test_a_plain_subcommand_imports_neither_ipython_nor_the_shell_application(
     for heavy in ("IPython", "ganga_like.shell.app", "ganga_like.shell", "rich"):
         assert heavy not in modules, heavy
     # Nor the modules of the subcommands that were not asked for.
-    assert "ganga_like.commands.actions" not in modules
+    assert "ganga_like.commands.job_commands" not in modules
     # With one of ganga's options the command goes through the shell application.
     ganga(["jobs", "--no-monitor"], {**env_for, "GANGA_DEBUG_MODULES_FILE": str(dump)})
     assert "ganga_like.shell.app" in set(dump.read_text().split())

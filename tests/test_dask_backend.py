@@ -21,7 +21,7 @@ pytest.importorskip("distributed", reason="the Dask backend needs `pip install .
 from ganga_like import ArgSplitter, Dask, Executable, GangaError, Job, LocalFile
 from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.runtime.session import Session, existing_session
-from ganga_like_dask.connection import DaskConnections
+from ganga_like_dask.dask_clients import DaskConnections
 from ganga_like_dask.settings import Dask as DaskSection
 
 from .dask_cluster import DaskCluster, start_cluster

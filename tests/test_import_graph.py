@@ -14,8 +14,9 @@ may import the model, errors, private, a core batch base (``ganga_like.batch``) 
 another, except the runner plugin (``ganga_like_runner``), through its public modules.
 
 The same parse keeps the rooms sized to be read (no module over 600 lines, no function
-over 80) and the model's state its own: nothing outside ``ganga_like/model/`` writes an
-object's ``__dict__``.
+over 80), the model's state its own (nothing outside ``ganga_like/model/`` writes an
+object's ``__dict__``), the plugins free of module-level mutable state, and each module's
+name its own (no two modules share a last name, but a few that say why).
 """
 
 from __future__ import annotations
@@ -588,3 +589,95 @@ def test_the_dict_write_finder_finds_every_kind_of_write() -> None:
         "z = dict(a.__dict__)\n"
     )
     assert list(_dict_writes(ast.parse(source))) == [1, 2, 3, 4]
+
+
+# -- a module's name says which one it is ------------------------------------------------
+#
+# A traceback line, an editor tab or a search hit shows a module's last name, not its
+# package: two modules of one name are told apart only by where they live. The few names
+# below are shared on purpose, each by exactly the modules listed (a new module of such a
+# name fails too, and so does one renamed since: the lists only shrink).
+
+PLUGIN_ROLE = (
+    "the part a plugin plays for the core, in each plugin that plays it: the package "
+    "says which plugin, the name which part (entry points name backend and settings)"
+)
+LAYER_FACE = (
+    "one thing as each layer holds it: the model's record, the runtime's work on it and "
+    "the GPI's face of it, told apart by the layer as the import rules are"
+)
+SHARED_NAMES: dict[str, tuple[set[str], str]] = {
+    "backend": (
+        {
+            "ganga_like.batch.backend",
+            "ganga_like_dask.backend",
+            "ganga_like_local.backend",
+            "ganga_like_sge.backend",
+            "ganga_like_slurm.backend",
+        },
+        PLUGIN_ROLE + "; the batch base's is the class each batch backend extends",
+    ),
+    "settings": (
+        {
+            "ganga_like.batch.settings",
+            "ganga_like_dask.settings",
+            "ganga_like_local.settings",
+            "ganga_like_sge.settings",
+            "ganga_like_slurm.settings",
+            # What a session is opened with; renaming it touches every entry point.
+            "ganga_like.runtime.settings",
+        },
+        PLUGIN_ROLE + "; the batch base's is the section each batch backend's extends",
+    ),
+    "scheduler": (
+        {"ganga_like.batch.scheduler", "ganga_like_sge.scheduler", "ganga_like_slurm.scheduler"},
+        PLUGIN_ROLE + "; the batch base's is the interface the two implement",
+    ),
+    "script": (
+        {"ganga_like.batch.script", "ganga_like_sge.script"},
+        PLUGIN_ROLE + "; the batch base writes the body of the script Grid Engine's heads",
+    ),
+    "states": ({"ganga_like_sge.states", "ganga_like_slurm.states"}, PLUGIN_ROLE),
+    "job": ({"ganga_like.model.job", "ganga_like.gpi.job"}, LAYER_FACE),
+    "waiting": ({"ganga_like.runtime.waiting", "ganga_like.gpi.waiting"}, LAYER_FACE),
+    "callbacks": (
+        {
+            "ganga_like.model.callbacks",
+            "ganga_like.runtime.workflow.callbacks",
+            "ganga_like.gpi.callbacks",
+        },
+        LAYER_FACE,
+    ),
+    "iterate": ({"ganga_like.runtime.workflow.iterate", "ganga_like.gpi.iterate"}, LAYER_FACE),
+    "stream": ({"ganga_like.model.stream", "ganga_like.runtime.workflow.stream"}, LAYER_FACE),
+}
+
+
+def _modules_by_name() -> dict[str, set[str]]:
+    """Last name -> the modules of that name (a package's ``__init__`` is named by its
+    package, and ``__main__`` is what ``python -m`` runs: neither is counted)."""
+    found: dict[str, set[str]] = {}
+    for module in graph().values():
+        if module.path.name in ("__init__.py", "__main__.py"):
+            continue
+        found.setdefault(module.name.rpartition(".")[2], set()).add(module.name)
+    return found
+
+
+def test_no_two_modules_share_a_name_but_the_few_that_say_why() -> None:
+    found = _modules_by_name()
+    unexplained = []
+    for name, modules in sorted(found.items()):
+        allowed = SHARED_NAMES[name][0] if name in SHARED_NAMES else set()
+        if len(modules) > 1 and not modules <= allowed:
+            unexplained.append(f"{name}: {', '.join(sorted(modules))}")
+    assert not unexplained, (
+        "modules sharing a name: give each a name that says which one it is\n"
+        + "\n".join(unexplained)
+    )
+    gone = {
+        name: sorted(allowed - found.get(name, set()))
+        for name, (allowed, _why) in SHARED_NAMES.items()
+        if not allowed <= found.get(name, set())
+    }
+    assert not gone, f"renamed or removed since: drop from SHARED_NAMES: {gone}"

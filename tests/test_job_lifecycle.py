@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, GenericSplitter, Job, Local, TextMerger, jobs
 from ganga_like.errors import GangaError, IllegalTransitionError, JobError
-from ganga_like.gpi.display import _SHORT
+from ganga_like.gpi.job_table import _SHORT
 from ganga_like.gpi.proxy import unwrap
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.status import Status, check_transition, freezing, master_status

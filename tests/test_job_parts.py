@@ -50,7 +50,7 @@ def test_the_configurable_columns_are_the_job_tables_columns() -> None:
     # The configuration sits below the model, so it cannot ask the schema: it keeps the
     # column names as literals, and this keeps them equal to what the schema derives.
     from ganga_like.config.choices import COLUMNS as CONFIGURABLE
-    from ganga_like.gpi.display import COLUMNS as DERIVED
+    from ganga_like.gpi.job_table import COLUMNS as DERIVED
 
     assert CONFIGURABLE == DERIVED
 

@@ -26,7 +26,7 @@ from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.query import Condition, Query, QueryError, Range, RelativeTime, matches, parse
 from ganga_like.query.ast import EQUALITY_OPERATORS, GLOB_OPERATORS, OPERATORS
-from ganga_like.query.errors import QuerySyntaxError
+from ganga_like.query.query_errors import QuerySyntaxError
 from ganga_like.runtime.search import KNOWN_ROOTS, getter_for, search
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings

@@ -180,7 +180,7 @@ def test_the_shells_input_lexer_colours_every_line_as_ipythons_own(start: str, b
     from IPython.terminal.ptutils import IPythonPTLexer
     from prompt_toolkit.document import Document
 
-    from ganga_like.shell.lexer import LazyIPythonLexer
+    from ganga_like.shell.input_lexer import LazyIPythonLexer
 
     document = Document(start + body)
     ours = LazyIPythonLexer().lex_document(document)

@@ -43,7 +43,7 @@ from ganga_like.model.status import Status
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.submission.splitting import build_subjobs
-from ganga_like_slurm import polling, slurm_commands, submission
+from ganga_like_slurm import slurm_commands, slurm_polling, submission
 from ganga_like_slurm.settings import Slurm as SlurmSection
 from ganga_like_slurm.slurm_commands import SacctRow, SlurmCommandError, SqueueRow
 
@@ -388,7 +388,7 @@ class Poller:
         self.refs += [ActiveRef(job_id, i, 1, {"id": f"{array}_{i}"}) for i in range(count)]
 
     def cycle(self, commit: bool = True) -> dict[str, tuple[str, str, int | None]]:
-        reports = polling.poll(self.ctx, self.refs)
+        reports = slurm_polling.poll(self.ctx, self.refs)
         poller = self.ctx.poller_as(BatchPoller)
         if commit:
             poller.cycle_committed()
@@ -497,9 +497,9 @@ def test_the_poll_does_not_hammer_the_controller(fake_slurm: FakeSlurm, tmp_path
 
 def test_query_ids_fit_a_command_line() -> None:
     ids = [str(10**7 + i) for i in range(30_000)]
-    batches = polling.query_ids([*ids, f"{ids[0]}_3"])
+    batches = slurm_polling.query_ids([*ids, f"{ids[0]}_3"])
     assert sum(len(b) for b in batches) == 30_000
-    assert all(len(",".join(b)) <= polling.MAX_QUERY_CHARS for b in batches)
+    assert all(len(",".join(b)) <= slurm_polling.MAX_QUERY_CHARS for b in batches)
 
 
 # --- preview without a cluster ------------------------------------------------------------

@@ -36,7 +36,7 @@ from ganga_like_slurm.resource_spec import (
     parse_memory,
     parse_slurm_time,
 )
-from ganga_like_slurm.script import (
+from ganga_like_slurm.sbatch_script import (
     BatchScriptSpec,
     ElementCommand,
     ScriptError,

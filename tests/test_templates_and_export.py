@@ -34,7 +34,7 @@ from ganga_like.model.template import JobTemplate as TemplateImpl
 from ganga_like.repository.layout import layout_problem
 from ganga_like.runtime.session import Session
 from ganga_like.shell import display
-from ganga_like.shell.script import core_namespace, gpi_namespace
+from ganga_like.shell.user_script import core_namespace, gpi_namespace
 
 
 def _scan_template() -> JobTemplate:

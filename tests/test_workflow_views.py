@@ -12,7 +12,7 @@ import pytest
 
 from ganga_like import ArgSplitter, Executable, Job, jobs
 from ganga_like.gpi.table_text import render_table
-from ganga_like.query.errors import QuerySyntaxError
+from ganga_like.query.query_errors import QuerySyntaxError
 from ganga_like.runtime.search import parse_job_query
 from ganga_like.runtime.session import Session
 

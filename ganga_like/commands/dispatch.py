@@ -67,19 +67,22 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "a job's stats: counts, run times, time left, failures by cause, resources used",
         _builder("listing", "stats_parser"),
     ),
-    "kill": ("kill the jobs named by ids or a query", _builder("actions", "kill_parser")),
+    "kill": ("kill the jobs named by ids or a query", _builder("job_commands", "kill_parser")),
     "resubmit": (
         "resubmit the jobs named by ids or a query",
-        _builder("actions", "resubmit_parser"),
+        _builder("job_commands", "resubmit_parser"),
     ),
-    "remove": ("remove the jobs named by ids or a query", _builder("actions", "remove_parser")),
+    "remove": (
+        "remove the jobs named by ids or a query",
+        _builder("job_commands", "remove_parser"),
+    ),
     "freeze": (
         "freeze the finished jobs or subjobs named by ids or a query",
-        _builder("actions", "freeze_parser"),
+        _builder("job_commands", "freeze_parser"),
     ),
     "unfreeze": (
         "unfreeze the frozen jobs or subjobs named by ids or a query",
-        _builder("actions", "unfreeze_parser"),
+        _builder("job_commands", "unfreeze_parser"),
     ),
     "export": ("write a job's definition as JSON", _builder("transfer", "export_parser")),
     "import": ("create a new job from a JSON definition", _builder("transfer", "import_parser")),
@@ -104,7 +107,7 @@ def _is_usage_error(exc: GangaError) -> bool:
     A bad setting (in the config file or the environment) is one too, as it is for the
     shell and scripts. (The query package is imported only here: ``ganga jobs`` answered
     from its cache parses no query.)"""
-    from ganga_like.query.errors import QueryError, QuerySyntaxError
+    from ganga_like.query.query_errors import QueryError, QuerySyntaxError
 
     return isinstance(exc, (UsageError, QuerySyntaxError, QueryError, ConfigError))
 

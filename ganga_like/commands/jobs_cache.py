@@ -4,7 +4,7 @@ repository has not changed since the table was last read from it.
 Opening the repository (importing ZODB and ZEO, connecting to its server) costs more than
 the whole budget of the command, and most listings follow one another with nothing
 changed. So the plain path, when it has just read the table of a *settled* repository,
-writes the rows' values (what :func:`ganga_like.gpi.display.job_row` gave, and the ids and
+writes the rows' values (what :func:`ganga_like.gpi.job_table.job_row` gave, and the ids and
 counts ``--json`` adds) to ``<gangadir>/repository/jobs-table.json``, stamped with:
 
 * the repository file's stamp taken *before* the session opened

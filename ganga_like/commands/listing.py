@@ -14,7 +14,7 @@ from ganga_like.commands import jobs_cache
 from ganga_like.commands.context import NOTHING, OK, configured_settings, error, session_for
 from ganga_like.commands.lookup import find_job, select
 from ganga_like.errors import JobError
-from ganga_like.gpi.display import COLUMNS, job_row, shorten
+from ganga_like.gpi.job_table import COLUMNS, job_row, shorten
 from ganga_like.gpi.table_text import render_table
 from ganga_like.model.base import GangaObject, schema_items
 from ganga_like.model.callbacks import DUE_KEY

@@ -28,10 +28,10 @@ from ganga_like.gpi.job import (
     subjob_place,
     subjob_proxy,
 )
+from ganga_like.gpi.jobs_registry import jobs as job_registry
 from ganga_like.gpi.lookups import check_timeout, is_whole
 from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import current_session, unwrap, wrap
-from ganga_like.gpi.registry import jobs as job_registry
 from ganga_like.gpi.slices import JobSlice
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.runtime import waiting

@@ -10,7 +10,7 @@ from typing import Any
 from ganga_like.errors import GangaError, JobError
 from ganga_like.gpi import workflow
 from ganga_like.gpi.arguments import keyword_options, shown_name, wanted_ids
-from ganga_like.gpi.display import table
+from ganga_like.gpi.job_table import table
 from ganga_like.gpi.lookups import check_index, check_select, refuse_pickling, select_ids
 from ganga_like.gpi.progress import progress as show_progress
 from ganga_like.gpi.proxy import GPIObject, current_session, unwrap, wrap

@@ -1,7 +1,7 @@
 """Plain-text job tables from row values: no model, no repository.
 
 The one renderer of ``ganga jobs``, whether its rows were just read from the repository
-(:func:`ganga_like.gpi.display.table`) or come from the jobs-table cache
+(:func:`ganga_like.gpi.job_table.table`) or come from the jobs-table cache
 (:mod:`ganga_like.commands.jobs_cache`), which must not pay for importing the model. So
 the same values always give the same text.
 """

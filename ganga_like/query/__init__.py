@@ -4,7 +4,7 @@
 through a getter, and ``index_hints`` extracts what an index can answer up front.
 See docs/query-language.md for the language itself.
 
-The names are imported on first access: ``from ganga_like.query.errors import QueryError``
+The names are imported on first access: ``from ganga_like.query.query_errors import QueryError``
 (what ``ganga``'s command line needs to tell a usage error) loads no parser.
 """
 
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from ganga_like.query.ast import RelativeTime as RelativeTime
     from ganga_like.query.ast import Scalar as Scalar
     from ganga_like.query.ast import Value as Value
-    from ganga_like.query.errors import QueryError as QueryError
-    from ganga_like.query.errors import QuerySyntaxError as QuerySyntaxError
     from ganga_like.query.evaluate import Getter as Getter
     from ganga_like.query.evaluate import matches as matches
     from ganga_like.query.hints import index_hints as index_hints
     from ganga_like.query.parser import parse as parse
+    from ganga_like.query.query_errors import QueryError as QueryError
+    from ganga_like.query.query_errors import QuerySyntaxError as QuerySyntaxError
 
 # name -> the submodule defining it
 _LAZY = {
@@ -35,8 +35,8 @@ _LAZY = {
     "RelativeTime": "ast",
     "Scalar": "ast",
     "Value": "ast",
-    "QueryError": "errors",
-    "QuerySyntaxError": "errors",
+    "QueryError": "query_errors",
+    "QuerySyntaxError": "query_errors",
     "Getter": "evaluate",
     "matches": "evaluate",
     "index_hints": "hints",

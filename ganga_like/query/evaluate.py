@@ -24,7 +24,7 @@ from ganga_like.query.ast import (
     format_number,
     format_scalar,
 )
-from ganga_like.query.errors import QueryError
+from ganga_like.query.query_errors import QueryError
 
 __all__ = ["Getter", "matches"]
 

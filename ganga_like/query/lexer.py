@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ganga_like.query import dates
-from ganga_like.query.errors import QuerySyntaxError
+from ganga_like.query.query_errors import QuerySyntaxError
 
 __all__ = [
     "BARE_PUNCTUATION",

@@ -33,8 +33,8 @@ from ganga_like.query.ast import (
     Value,
     range_is_empty,
 )
-from ganga_like.query.errors import QueryError, QuerySyntaxError
 from ganga_like.query.lexer import Token, TokenKind, classify_word, tokenize
+from ganga_like.query.query_errors import QueryError, QuerySyntaxError
 
 __all__ = ["parse"]
 

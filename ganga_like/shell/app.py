@@ -24,7 +24,7 @@ from traitlets import Bool, List, Unicode, default
 from traitlets.config import Application, Config, Configurable
 
 import ganga_like
-from ganga_like.commands.options import NOT_WITH_SUBCOMMAND, ganga_options_among
+from ganga_like.commands.cli_options import NOT_WITH_SUBCOMMAND, ganga_options_among
 from ganga_like.config.lists import help_text
 from ganga_like.config.store import (
     all_sections,
@@ -37,8 +37,8 @@ from ganga_like.errors import ConfigError, GangaError
 from ganga_like.runtime.session import Session, close_session, current_session
 from ganga_like.runtime.settings import configured_settings
 from ganga_like.shell import collector
-from ganga_like.shell.script import core_namespace, run_script
 from ganga_like.shell.terminal import shell_colours
+from ganga_like.shell.user_script import core_namespace, run_script
 
 __all__ = ["GangaApp", "UsageFailure", "main"]
 
@@ -185,7 +185,7 @@ class GangaApp(Application):
 
     def options_among(self, args: list[str]) -> tuple[list[str], list[str]]:
         """(ganga's options, the rest) among a subcommand's arguments (see
-        :func:`ganga_like.commands.options.ganga_options_among`, which tells them apart
+        :func:`ganga_like.commands.cli_options.ganga_options_among`, which tells them apart
         without this application)."""
         return ganga_options_among(args)
 
@@ -318,7 +318,7 @@ def launch_shell(names: dict[str, Any]) -> int:
     namespace.update({k: v for k, v in names.items() if not k.startswith("__")})
     from IPython import start_ipython
 
-    from ganga_like.shell.lexer import use_lazy_lexer
+    from ganga_like.shell.input_lexer import use_lazy_lexer
 
     use_lazy_lexer()  # the lexers of cell magics only once one is typed
     shell = store.section("Shell")

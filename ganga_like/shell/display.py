@@ -1,6 +1,6 @@
 """How jobs look in the shell (rich, coloured) and in notebooks (HTML).
 
-Both renderers share one model: the rows of :func:`ganga_like.gpi.display.job_row` for the
+Both renderers share one model: the rows of :func:`ganga_like.gpi.job_table.job_row` for the
 configured columns, plus each master's subjob counts by status so they can be coloured.
 Long tables show their first and last rows only; subjob tables then read just those
 subjobs. Scripts keep the plain ``repr`` of the GPI: these displays are registered with
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ganga_like.config.store import store
-from ganga_like.gpi.display import cell, header, job_row
 from ganga_like.gpi.job import Job, SubjobSlice
+from ganga_like.gpi.job_table import cell, header, job_row
 from ganga_like.gpi.proxy import unwrap, wrap
 from ganga_like.gpi.slices import JobSlice
 from ganga_like.gpi.table_text import shown_columns

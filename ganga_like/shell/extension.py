@@ -33,7 +33,7 @@ from ganga_like.runtime.stats.data import JobStats
 from ganga_like.shell import collector, toolbar
 from ganga_like.shell.hooks import CellTransactions, show_gpi_error
 from ganga_like.shell.magics import GangaMagics
-from ganga_like.shell.script import core_namespace, plugin_namespace
+from ganga_like.shell.user_script import core_namespace, plugin_namespace
 
 __all__ = ["is_terminal", "load", "unload"]
 

@@ -11,7 +11,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from ganga_like.config.sections import Monitor as MonitorSection
 from ganga_like.config.store import store
 from ganga_like.runtime.session import current_session
-from ganga_like.shell.script import run_script
+from ganga_like.shell.user_script import run_script
 
 __all__ = ["GangaMagics"]
 
@@ -36,7 +36,7 @@ class GangaMagics(Magics):
         """
         from IPython.display import display
 
-        from ganga_like.gpi.registry import jobs
+        from ganga_like.gpi.jobs_registry import jobs
 
         display(jobs.query(line) if line.strip() else jobs)  # type: ignore[no-untyped-call]
 

@@ -49,7 +49,7 @@ from ganga_like.model.workspace import keep_earlier_output, run_environment, sta
 from ganga_like.private import make_private_dirs, write_private
 from ganga_like_dask import default_cluster, scheduler_side, task
 from ganga_like_dask.address import SchedulerAddress
-from ganga_like_dask.connection import DaskConnections, DaskUnreachable, on_scheduler
+from ganga_like_dask.dask_clients import DaskConnections, DaskUnreachable, on_scheduler
 from ganga_like_dask.settings import Dask as DaskSection
 
 __all__ = ["Dask"]

@@ -3,14 +3,14 @@
 Submission (see :mod:`.submission`): the subjobs of a split job become one job array
 whose task ids are their subjob ids; subjobs whose Slurm options differ (a splitter
 varied ``backend.resources``...) go in one array per set of options, and ``bulk=False``
-submits each subjob as a job of its own.  Monitoring (see :mod:`.polling`) costs one
+submits each subjob as a job of its own.  Monitoring (see :mod:`.slurm_polling`) costs one
 squeue and at most one sacct per cycle, however many jobs are active.  The workspace
 is expected on a file system the compute nodes share: each (sub)job runs in its
 ``work/`` directory and writes ``output/stdout`` and ``output/stderr`` there.
 
 Built over the batch base (:mod:`ganga_like.batch`): the submit loop, retries, kill and
 the poll's rules are :class:`~ganga_like.batch.backend.BatchBackend`'s; Slurm's commands
-are in :mod:`.scheduler` and :mod:`.commands`. Here: the attributes and the hooks.
+are in :mod:`.scheduler` and :mod:`.slurm_commands`. Here: the attributes and the hooks.
 """
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ from .pilot_script import (
     task_key,
     task_row,
 )
+from .sbatch_script import ScriptError
 from .scheduler import SCHEDULER
-from .script import ScriptError
 from .settings import Slurm as SlurmSection
 from .slurm_commands import SlurmCommandError
 

@@ -22,7 +22,7 @@ from ganga_like.model.workspace import keep_earlier_output, run_environment, sta
 from . import submission
 from .partitions import choose_partition, rejection_reasons
 from .resource_spec import ResourceError, ResourceSpec
-from .script import _directive_value
+from .sbatch_script import _directive_value
 from .settings import Slurm as SlurmSection
 from .slurm_commands import SlurmCommandError
 

@@ -14,7 +14,7 @@ from ganga_like.batch.scheduler_commands import CommandError
 from ganga_like.batch.tracker import Observation, Sighting
 
 from . import slurm_commands, submission
-from .script import compress_indices
+from .sbatch_script import compress_indices
 from .slurm_commands import SacctRow, SqueueRow
 from .states import UnknownStateError, classify
 

@@ -24,7 +24,7 @@ from .partitions import (
     parse_scontrol_partitions,
     parse_sinfo_nodes,
 )
-from .script import expand_indices
+from .sbatch_script import expand_indices
 from .states import normalise_state
 
 __all__ = [

@@ -41,7 +41,7 @@ from ganga_like.model.launchers import (
 from . import slurm_commands
 from .partitions import PartitionInfo, choose_partition
 from .resource_spec import ResourceError, ResourceSpec
-from .script import BatchScriptSpec, ElementCommand, ScriptError, render_script
+from .sbatch_script import BatchScriptSpec, ElementCommand, ScriptError, render_script
 from .settings import Slurm as SlurmSection
 from .slurm_commands import find_jobs_by_name
 

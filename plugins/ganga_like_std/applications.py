@@ -23,7 +23,7 @@ from ganga_like_std.pyfunction import (
     load_function,
     read_result,
 )
-from ganga_like_std.traits import Arg
+from ganga_like_std.shared_traits import Arg
 
 __all__ = ["Executable", "PythonFunction"]
 

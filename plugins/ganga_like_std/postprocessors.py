@@ -21,7 +21,7 @@ from ganga_like.errors import PostProcessError
 from ganga_like.model.interfaces import IPostProcessor, PostProcessContext
 from ganga_like.model.job import Job
 from ganga_like_std.expressions import MetadataExpression
-from ganga_like_std.traits import OutputName, PythonModule, module_problem
+from ganga_like_std.shared_traits import OutputName, PythonModule, module_problem
 
 # A file read or written as bytes, compressed or not.
 _Bytes = gzip.GzipFile | BinaryIO

@@ -14,7 +14,7 @@ import traitlets
 from ganga_like.errors import JobError
 from ganga_like.model.interfaces import ISplitter
 from ganga_like.model.job import Job
-from ganga_like_std.traits import SplitArg
+from ganga_like_std.shared_traits import SplitArg
 
 __all__ = ["ArgSplitter", "DatasetSplitter", "GenericSplitter"]
 

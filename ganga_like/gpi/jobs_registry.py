@@ -6,8 +6,8 @@ from typing import Any
 
 from ganga_like.errors import JobError
 from ganga_like.gpi.arguments import given, keyword_options
-from ganga_like.gpi.display import table
 from ganga_like.gpi.job import Job
+from ganga_like.gpi.job_table import table
 from ganga_like.gpi.lookups import check_index, is_whole, storable_id
 from ganga_like.gpi.proxy import current_session, wrap
 from ganga_like.gpi.slices import JobSlice, LazyJobSlice
