@@ -20,17 +20,25 @@ from ganga_like_runner import client as runner_client
 from .test_cli import ganga
 from .waiting import wait_for
 
-CHAIN = """\
+
+def chain_script(backend: str = "Local()", width: int = 3) -> str:
+    """A script submitting a three-stage chain on ``backend`` (``width`` subjobs first,
+    each waiting for the gate file given as its argument), printing the three ids."""
+    return f"""\
 import sys
 gate = sys.argv[1]
-wait = ["-c", f"while ! test -e {gate}; do sleep 0.05; done"]
-a = Job(name="sim", application=Executable(exe="/bin/sh"), splitter=ArgSplitter(args=[wait] * 3))
-b = Job(name="reco", application=Executable(exe="/bin/true"), after=a)
-m = Job(name="merge", application=Executable(exe="/bin/true"), after=b)
+wait = ["-c", f"while ! test -e {{gate}}; do sleep 0.05; done"]
+a = Job(name="sim", application=Executable(exe="/bin/sh"),
+        splitter=ArgSplitter(args=[wait] * {width}), backend={backend})
+b = Job(name="reco", application=Executable(exe="/bin/true"), after=a, backend={backend})
+m = Job(name="merge", application=Executable(exe="/bin/true"), after=b, backend={backend})
 for j in (a, b, m):
     j.submit()
 print(a.id, b.id, m.id)
 """
+
+
+CHAIN = chain_script()
 
 
 def statuses(env: dict[str, str]) -> dict[int, str]:
