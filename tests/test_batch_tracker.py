@@ -149,6 +149,14 @@ def test_an_unknown_state_leaves_the_job_as_it_was() -> None:
     assert run.asked == [] and run.memory["8"] == Seen(reported="running")
 
 
+def test_a_history_record_of_an_unknown_state_leaves_the_job_as_it_was() -> None:
+    run = Cycles(["8"], vanish_seconds=0, vanish_cycles=1)
+    run.cycle(0, {"8": RUNNING}, {})
+    for now in (1, 2, 3):  # not concluded gone, however long it lasts
+        assert run.cycle(now, {}, {"8": Sighting(None)}) == {}
+    assert run.memory["8"] == Seen(reported="running")
+
+
 def test_a_job_killed_while_waiting_never_started() -> None:
     run = Cycles(["9"], final_grace_seconds=0)
     run.cycle(0, {"9": PENDING}, {})

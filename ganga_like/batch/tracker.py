@@ -155,6 +155,9 @@ class Tracker:
             if rows is None and not self.history_off:
                 self.seen[sid] = before  # the history did not answer: nothing concluded
                 continue
+            if record is not None and confirmed is None:  # unknown record: keep as it is
+                self.seen[sid] = before
+                continue
             first = before.missing_since if before.missing_since is not None else now
             cycles = before.missing_cycles + 1
             if now - first >= settings.vanish_seconds and cycles >= settings.vanish_cycles:
