@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.batch.planning import Batch, Member, consecutive_arrays
-from ganga_like.batch.tracker import Observation, Sighting
+from ganga_like.batch.tracker import Observation
 from ganga_like.errors import GangaError, JobError
 from ganga_like.runtime.session import Session, close_session
 from ganga_like_sge.scheduler import SCHEDULER, expand_tasks, parse_qacct, parse_qstat
@@ -438,11 +438,12 @@ def test_a_subjob_over_its_walltime_is_retried_with_a_grown_walltime_and_complet
 
 
 @pytest.mark.sge
-def test_a_task_this_process_deleted_reads_killed_in_qacct_not_failed(
+def test_a_task_this_process_deleted_is_left_to_the_kill_that_records_it(
     sge_session: Session, tmp_path: Path
 ) -> None:
-    """qacct records a deleted running task as any task a signal ended: a monitor reading
-    it between the qdel and the kill's recording must not call it failed."""
+    """A monitor cycle between kill()'s qdel and its record must record nothing: not the
+    kill in Grid Engine's words, not a failure (qacct records a deleted running task as any
+    task a signal ended). The kill records it, as the user's."""
     started = tmp_path / "started"
     exe = _script(tmp_path, f'touch "{started}.$1"\nexec sleep 300\n')
     j = Job(
@@ -451,21 +452,22 @@ def test_a_task_this_process_deleted_reads_killed_in_qacct_not_failed(
         backend=CASE.make(),
     )
     j.submit()
-    wait_for(lambda: Path(f"{started}.0").exists(), PATIENCE, "task 1 to start")
-    element = j.subjobs[0].backend.id
+    victim = j.subjobs[0]
+    assert victim.wait(timeout=PATIENCE, until="running") == "running"
+    monitor = sge_session.monitor
+    monitor.stop()
+    element = victim.backend.id
     SCHEDULER.cancel([element], timeout=30)  # what kill() sends, before it records
-    rows: dict[str, object] = {}
-
-    def recorded() -> bool:
-        rows.update(SCHEDULER.history([element], timeout=30))
-        return element in rows
-
-    wait_for(recorded, 60, "qacct to record the deleted task", 0.3)
-    assert rows[element] == Sighting(
-        Observation("killed", "deleted (qdel)"),
-        started=True,
-        ended_at=rows[element].ended_at,  # type: ignore[attr-defined]
+    wait_for(
+        lambda: element in SCHEDULER.history([element], timeout=30),
+        60,
+        "qacct to record the deleted task",
+        0.3,
     )
+    monitor.run_once()  # the cycle in between
+    assert victim.status == "running", [(h.new, h.cause) for h in victim.history]
+    assert victim.kill()
+    assert (victim.history[-1].new, victim.history[-1].cause) == ("killed", "user: kill")
 
 
 @pytest.mark.sge

@@ -23,7 +23,7 @@ from ganga_like.batch.planning import compress
 from ganga_like.batch.scheduler import BatchScheduler
 from ganga_like.batch.scheduler_commands import CommandError, command_failure, run_command
 from ganga_like.batch.settings import BatchSection
-from ganga_like.batch.tracker import Observation, Sighting
+from ganga_like.batch.tracker import Sighting
 
 from .states import finished, queued
 
@@ -134,9 +134,10 @@ class SGEScheduler(BatchScheduler):
     default_max_tasks: ClassVar[int] = 75000
 
     def __init__(self) -> None:
-        # The jobs and tasks this process deleted (qdel): qacct records a deleted running
-        # task as any task a signal ended, so a monitor that reads it before the kill is
-        # recorded would call it failed.
+        # The jobs and tasks this process deleted (qdel): the kill() that deleted them
+        # records them killed. A monitor cycle between the qdel and that record must leave
+        # them as they are: it would record the kill in Grid Engine's words, or as a
+        # failure (qacct records a deleted running task as any task a signal ended).
         self._deleted: set[str] = set()
         # Every Grid Engine command run, by program name (what a benchmark counts).
         self.counts: Counter[str] = Counter()
@@ -181,9 +182,19 @@ class SGEScheduler(BatchScheduler):
 
     def parse_query(self, stdout: str) -> dict[str, Sighting]:
         try:
-            return parse_qstat(stdout)
+            return self._left_to_the_kill(parse_qstat(stdout))
         except ElementTree.ParseError as exc:
             raise CommandError(f"qstat's XML cannot be read: {exc}", transient=True) from None
+
+    def _left_to_the_kill(self, rows: dict[str, Sighting]) -> dict[str, Sighting]:
+        """``rows`` with the ended ones of the tasks this process deleted left as they
+        are (observation None): their kill() records them."""
+        for key, row in rows.items():
+            ended = row.observation
+            deleted = key in self._deleted or self.split_id(key)[0] in self._deleted
+            if deleted and ended is not None and ended.status in ("killed", "failed"):
+                rows[key] = replace(row, observation=None)
+        return rows
 
     def history_command(self, job_ids: Sequence[str]) -> list[str]:
         # qacct takes one job (every task of an array) per call: see history().
@@ -240,12 +251,7 @@ class SGEScheduler(BatchScheduler):
         rows: dict[str, Sighting] = {}
         for base in dict.fromkeys(self.split_id(i)[0] for i in job_ids):
             rows.update(self._qacct(["qacct", "-j", base], timeout))
-        for key, row in rows.items():
-            ended = row.observation
-            deleted = key in self._deleted or self.split_id(key)[0] in self._deleted
-            if deleted and ended is not None and ended.status == "failed" and ended.exit_code:
-                rows[key] = replace(row, observation=Observation("killed", "deleted (qdel)"))
-        return rows
+        return self._left_to_the_kill(rows)
 
     def _qacct(self, args: list[str], timeout: float) -> dict[str, Sighting]:
         result = self.run(args, timeout=timeout)
@@ -260,11 +266,11 @@ class SGEScheduler(BatchScheduler):
         if not targets:
             return
         args = self.cancel_command(targets)
+        marked: set[str] = set()
         for word in args[1:]:
             base, _, tasks = word.partition(".")
-            self._deleted.update(f"{base}.{t}" for t in expand_tasks(tasks) if tasks)
-            if not tasks:
-                self._deleted.add(base)
+            marked.update([f"{base}.{t}" for t in expand_tasks(tasks)] if tasks else [base])
+        self._deleted |= marked  # before the qdel: a monitor cycle may run meanwhile
         result = self.run(args, timeout=timeout)
         if result.returncode == 0:
             return
@@ -277,6 +283,7 @@ class SGEScheduler(BatchScheduler):
             and "has deleted" not in line
         ]
         if problems:
+            self._deleted -= marked  # not killed: the monitor follows them again
             raise command_failure(args, result, self.is_transient)
 
     def find_submitted(self, names: Sequence[str], *, timeout: float) -> dict[str, str]:
