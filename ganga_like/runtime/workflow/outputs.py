@@ -83,16 +83,15 @@ def check_before_waiting(registry: Registry, job: Job) -> None:
         job._assign("after", (*job.after, dataset.job))
 
 
-def output_dir(workspace: str, job: Job) -> str:
-    """Where ``job``'s run left its output files."""
-    master = job.master
-    top = f"{job.id}" if master is None else f"{master.id}/{job.id}"
-    return os.path.join(workspace, top, "output")
+def output_dir(workspace: str, fqid: str) -> str:
+    """Where the run of (sub)job ``fqid`` left its output files (read from its id alone:
+    no job is loaded)."""
+    return os.path.join(workspace, fqid.replace(".", os.sep), "output")
 
 
-def matching_files(workspace: str, job: Job, pattern: str) -> list[str]:
-    """The output files of ``job``'s run matching ``pattern``, sorted."""
-    found = glob.glob(os.path.join(glob.escape(output_dir(workspace, job)), pattern))
+def matching_files(workspace: str, fqid: str, pattern: str) -> list[str]:
+    """The output files of (sub)job ``fqid``'s run matching ``pattern``, sorted."""
+    found = glob.glob(os.path.join(glob.escape(output_dir(workspace, fqid)), pattern))
     return sorted(path for path in found if os.path.isfile(path))
 
 
@@ -126,7 +125,7 @@ def resolve(registry: Registry, workspace: str, job: Job) -> None:
     files = [
         path
         for done in _completed(upstream)
-        for path in matching_files(workspace, done, dataset.pattern)
+        for path in matching_files(workspace, done.fqid, dataset.pattern)
     ]
     if not files:
         raise JobError(f"job {job.fqid}: {no_file_cause(dataset)}")

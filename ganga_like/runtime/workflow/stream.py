@@ -14,6 +14,7 @@ gives no subjob; a resubmitted ``up`` opens the stream again.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
 from ganga_like.errors import JobError
 from ganga_like.model.dependencies import fqid_parts
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 _DONE = frozenset({Status.COMPLETED.label, Status.COMPLETED_FROZEN.label})
+# Subjobs one pass makes at most: the monitor polls again between passes, so that a long
+# stream's later pieces are noticed while the earlier ones are submitted.
+MAKE_AT_ONCE = 500
 
 
 def is_streaming(job: Job) -> bool:
@@ -145,26 +149,25 @@ def stop(job: Job) -> None:
 
 
 def make_arrived(registry: Registry, workspace: str, job: Job) -> int:
-    """Make the subjobs of the pieces that arrived (new, not submitted), each with the
-    files of its piece and the piece named as its source; how many."""
+    """Make the subjobs of the pieces that arrived (at most ``MAKE_AT_ONCE``; new, not
+    submitted), each with the files of its piece and the piece named as its source; how
+    many."""
     stream = stream_of(job)
     dataset = dataset_of(job)
     assert dataset is not None
-    job_id, sub = fqid_parts(dataset.job)
-    upstream = registry.lookup(job_id, sub)
     variations, pieces = [], []
-    for piece in list(stream.arrived.keys()):
+    for piece in list(islice(stream.arrived.keys(), MAKE_AT_ONCE)):
         del stream.arrived[piece]
-        done = upstream if piece == WHOLE else upstream.find_subjob(piece) if upstream else None
-        files = matching_files(workspace, done, dataset.pattern) if done is not None else []
-        if done is None or not files:
+        # Named by ids: the upstream subjobs are not loaded (thousands, over the network).
+        source = dataset.job if piece == WHOLE else f"{dataset.job}.{piece}"
+        files = matching_files(workspace, source, dataset.pattern)
+        if not files:
             stream.made[piece] = NOTHING
-            source = done.fqid if done is not None else f"{dataset.job}.{piece}"
             job.log_event(f"monitor: {source} left no output file matching {dataset.pattern!r}")
             continue
         chunk = dataset._copy()
         chunk._assign("files", files)
-        chunk._assign("source", done.fqid)
+        chunk._assign("source", source)
         variations.append({"inputdata": chunk})
         pieces.append(piece)
     if not variations:

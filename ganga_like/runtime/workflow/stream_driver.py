@@ -2,8 +2,9 @@
 ``STREAM`` in the pending table, make the subjobs of the pieces that arrived and submit
 them, in three steps that a crash at any point leaves safe:
 
-1. one transaction makes the subjobs (new) and moves their pieces from ``arrived`` to
-   ``made``: a piece is made once, whoever drives;
+1. one transaction makes the subjobs (new; a few hundred at most, the rest at the next
+   pass) and moves their pieces from ``arrived`` to ``made``: a piece is made once,
+   whoever drives;
 2. the job's new subjobs are submitted as ``submit()`` submits those of a master, with
    the submission's own intent and outcome (its recovery at the next start decides on a
    submission a crash interrupted);
@@ -48,7 +49,7 @@ def drive_stream(session: Session, job_id: int) -> int:
             registry.reindex(job)
             engine.upstream_changed(registry, [job], "monitor")
         news = stream.new_subjobs(job)
-        if not news:
+        if not news and not stream.stream_of(job).arrived:
             del table[job_id]
         found.append((job, news))
 
