@@ -1,19 +1,23 @@
 """Start-up of ``import ganga_like`` and of ``ganga jobs``, against plain Python and the floor.
 
-    python scripts/bench/bench_cli.py [GANGADIR] [--rounds 11] [--compare SRC]
+    python scripts/bench/bench_cli.py [GANGADIR] [--rounds 11] [--compare SRC ...]
 
 Each round starts, interleaved so machine noise hits all alike:
 
 * ``python -c pass``                   the interpreter alone;
 * ``python -c "import ganga_like"``    the package (budget: <= 60 ms CPU);
+* ``import the GPI``                    ``import ganga_like.gpi.export``: every GPI module
+                                       and what they import, as a script's first use of
+                                       ``Job`` or ``jobs`` pays;
 * ``ganga jobs > /dev/null``           the whole command (budget: <= 0.15 s wall);
 * ``floor``                            python + ZODB/ZEO imports + opening the repository
                                        as ``ganga jobs`` does (a ZEO client of the
                                        repository's server, which ``ganga jobs`` just
                                        started if it had gone idle, with a persistent client
                                        cache), then with ``+ load`` every job record too;
-* with ``--compare SRC``, ``ganga jobs`` again importing the ``ganga_like`` (and plugins)
-  of another checkout, e.g. ``git archive main ganga_like plugins | tar -x -C SRC``.
+* with ``--compare SRC`` (repeatable), ``ganga jobs`` and the GPI's import again with the
+  ``ganga_like`` (and plugins) of another checkout, e.g.
+  ``git archive main ganga_like plugins | tar -x -C SRC``.
 
 GANGADIR is a repository built by ``bench_reopen.py`` (1,000 jobs, one with 10,000
 subjobs); without it one of 1,000 new jobs is built in a temporary directory. Prints per
@@ -58,6 +62,14 @@ conn.close()
 db.close()
 """
 
+# Every GPI module (export imports the others) and what they import; checks that the
+# modules came from where PYTHONPATH says, so a comparison compares what it claims.
+GPI = (
+    "import os, ganga_like.gpi.export as m\n"
+    "src = os.environ.get('PYTHONPATH', '').split(os.pathsep)[0]\n"
+    "assert not src or m.__file__.startswith(src), m.__file__\n"
+)
+
 
 def build(gangadir: Path) -> None:
     code = (
@@ -72,7 +84,9 @@ def build(gangadir: Path) -> None:
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the child) of one run, output discarded."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    # Not from the checkout: ``python -c`` puts the working directory first on sys.path,
+    # which would shadow the ganga_like a comparison puts on PYTHONPATH.
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, cwd="/")
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -85,7 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("gangadir", nargs="?", type=Path)
     parser.add_argument("--rounds", type=int, default=11)
-    parser.add_argument("--compare", type=Path, help="another checkout's source tree")
+    parser.add_argument(
+        "--compare", type=Path, action="append", default=[], help="another checkout's source tree"
+    )
     args = parser.parse_args()
     gangadir = args.gangadir or Path(tempfile.mkdtemp(prefix="bench-cli-")) / "gangadir"
     if not (gangadir / "repository" / "Data.fs").exists():
@@ -96,15 +112,17 @@ def main() -> None:
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "import ganga_like": [sys.executable, "-c", "import ganga_like"],
+        "import the GPI": [sys.executable, "-c", GPI],
         "ganga jobs": [str(ganga), "jobs"],
         "floor (open)": [sys.executable, "-c", FLOOR, str(gangadir)],
         "floor (open + load jobs)": [sys.executable, "-c", FLOOR, str(gangadir), "--load"],
     }
     envs = {name: env for name in commands}
-    if args.compare:
-        other = f"{args.compare.resolve()}{os.pathsep}{args.compare.resolve() / 'plugins'}"
-        commands[f"ganga jobs ({args.compare})"] = [str(ganga), "jobs"]
-        envs[f"ganga jobs ({args.compare})"] = dict(env, PYTHONPATH=other)
+    for src in args.compare:
+        other = dict(env, PYTHONPATH=f"{src.resolve()}{os.pathsep}{src.resolve() / 'plugins'}")
+        commands[f"ganga jobs ({src})"] = [str(ganga), "jobs"]
+        commands[f"import the GPI ({src})"] = [sys.executable, "-c", GPI]
+        envs[f"ganga jobs ({src})"] = envs[f"import the GPI ({src})"] = other
     for name, argv in commands.items():  # warm-up: byte-code and disk caches, the server
         run(argv, envs[name])
     wall: dict[str, list[float]] = {name: [] for name in commands}
@@ -117,7 +135,7 @@ def main() -> None:
     print(f"{args.rounds} rounds, load average {os.getloadavg()[0]:.2f}, {gangadir}")
     for name in commands:
         print(
-            f"{name:34s} wall median {statistics.median(wall[name]) * 1000:6.1f} ms  "
+            f"{name:40s} wall median {statistics.median(wall[name]) * 1000:6.1f} ms  "
             f"min {min(wall[name]) * 1000:6.1f}   CPU median "
             f"{statistics.median(cpu[name]) * 1000:6.1f} ms"
         )
