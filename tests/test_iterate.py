@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like import Executable, Iterate, Job, LocalFile, RunCommand, jobs, wait
+from ganga_like import Executable, Iterate, Job, LocalFile, Resubmit, RunCommand, jobs, wait
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session, current_session
 
@@ -188,3 +188,15 @@ def test_killing_an_iterate_kills_its_current_iteration_and_it_is_not_resubmitte
     again.submit()
     assert again.wait(timeout=180) == "completed"
     assert (again.iterations[-1].outputdir / "n.txt").read_text() == "3\n"
+
+
+def test_a_resubmit_callback_of_an_iterate_resubmits_nothing(
+    session: Session, fitlib: None
+) -> None:
+    fit = Iterate(counting(), until="fitlib:never", max_iterations=1)
+    fit.on("failed", Resubmit())
+    fit.submit()
+    assert fit.wait(timeout=120) == "failed"
+    done = "Resubmit(times=1): not resubmitted: an Iterate is not resubmitted"
+    assert wait_until(lambda: any(c.endswith(done) for c in causes(fit)), timeout=120)
+    assert submits(fit) == 1 and fit.status == "failed"

@@ -155,6 +155,8 @@ def _notify(session: Session, job: Job, email: str) -> str:
 
 
 def _resubmit(session: Session, job: Job, times: int) -> str:
+    if job._iterate is not None:
+        return "not resubmitted: an Iterate is not resubmitted"
     made = sum(1 for entry in job.history if entry[3].endswith(": resubmitted"))
     if made >= times:
         return f"not resubmitted: it was {made} time(s) already"
