@@ -11,7 +11,7 @@ import pytest
 from ganga_like import ArgSplitter, Executable, Job, SchemaError, jobs, why
 from ganga_like.errors import GangaError
 from ganga_like.runtime.session import Session
-from ganga_like.runtime.workflow import index
+from ganga_like.runtime.workflow import driver, index
 
 
 def _script(tmp_path: Path, body: str, name: str = "step.sh") -> str:
@@ -181,8 +181,14 @@ def test_killing_an_upstream_with_waiting_dependents_needs_a_decision(
         a.kill(dependents="drop")
     a.kill(dependents="keep")
     assert a.status == "killed" and b.status == "waiting"
+    # Kept for good: a later look at every waiting job (the lease holder's periodic one)
+    # leaves it waiting for a's resubmission.
+    driver._swept.clear()
+    session.monitor.run_once()
+    assert b.status == "waiting" and b._impl._kept_for == (a.id,)
     (tmp_path / "gate").touch()
     a.resubmit()
+    assert b._impl._kept_for == ()  # a's next end decides for it, as any upstream's
     assert b.wait(timeout=120) == "completed"
 
     c = Job(application=_gated(tmp_path))
@@ -318,7 +324,6 @@ def test_a_waiting_job_whose_decision_was_missed_is_found_by_the_periodic_look(
     for it can each miss the other; the lease holder looks at every waiting job again
     periodically. Made here by recording a job waiting with no decision pending."""
     from ganga_like.model.status import Status
-    from ganga_like.runtime.workflow import driver
 
     a = Job(application=_ok(tmp_path))
     a.submit()

@@ -178,6 +178,9 @@ class Job(GangaObject, Reacting):
     # Why a job waiting for others was skipped: the upstream job that decided it, and the
     # root failure ("upstream 12.4 failed (exit 3)"), which its own dependents inherit.
     _skipped_by: tuple[str, str] | None = None
+    # Upstream jobs killed with dependents="keep": until they run again, this job waits
+    # for their resubmission instead of being skipped for them (runtime.workflow.engine).
+    _kept_for: tuple[int, ...] = ()
     # What the current run used, once ended and measured (model.resources); a new run forgets it.
     _used: tuple[int, float, float, float] | None = None
     _stream: Stream | None = None  # a streaming map's record of what it read (model.stream)

@@ -22,6 +22,7 @@ from ganga_like.runtime.submission.handover import (
 )
 from ganga_like.runtime.submission.intents import Intent, ours
 from ganga_like.runtime.submission.recording import record, undo_submission
+from ganga_like.runtime.workflow import engine as workflow
 
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
@@ -169,6 +170,7 @@ def run_again(
             target.submit_count = target.submit_count + 1
         ids = tuple(t.id for t in targets) if targets[0] is not master else ()
         session.registry().submitting[master.id] = Intent.now("resubmit", ids).stored()
+        workflow.runs_again(session.registry(), master)
 
     record(session, master, record_intent, f"resubmitting job {job.fqid}")
     outcome = hand_to_backend(session, master, targets, keep_going)

@@ -37,6 +37,7 @@ __all__ = [
     "keeping_dependents",
     "rearm",
     "root_cause",
+    "runs_again",
     "settle",
     "skip",
     "start_waiting",
@@ -51,8 +52,9 @@ _local = threading.local()
 
 @contextmanager
 def keeping_dependents() -> Iterator[None]:
-    """Within it, this thread's changes leave the jobs waiting for them as they are (a
-    kill with ``dependents="keep"``: they wait for a resubmission)."""
+    """Within it, the jobs waiting for what this thread changes are kept waiting (a kill
+    with ``dependents="keep"``): each records the upstream, whose failure no longer skips
+    it until that upstream runs again (a resubmission), whoever looks at it later."""
     _local.keep = True
     try:
         yield
@@ -124,6 +126,8 @@ def condition_of(registry: Registry, job: Job) -> tuple[Verdict, str]:
         counts = upstream_tally(registry, fqid)
         if counts is None:
             return Verdict.NEVER, f"upstream {fqid} was removed"
+        if counts.spoilt and not counts.pending and fqid_parts(fqid)[0] in job._kept_for:
+            counts = Tally(pending=counts.total)  # kept waiting for its resubmission
         total = total + counts
     decided = verdict(total, job.when, job.allow_failed)
     if decided is Verdict.NEVER:
@@ -271,6 +275,8 @@ def upstream_changed(registry: Registry, tops: Iterable[Job], who: str) -> int:
     """``tops`` (top-level jobs) or their subjobs changed in this transaction: decide on
     what waits for them. Costs the dependents of what changed, not the repository."""
     if getattr(_local, "keep", False):
+        for top in tops:
+            _keep_waiting(registry, top)
         return 0
     candidates = [
         dependent
@@ -278,6 +284,23 @@ def upstream_changed(registry: Registry, tops: Iterable[Job], who: str) -> int:
         for _upstream, dependent in index.dependents_of_tree(registry.root, top.id)
     ]
     return settle(registry, candidates, who) if candidates else 0
+
+
+def _keep_waiting(registry: Registry, top: Job) -> None:
+    """The jobs waiting for ``top`` or its subjobs wait for its resubmission."""
+    for dependent in waiting_dependents(registry, top):
+        job = registry.get(dependent)
+        if isinstance(job, Job) and top.id not in job._kept_for:
+            job._kept_for = (*job._kept_for, top.id)
+
+
+def runs_again(registry: Registry, top: Job) -> None:
+    """``top`` is resubmitted (or waits again) in this transaction: the jobs kept waiting
+    for it stop being kept, so its next end decides for them as any upstream's does."""
+    for _upstream, dependent in index.dependents_of_tree(registry.root, top.id):
+        job = registry.get(dependent)
+        if isinstance(job, Job) and top.id in job._kept_for:
+            job._kept_for = tuple(kept for kept in job._kept_for if kept != top.id)
 
 
 def upstream_removed(registry: Registry, job_id: int) -> int:
@@ -345,6 +368,7 @@ def start_waiting(registry: Registry, job: Job) -> Verdict:
     waiting (WAIT), with a check by the driver of a transaction after this one."""
     check_upstreams(registry, job, job.after)
     _check_no_cycle(registry, job)
+    runs_again(registry, job)
     for fqid in job.after:
         index.add_dependent(registry.root, fqid, job.id)
     decided, reason = condition_of(registry, job)
