@@ -6,7 +6,9 @@ exceeded."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +19,7 @@ from ganga_like.model.counter import StatusCounter
 from ganga_like.model.status import Status
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.workflow.throttle import ACTIVE, Member, active_and_held, handovers
+from ganga_like.runtime.workflow.throttle_pass import run_throttles
 
 from .waiting import wait_for
 
@@ -196,3 +199,33 @@ def test_hand_overs_fill_the_room_oldest_job_first(limit: int, members: list[Mem
     # Only the last job chosen may keep held ones while a later job got some.
     for i in ids[:-1]:
         assert dict(chosen)[i] == by_id[i].held
+
+
+def test_the_throttles_pass_opens_no_transaction_while_no_workflow_has_members(
+    session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every monitor cycle runs the pass: without throttled jobs it only looks whether any
+    workflow has members, in the state it just caught up with."""
+    here = threading.get_ident()
+    opened: list[str] = []
+    real = session.repo.in_transaction
+
+    def counted(action: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() == here:  # not the monitor thread's own passes
+            opened.append(kwargs.get("what", ""))
+        return real(action, **kwargs)
+
+    monkeypatch.setattr(session.repo, "in_transaction", counted)
+    assert Job(application=Executable(exe="/bin/true")).submit()  # in no workflow
+    opened.clear()
+    assert run_throttles(session) == 0
+    assert opened == []
+
+    throttle("counted", 1)
+    j = Job(application=_gated(tmp_path), splitter=ArgSplitter(args=[[]] * 2), workflow="counted")
+    j.submit()
+    opened.clear()
+    run_throttles(session)
+    assert "counting the throttled workflows' active jobs" in opened
+    (tmp_path / "gate").touch()
+    assert j.wait(timeout=120) == "completed"
