@@ -19,6 +19,9 @@ It reports the monitor thread's CPU per status change while the 200 short ones e
 every 50 ms, as the monitoring thread runs them) and per cycle once nothing changes, and of
 the cycle after another session (here the session's own connection) killed one of them
 (median of 10).
+``--passes`` times, in an empty repository, each pass the lease holder runs after every
+cycle (the workflows' callbacks, waiting jobs, throttles) and a whole cycle that finds
+nothing: what monitoring costs before any job exists.
 ``--before CHECKOUT`` also runs it on the code of another checkout (e.g. a `git worktree`
 of main) and prints both.
 """
@@ -100,6 +103,28 @@ def active(n: int) -> None:
             pass
 
 
+def passes(rounds: int = 400) -> None:
+    """CPU per call of each pass after the cycle, and of a whole cycle, with no job."""
+    import ganga_like.runtime.workflow.driver  # noqa: F401 (registers the workflows' passes)
+    from ganga_like.runtime.session import close_session, open_session
+    from ganga_like.runtime.settings import Settings
+
+    gangadir = Path(tempfile.mkdtemp(prefix="bench-monitor-")) / "gangadir"
+    monitor = open_session(Settings(gangadir=gangadir, monitoring=False)).monitor
+    for _ in range(50):
+        monitor.run_once()  # warmed up: connections open, lease held
+    for name, run in monitor._passes:
+        cpu0 = time.thread_time()
+        for _ in range(rounds):
+            run()
+        print(f"pass {name}: {1e6 * (time.thread_time() - cpu0) / rounds:.0f} us CPU")
+    cpu0 = time.thread_time()
+    for _ in range(rounds):
+        monitor.run_once()
+    print(f"a cycle with no job: {1e6 * (time.thread_time() - cpu0) / rounds:.0f} us CPU")
+    close_session()
+
+
 def compare(sizes: list[int], before: str | None) -> None:
     here = Path(__file__).resolve()
     runs = [("after", os.environ.copy())]
@@ -118,6 +143,9 @@ def compare(sizes: list[int], before: str | None) -> None:
 def main() -> None:
     if "--active-one" in sys.argv:
         active(int(sys.argv[sys.argv.index("--active-one") + 1]))
+        return
+    if "--passes" in sys.argv:
+        passes()
         return
     if "--active" in sys.argv:
         rest = sys.argv[sys.argv.index("--active") + 1 :]
