@@ -168,9 +168,7 @@ def run_again(
                     cause = f"{who}: resubmit with {changes}"
             target.change_status(Status.SUBMITTING, cause)
             target.submit_count = target.submit_count + 1
-        ids = tuple(t.id for t in targets) if targets[0] is not master else ()
-        session.registry().submitting[master.id] = Intent.now("resubmit", ids).stored()
-        workflow.runs_again(session.registry(), master)
+        _resubmitting(session, master, targets)
 
     record(session, master, record_intent, f"resubmitting job {job.fqid}")
     outcome = hand_to_backend(session, master, targets, keep_going)
@@ -215,6 +213,14 @@ def run_again(
         what = "resubmission" if verb == "resubmit" else "submission"
         raise JobError(f"job {job.fqid}: {what} failed: {summarise(outcome)}")
     return True
+
+
+def _resubmitting(session: Session, master: Job, targets: Sequence[Job]) -> None:
+    """The intent of resubmitting ``targets`` (of ``master``), and what waits for it
+    kept waiting no more: its next end decides for them."""
+    ids = tuple(t.id for t in targets) if targets[0] is not master else ()
+    session.registry().submitting[master.id] = Intent.now("resubmit", ids).stored()
+    workflow.runs_again(session.registry(), master)
 
 
 def describe_job(job: Job) -> dict[str, str]:
