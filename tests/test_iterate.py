@@ -5,6 +5,7 @@ kind of bad input refused in one line with nothing changed."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +38,9 @@ COUNT = 'n=$(cat n.txt 2>/dev/null || echo 0); echo $((n+1)) > n.txt; test $((n+
 def fitlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "fitlib.py").write_text(FITLIB)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # An earlier test of this process (the docs' example) may have imported a fitlib of
+    # its own: the one written here is the one imported.
+    monkeypatch.delitem(sys.modules, "fitlib", raising=False)
 
 
 def counting(fail_at: int = 0, name: str = "fit") -> Job:
