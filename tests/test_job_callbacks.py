@@ -5,6 +5,7 @@ every kind of bad input refused in one line with nothing stored."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A module of callbacks importable here (``cbfuns``), writing into ``marks``."""
     (tmp_path / "cbfuns.py").write_text(FUNCTIONS)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cbfuns", raising=False)  # the one written here
     monkeypatch.setenv("CALLBACK_MARKS", str(tmp_path))
     return tmp_path / "marks"
 
