@@ -76,6 +76,8 @@ def test_the_downstream_grows_a_subjob_per_completed_upstream_subjob_while_it_ru
     )
     assert a.submit() and b.submit()
     assert b.status == "waiting"
+    # Every upstream subjob is seen running (each waits at its gate) before one may end.
+    wait_for(lambda: [sj.status for sj in a.subjobs] == ["running"] * 3, 120, "a's subjobs")
     _open(tmp_path, 1)  # subjob 1 only: the others still run
     wait_for(lambda: len(b.subjobs) == 1 and b.subjobs[0].status == "completed", 120, "b.0")
     assert [sj.status for sj in a.subjobs] == ["running", "completed", "running"]
