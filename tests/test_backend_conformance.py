@@ -66,7 +66,8 @@ def _cleanup(case: BackendCase, session: Session | None, gangadir: Path) -> None
 
 class Gated:
     """A program that records its pid, waits for a gate file, prints ``done <arg1>`` and
-    exits with ``<arg2>`` (default 0), or exits 0 at once with ``<arg2>`` = ``now``."""
+    exits with ``<arg2>`` (default 0), or exits 0 at once with ``<arg2>`` = ``now``. The pid
+    file appears whole (written aside, then renamed): a reader never sees it empty."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.dir = tmp_path
@@ -75,7 +76,7 @@ class Gated:
         self.exe.write_text(
             textwrap.dedent(f"""\
             #!/bin/sh
-            echo $$ > "{tmp_path}/pid.$1"
+            echo $$ > "{tmp_path}/pid.$1.part" && mv "{tmp_path}/pid.$1.part" "{tmp_path}/pid.$1"
             echo "$1" >> "{tmp_path}/ran"
             code=${{2:-0}}
             if [ "$code" = now ]; then
