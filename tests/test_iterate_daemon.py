@@ -5,15 +5,12 @@ started twice (the jobs in the repository, and the submit events in each one's l
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ganga_like.model.stop_points import STOP_VARIABLE
-
+from .daemon_stops import kill_daemon_at
 from .test_cli import ganga
 from .test_iterate import FITLIB
 from .test_job_callbacks_daemon import daemon_env, stop_daemon
@@ -65,12 +62,7 @@ def test_the_daemon_killed_between_iterations_starts_none_twice(
     env: dict[str, str], tmp_path: Path, point: str
 ) -> None:
     fit = _submit(env, tmp_path)
-    stopped = tmp_path / "stopped"
-    held = dict(env, **{STOP_VARIABLE: f"{point}:{stopped}"})
-    assert ganga(["monitor", "start"], held).returncode == 0
-    wait_for(stopped.exists, 120, f"the daemon to reach {point}")
-    os.kill(int(stopped.read_text()), signal.SIGKILL)
-    wait_for(lambda: "not running" in ganga(["monitor", "status"], env).stdout, 30, "exit")
+    kill_daemon_at(env, tmp_path, point)
     assert statuses(env)[fit] == "running"  # the Iterate, between its iterations
     assert ganga(["monitor", "start"], env).returncode == 0
     _converged(env, fit)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ganga_like.model.stop_points import STOP_VARIABLE
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
+from .daemon_stops import kill_daemon_at
 from .test_cli import ganga
 from .test_shell import Shell, shell_env  # noqa: F401 (the fixture)
 from .waiting import wait_for
@@ -96,13 +96,7 @@ def _killed_at(env: dict[str, str], tmp_path: Path, point: str) -> int:
     """The job's id, once the daemon that reached ``point`` was killed -9 there and a
     new one started."""
     job_id = _submit(env, tmp_path)
-    stopped = tmp_path / "stopped"
-    held = dict(env, **{STOP_VARIABLE: f"{point}:{stopped}"})
-    assert ganga(["monitor", "start"], held).returncode == 0
-    (tmp_path / "gate").touch()
-    wait_for(stopped.exists, 120, f"the daemon to reach {point}")
-    os.kill(int(stopped.read_text()), signal.SIGKILL)
-    wait_for(lambda: "not running" in ganga(["monitor", "status"], env).stdout, 30, "exit")
+    kill_daemon_at(env, tmp_path, point, (tmp_path / "gate").touch)
     assert ganga(["monitor", "start"], env).returncode == 0
     return job_id
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like.model.stop_points import STOP_VARIABLE
-
+from .daemon_stops import kill_daemon_at
 from .test_cli import ganga
 from .test_workflow_daemon import env as env  # the daemon's environment, a fixture
 from .waiting import wait_for
@@ -108,13 +107,7 @@ def test_the_daemon_killed_while_streaming_and_started_again_submits_each_once(
 ) -> None:
     env = room
     _a, b = _submit_stream(env, tmp_path)
-    stopped = tmp_path / "stopped"
-    held = dict(env, **{STOP_VARIABLE: f"{point}:{stopped}"})
-    assert ganga(["monitor", "start"], held).returncode == 0
-    _open(tmp_path, 0)
-    wait_for(stopped.exists, 120, f"the daemon to reach {point}")
-    os.kill(int(stopped.read_text()), signal.SIGKILL)
-    wait_for(lambda: ganga(["monitor", "status"], env).stdout.count("not running"), 30, "exit")
+    kill_daemon_at(env, tmp_path, point, lambda: _open(tmp_path, 0))
     _open(tmp_path, 1)  # ends with no daemon: noted by the next one
     assert ganga(["monitor", "start"], env).returncode == 0
     _open(tmp_path, *range(PIECES))

@@ -17,6 +17,7 @@ from ganga_like.model.stop_points import STOP_VARIABLE
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
+from .daemon_stops import kill_daemon_at
 from .test_cli import ganga
 from .waiting import wait_for
 
@@ -101,13 +102,7 @@ def test_the_daemon_killed_while_handing_a_waiting_job_over_submits_it_once(
     env: dict[str, str], tmp_path: Path, point: str
 ) -> None:
     a, b, m = _submit_chain(env, tmp_path)
-    stopped = tmp_path / "stopped"
-    held = dict(env, **{STOP_VARIABLE: f"{point}:{stopped}"})
-    assert ganga(["monitor", "start"], held).returncode == 0
-    (tmp_path / "gate").touch()
-    wait_for(stopped.exists, 120, f"the daemon to reach {point}")
-    os.kill(int(stopped.read_text()), signal.SIGKILL)
-    wait_for(lambda: ganga(["monitor", "status"], env).stdout.count("not running"), 30, "exit")
+    kill_daemon_at(env, tmp_path, point, (tmp_path / "gate").touch)
     assert ganga(["monitor", "start"], env).returncode == 0
     wait_for(lambda: statuses(env)[m] == "completed", 120, "the new daemon to end the chain")
     assert [submits(env, j) for j in (a, b, m)] == [1, 1, 1]
