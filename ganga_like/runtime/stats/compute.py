@@ -29,6 +29,7 @@ from ganga_like.runtime.stats.data import (
     SlowRun,
     SubjobResources,
 )
+from ganga_like.runtime.stats.histogram import Histogram
 
 __all__ = ["SLOWEST", "TIMELINE_POINTS", "job_stats", "plain_counts"]
 
@@ -171,6 +172,7 @@ class _Pass:
             computed_at=self.now,
             fqids=fqids,
             unit="subjobs" if self.masters else "jobs",
+            run_time_histogram=Histogram.of(self.runs),
         )
 
     def time_left(self, remaining: int) -> float | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganga_like.model.resources import ResourceUse
+from ganga_like.runtime.stats.histogram import Histogram
 
 __all__ = [
     "Distribution",
@@ -172,6 +173,8 @@ class JobStats:
     fqids: tuple[str, ...] = field(default=())  # the jobs asked about
     # What ``total`` counts: "subjobs" when a master was asked about, else "jobs".
     unit: str = "jobs"
+    # How the run times spread, for plots: equal-width bins over the runs that ended.
+    run_time_histogram: Histogram = field(default=Histogram())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +186,7 @@ class JobStats:
             "over_time": [[when, dict(counts)] for when, counts in self.over_time],
             "queue_wait": self.queue_wait.to_dict(),
             "run_time": self.run_time.to_dict(),
+            "run_time_histogram": self.run_time_histogram.to_dict(),
             "slowest": [run.to_dict() for run in self.slowest],
             "time_left": self.time_left,
             "failures": [group.to_dict() for group in self.failures],
