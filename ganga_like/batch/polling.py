@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol
 
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext, Poller, Staged, StatusReport
@@ -24,9 +24,9 @@ from ganga_like.model.status import Status
 
 from .scheduler import BatchScheduler
 from .scheduler_commands import CommandError
-from .tracker import Observation, Seen, Sighting, Tracker, TrackerSettings
+from .tracker import FINAL, Observation, Seen, Sighting, Tracker, TrackerSettings
 
-__all__ = ["BatchPoller", "PollSettings", "next_poll_gap", "poll", "query_ids"]
+__all__ = ["BatchPoller", "PollSettings", "Unaccounted", "next_poll_gap", "poll", "query_ids"]
 
 # Called for a failure with exit code 1, which may hide a reason the job left on disk.
 FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
@@ -39,6 +39,16 @@ class PollSettings(TrackerSettings, Protocol):
     def min_poll_interval(self) -> float: ...  # ...and this often while jobs change
     @property
     def command_timeout(self) -> float: ...
+    @property
+    def usage_grace_seconds(self) -> float: ...  # an ended job's use is looked for so long
+
+
+class Unaccounted(NamedTuple):
+    """An ended (sub)job whose use the scheduler's history has not accounted yet."""
+
+    fqid: str
+    status: str  # the final status reported
+    since: float  # monotonic: when its end was reported
 
 
 class BatchPoller(Poller):
@@ -52,6 +62,12 @@ class BatchPoller(Poller):
         # When the scheduler was last asked (monotonic), and the gap before it is again.
         self.polled_at: Staged[float | None] = Staged(None)
         self.poll_gap: Staged[float | None] = Staged(None)
+        # Scheduler id -> an ended (sub)job still looked for in the history until what it
+        # used is accounted there (schedulers that account use: ``accounts_usage``).
+        self.unaccounted: Staged[dict[str, Unaccounted]] = Staged({})
+
+    def keeps_following(self) -> bool:
+        return bool(self.unaccounted.value)
 
 
 def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[list[str]]:
@@ -117,7 +133,8 @@ def poll(
     poller.polled_at.stage(now)
 
     tracked = _tracked(scheduler, refs, log)
-    if not tracked:
+    unaccounted = poller.unaccounted.value
+    if not tracked and not unaccounted:
         return []
 
     try:
@@ -145,8 +162,10 @@ def poll(
     # Jobs finishing (waiting for the history) or missing are changing too.
     changing = bool(ask)
     history = None
-    if ask and history_off is None:
-        history = _ask_history(scheduler, poller, tracker, ask, settings, log)
+    # Ended jobs whose use is not accounted yet are asked about in the same call.
+    followed = [sid for sid in unaccounted if sid not in tracked]
+    if (ask or followed) and history_off is None:
+        history = _ask_history(scheduler, poller, tracker, ask + followed, settings, log)
     tracker.history(history)
     poller.seen.stage(tracker.seen)
     changing = changing or bool(tracker.changes)
@@ -154,7 +173,10 @@ def poll(
         next_poll_gap(gap, changing, settings.min_poll_interval, settings.poll_interval)
     )
 
-    return _reports(ctx, tracker, tracked, read_failure)
+    reports = _reports(ctx, tracker, tracked, read_failure, history or {})
+    if scheduler.accounts_usage or unaccounted:
+        reports.extend(_follow_usage(poller, tracker, tracked, history, settings, now, wall))
+    return reports
 
 
 def _tracked(
@@ -210,11 +232,15 @@ def _reports(
     tracker: Tracker,
     tracked: dict[str, ActiveRef],
     read_failure: FailureReader | None,
+    history: Mapping[str, Sighting],
 ) -> list[StatusReport]:
-    """A report for each change the tracker saw."""
+    """A report for each change the tracker saw (with what an ended job used, where the
+    history has accounted it)."""
     reports: list[StatusReport] = []
     for change in tracker.changes:
         ref, observation = tracked[change.scheduler_id], change.observation
+        row = history.get(change.scheduler_id)
+        used = row.usage if row is not None and observation.status in FINAL else None
         if (
             read_failure is not None
             and observation.status == "failed"
@@ -232,6 +258,56 @@ def _reports(
                 exit_code=observation.exit_code,
                 started=change.started,
                 cause=observation.cause,
+                usage=used[:3] if used is not None else None,
+                wall=used[3] if used is not None else None,
             )
         )
+    return reports
+
+
+def _follow_usage(
+    poller: BatchPoller,
+    tracker: Tracker,
+    tracked: dict[str, ActiveRef],
+    history: Mapping[str, Sighting] | None,
+    settings: PollSettings,
+    now: float,
+    wall: float,
+) -> list[StatusReport]:
+    """Reports of what ended (sub)jobs used, for those the history accounted this poll
+    after their end was reported; the ones it did not are followed (staged) until it
+    does, for ``usage_grace_seconds`` at most. A followed one active again (resubmitted)
+    is no longer followed: its earlier run's use is of no interest."""
+    active = {ref.fqid for ref in tracked.values()}
+    following = {
+        sid: entry
+        for sid, entry in poller.unaccounted.value.items()
+        if entry.fqid not in active and now - entry.since < settings.usage_grace_seconds
+    }
+    for change in tracker.changes:
+        row = (history or {}).get(change.scheduler_id)
+        status = change.observation.status
+        if status in FINAL and change.started and (row is None or row.usage is None):
+            following[change.scheduler_id] = Unaccounted(
+                tracked[change.scheduler_id].fqid, status, now
+            )
+    reports: list[StatusReport] = []
+    for sid, entry in list(following.items()):
+        row = (history or {}).get(sid)
+        if row is None or row.usage is None or sid in tracked:
+            continue
+        del following[sid]
+        kib, user, system, elapsed = row.usage
+        when = row.ended_at if row.ended_at is not None else wall
+        reports.append(
+            StatusReport(
+                entry.fqid,
+                Status.parse(entry.status),
+                when,
+                usage=(kib, user, system),
+                wall=elapsed,
+            )
+        )
+    if following or poller.unaccounted.value:
+        poller.unaccounted.stage(following)
     return reports

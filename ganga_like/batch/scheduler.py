@@ -39,6 +39,9 @@ class BatchScheduler(ABC):
     # Submission failures after which the scheduler cannot have received the job: a blind
     # retry is safe. Anything else is looked up by name before submitting again.
     never_sent: ClassVar[re.Pattern[str]]
+    # True when the history says what an ended job used (Sighting.usage), maybe some polls
+    # after it says the job ended: the poll then follows the job until it does.
+    accounts_usage: ClassVar[bool] = False
     # A longer id list is split over several calls (Linux caps one argument at 128 KiB).
     max_query_chars: ClassVar[int] = 100_000
 

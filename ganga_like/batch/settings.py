@@ -69,6 +69,14 @@ class BatchSection(Configurable):
         help="Seconds to wait for the scheduler's history to confirm a job its queue shows "
         "as finished (with its exit code) before the queue's word is taken.",
     ).tag(config=True)
+    # What an ended job used reaches some schedulers' history later than its end (Slurm's
+    # steps): its status is reported at once, and its use is looked for this much longer.
+    usage_grace_seconds = Float(
+        120.0,
+        min=0.0,
+        help="Seconds an ended job is still looked for in the scheduler's history until "
+        "what it used (memory, CPU) is accounted there; then it is left unmeasured.",
+    ).tag(config=True)
     # A job neither the queue nor the history lists is only concluded gone (cancelled while
     # pending, or lost) after being missing this long AND for this many poll cycles: the
     # history lags right after a job ends.

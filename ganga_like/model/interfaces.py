@@ -197,6 +197,9 @@ class StatusReport:
     # What the run used, where the backend measured it (the Local runner's reap):
     # [peak resident memory in KiB, user CPU seconds, system CPU seconds].
     usage: Sequence[float] | None = None
+    # The run's wall-clock seconds, where the backend measured them (else they are taken
+    # from its running state to the report's time).
+    wall: float | None = None
 
 
 @dataclass

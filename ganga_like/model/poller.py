@@ -70,6 +70,12 @@ class Poller:
     dropped with the cycle, and so are those of a nested Poller (a backend polling two
     kinds of jobs keeps one per kind); anything else is the subclass's to keep."""
 
+    def keeps_following(self) -> bool:
+        """True while the poller follows (sub)jobs that are no longer active (an ended
+        one whose use its scheduler has not accounted yet): the monitor then polls its
+        backend even with no active (sub)job."""
+        return False
+
     def cycle_committed(self) -> None:
         """The cycle's transaction committed: keep what the poll staged."""
         for value in vars(self).values():

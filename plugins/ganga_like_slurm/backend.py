@@ -266,7 +266,7 @@ class Slurm(BatchBackend):
         assert isinstance(settings, SlurmSection)
         poller = ctx.poller_as(SlurmPoller)
         reports, piloted = pilot_run.poll(ctx, poller.pilot, refs, settings)
-        if piloted < len(refs):
+        if piloted < len(refs) or poller.keeps_following():
             plain = refs if not piloted else [r for r in refs if not is_pilot_ref(r)]
             reports.extend(super().poll(ctx, plain))
         return reports

@@ -50,11 +50,16 @@ def queue_sighting(row: SqueueRow) -> Sighting:
 
 
 def history_sighting(row: SacctRow) -> Sighting:
-    """An sacct row: state (with who cancelled it), exit code, start and end."""
+    """An sacct row: state (with who cancelled it), exit code, start, end and, once
+    accounted, what the job used."""
+    used = row.usage
     return Sighting(
         _observe(row.job_id, row.raw_state, row.reason, row.exit_code),
         started=row.start is not None,
         ended_at=_timestamp(row.end),
+        usage=None
+        if used is None
+        else (used.max_rss_kib, used.user_cpu, used.system_cpu, used.elapsed),
     )
 
 
@@ -69,6 +74,7 @@ class SlurmScheduler(BatchScheduler):
     queue_word: ClassVar[str] = "partition"
     log_dir_name: ClassVar[str] = "slurm"
     never_sent: ClassVar[re.Pattern[str]] = slurm_commands.NEVER_SENT
+    accounts_usage: ClassVar[bool] = True
 
     def valid_id(self, scheduler_id: str) -> bool:
         return _ID_RE.match(scheduler_id) is not None
@@ -109,7 +115,7 @@ class SlurmScheduler(BatchScheduler):
         }
 
     def history_command(self, job_ids: Sequence[str]) -> list[str]:
-        return slurm_commands.sacct_command(job_ids)
+        return slurm_commands.sacct_command(job_ids, usage=True)
 
     def parse_history(self, stdout: str) -> dict[str, Sighting]:
         rows = slurm_commands.parse_sacct(stdout)
@@ -156,7 +162,7 @@ class SlurmScheduler(BatchScheduler):
         return {key: queue_sighting(row) for key, row in rows.items()}
 
     def history(self, job_ids: Sequence[str], *, timeout: float) -> dict[str, Sighting]:
-        rows = slurm_commands.sacct(job_ids, timeout=timeout)
+        rows = slurm_commands.sacct(job_ids, timeout=timeout, usage=True)
         return {key: history_sighting(row) for key, row in rows.items()}
 
     def history_unavailable(self, error: CommandError) -> bool:

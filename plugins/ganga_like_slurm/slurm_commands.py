@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from ganga_like.batch.scheduler_commands import CommandError, command_failure, run_command
 
+from .accounting import USAGE_FIELDS, SacctUsage, kibibytes, seconds, step_of
 from .partitions import (
     SINFO_FORMAT,
     PartitionInfo,
@@ -33,6 +34,7 @@ __all__ = [
     "NEVER_SENT",
     "RUNNER",
     "SACCT_FIELDS",
+    "SACCT_USAGE_FIELDS",
     "SQUEUE_FORMAT",
     "CommandRunner",
     "SacctRow",
@@ -66,6 +68,8 @@ DEFAULT_TIMEOUT = 60.0
 # One line per job; "|" never occurs in these fields (job names are not asked for).
 SQUEUE_FORMAT = "%i|%A|%F|%K|%T|%r"
 SACCT_FIELDS = ("JobID", "JobIDRaw", "State", "ExitCode", "Reason", "Start", "End")
+# The state fields, then what the job used (accounting.py): asked in the monitor's sacct.
+SACCT_USAGE_FIELDS = SACCT_FIELDS + USAGE_FIELDS
 
 # Plain ids, array elements, compressed ranges and heterogeneous components;
 # anything else (e.g. "-u") could be taken for an option.
@@ -323,39 +327,48 @@ class SacctRow:
     reason: str | None
     start: str | None
     end: str | None
+    # What it used (accounting.py), when asked for: CPU and elapsed from its own line, the
+    # peak memory from its steps' lines, and whether any step had ended (its use known).
+    user_cpu: float | None = None
+    system_cpu: float | None = None
+    elapsed: float | None = None
+    max_rss_kib: int | None = None
+    step_ended: bool = False
 
     @property
     def raw_state(self) -> str:
         return self.state if self.cancelled_by is None else f"{self.state} by {self.cancelled_by}"
 
+    @property
+    def usage(self) -> SacctUsage | None:
+        """What the job used, once a step of it has ended (accounted); None before."""
+        user, system, elapsed = self.user_cpu, self.system_cpu, self.elapsed
+        if not self.step_ended or user is None or system is None or elapsed is None:
+            return None
+        return SacctUsage(self.max_rss_kib or 0, user, system, elapsed)
+
 
 def parse_sacct(text: str) -> dict[str, SacctRow]:
-    """Parse ``sacct -n -P -X -o SACCT_FIELDS``, expanding pending ``123_[1-3,5%1]`` rows.
+    """Parse ``sacct -n -P -o SACCT_FIELDS`` (or ``SACCT_USAGE_FIELDS``), expanding pending
+    ``123_[1-3,5%1]`` rows; steps' lines (with usage fields) are folded into their job's.
 
     sacct (22.05) has no ``--array``: pending elements stay compressed.
     """
     rows: dict[str, SacctRow] = {}
+    steps: dict[str, tuple[int | None, bool]] = {}  # job id -> (peak KiB, a step ended)
     for line in text.splitlines():
         if not line.strip():
             continue
-        job_id, raw_id, state, exit_code, reason, start, end = line.split("|", 6)
-        words = state.split()
-        cancelled_by = words[2] if len(words) >= 3 and words[1] == "by" else None
-        base = SacctRow(
-            job_id=job_id,
-            raw_job_id=raw_id,
-            array_job_id=None,
-            array_task_id=None,
-            state=normalise_state(state),
-            cancelled_by=cancelled_by,
-            exit_code=_none_if_na(exit_code),
-            reason=_none_if_na(reason),
-            start=_none_if_na(start),
-            end=_none_if_na(end),
-        )
-        match = _ELEMENT_RE.match(job_id)
+        fields = line.split("|")
+        step = step_of(fields[0])
+        if step is not None:
+            if len(fields) == len(SACCT_USAGE_FIELDS):
+                steps[step[0]] = _fold_step(steps.get(step[0]), fields)
+            continue
+        base = _sacct_row(fields)
+        match = _ELEMENT_RE.match(base.job_id)
         if match is None:
-            rows[job_id] = base
+            rows[base.job_id] = base
             continue
         array_id, task = match.groups()
         for index in expand_indices(task):
@@ -363,31 +376,73 @@ def parse_sacct(text: str) -> dict[str, SacctRow]:
             rows[element] = replace(
                 base, job_id=element, array_job_id=array_id, array_task_id=index
             )
+    for job_id, (peak, ended) in steps.items():
+        row = rows.get(job_id)
+        if row is not None:
+            rows[job_id] = replace(row, max_rss_kib=peak, step_ended=ended)
     return rows
 
 
-def sacct_command(ids: Sequence[str]) -> list[str]:
-    """Allocations only (no job steps), one ``|``-separated line each."""
+def _sacct_row(fields: list[str]) -> SacctRow:
+    job_id, raw_id, state, exit_code, reason, start, end = fields[:7]
+    words = state.split()
+    used = [seconds(value) for value in fields[8:11]] if len(fields) >= 11 else [None] * 3
+    return SacctRow(
+        job_id=job_id,
+        raw_job_id=raw_id,
+        array_job_id=None,
+        array_task_id=None,
+        state=normalise_state(state),
+        cancelled_by=words[2] if len(words) >= 3 and words[1] == "by" else None,
+        exit_code=_none_if_na(exit_code),
+        reason=_none_if_na(reason),
+        start=_none_if_na(start),
+        end=_none_if_na(end),
+        user_cpu=used[0],
+        system_cpu=used[1],
+        elapsed=used[2],
+    )
+
+
+def _fold_step(
+    before: tuple[int | None, bool] | None, fields: list[str]
+) -> tuple[int | None, bool]:
+    """The peak memory over a job's steps so far and whether one has ended, with one
+    more step's line."""
+    peak, ended = before or (None, False)
+    sample = kibibytes(fields[7])
+    if sample is not None:
+        peak = sample if peak is None else max(peak, sample)
+    return peak, ended or _none_if_na(fields[6]) is not None
+
+
+def sacct_command(ids: Sequence[str], usage: bool = False) -> list[str]:
+    """One ``|``-separated line per job: allocations only, or with ``usage`` also their
+    steps' lines and what they used."""
+    fields = SACCT_USAGE_FIELDS if usage else SACCT_FIELDS
     return [
         "sacct",
         "--noheader",
         "--parsable2",
-        "--allocations",
+        *(() if usage else ("--allocations",)),
         f"--jobs={','.join(ids)}",
-        f"--format={','.join(SACCT_FIELDS)}",
+        f"--format={','.join(fields)}",
     ]
 
 
-def sacct(job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, SacctRow]:
-    """Accounting records of the given jobs in ONE call (allocations only, no steps).
+def sacct(
+    job_ids: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT, usage: bool = False
+) -> dict[str, SacctRow]:
+    """Accounting records of the given jobs in ONE call; with ``usage``, what each used
+    (``SacctRow.usage``, known once a step of it has ended).
 
     sacct trails squeue by a few seconds: a job just finished may be missing or
-    still RUNNING here.
+    still RUNNING here, and its steps' use trails its own line.
     """
     ids = _check_ids(job_ids)
     if not ids:
         return {}
-    args = sacct_command(ids)
+    args = sacct_command(ids, usage)
     result = _run(args, timeout=timeout)
     if result.returncode != 0:
         raise _fail(args, result)

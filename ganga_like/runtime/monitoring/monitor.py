@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import transaction
@@ -30,6 +30,7 @@ from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError, GangaError, PluginError, RepositoryWriteError
 from ganga_like.model import plugin_registry
 from ganga_like.model.interfaces import (
+    ActiveRef,
     IBackend,
     PluginObjects,
     PollContext,
@@ -319,9 +320,7 @@ class Monitor:
         polled: list[Poller],
         unfollowed: list[tuple[int, int]],
     ) -> None:
-        for backend, refs in list(self.view.backends.items()):
-            if not refs:
-                continue
+        for backend, refs in self._to_poll():
             result.polled += len(refs)
             try:
                 cls = plugin_registry.find(backend, "backends")
@@ -347,6 +346,21 @@ class Monitor:
                 continue
             self._apply(registry, backend, reports, result, unfollowed)
 
+    def _to_poll(self) -> list[tuple[str, Sequence[ActiveRef]]]:
+        """The backends with active (sub)jobs, and those whose poller still follows ended
+        ones (their use not accounted yet), with their active refs (the view's own
+        sequences: a backend follows their changes by identity)."""
+        polled: list[tuple[str, Sequence[ActiveRef]]] = [
+            (backend, refs) for backend, refs in self.view.backends.items() if refs
+        ]
+        names = {backend for backend, _refs in polled}
+        polled.extend(
+            (backend, [])
+            for backend, ctx in self._contexts.items()
+            if backend not in names and ctx.poller is not None and ctx.poller.keeps_following()
+        )
+        return polled
+
     def _apply(
         self,
         registry: Registry,
@@ -362,6 +376,7 @@ class Monitor:
             if job is None:
                 continue
             applied = apply_report(job, report, backend)
+            result.changed += applied.used_only
             if applied.path:
                 result.changed += 1
                 touched[int(job_id)] = job.master or job

@@ -20,6 +20,8 @@ __all__ = ["Applied", "apply_report", "describe"]
 class Applied:
     fqid: str
     path: tuple[Status, ...]
+    # True when the report only brought what the ended run used (no status changed).
+    used_only: bool = False
 
     @property
     def final(self) -> bool:
@@ -40,6 +42,11 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
     """Move ``job`` along the path to the reported status, filling in missed states."""
     current = Status.parse(job.status)
     path = path_to(current, report.status, started=report.started)
+    # What the run used, accounted after its end was (Slurm's steps): kept once.
+    ended_as_said = not path and current is report.status and current.final
+    if ended_as_said and report.usage is not None and job.resources_used() is None:
+        _record_use(job, report)
+        return Applied(job.fqid, (), used_only=True)
     if path:
         cause = describe(backend, report)
         for step in path:
@@ -52,8 +59,15 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
         if report.exit_code is not None:
             job.exit_code = report.exit_code
         if report.usage is not None and report.status.final:
-            start = report.started_at
-            if start is None:
-                start = job.time.get(Status.RUNNING.label)
-            job.record_use(report.usage, start, report.time)
+            _record_use(job, report)
     return Applied(job.fqid, tuple(path))
+
+
+def _record_use(job: Job, report: StatusReport) -> None:
+    assert report.usage is not None
+    start = report.started_at
+    if report.wall is not None:
+        start = report.time - report.wall
+    elif start is None:
+        start = job.time.get(Status.RUNNING.label)
+    job.record_use(report.usage, start, report.time)
