@@ -17,6 +17,7 @@ PAGES = [
     "templates.md",
     "workflows.md",
     "stats.md",
+    "seeing-jobs.md",
     "backends/local.md",
     "backends/dask.md",
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
-from ganga_like.gpi import callbacks, results, workflow, workflow_graph
+from ganga_like.gpi import callbacks, results, seeing, workflow, workflow_graph
 from ganga_like.gpi.arguments import given, keyword_options, refuse_positional
 from ganga_like.gpi.lookups import check_index, check_lines, check_timeout, id_number, storable_id
 from ganga_like.gpi.progress import progress as show_progress
@@ -181,6 +181,8 @@ class Job(GPIObject, callbacks.JobReactions):
         return JobSlice([registry.get(i) for i in ids], title=f"downstream of job {self.fqid}")
 
     graph = workflow_graph.job_graph  # j.graph(): the jobs linked to it by what waits for what
+    report = seeing.job_report  # j.report('run.html'): its plots and tables in one file
+    dashboard = seeing.job_dashboard  # j.dashboard(): live plots in a notebook
 
     @property
     def info(self) -> dict[str, Any]:
@@ -439,6 +441,9 @@ class SubjobSlice(JobSlice):
 
     def _impls(self) -> list[JobImpl]:
         return list(self._master.iter_subjobs())
+
+    def _stats_jobs(self) -> list[JobImpl]:
+        return [self._master]  # its subjobs, as the master's stats and grid read them
 
     def stats(self) -> JobStats:
         """The master's stats: its subjobs, counted by its status counter."""

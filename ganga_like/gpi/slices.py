@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ganga_like.errors import GangaError, JobError
-from ganga_like.gpi import workflow
+from ganga_like.gpi import seeing, workflow
 from ganga_like.gpi.arguments import keyword_options, shown_name, wanted_ids
 from ganga_like.gpi.job_table import table
 from ganga_like.gpi.lookups import check_index, check_select, refuse_pickling, select_ids
@@ -32,6 +32,10 @@ class JobSlice:
 
     def _impls(self) -> list[JobImpl]:
         return self._jobs
+
+    def _stats_jobs(self) -> list[JobImpl]:
+        """The jobs its stats and pictures read (a master stands for its subjobs)."""
+        return self._impls()
 
     def __len__(self) -> int:
         return len(self._impls())
@@ -189,7 +193,10 @@ class JobSlice:
     def stats(self) -> JobStats:
         """How its jobs are doing, as plain data (a master: its subjobs; docs/stats.md)."""
         current_session().refresh()
-        return job_stats(self._impls(), self._title)
+        return job_stats(self._stats_jobs(), self._title)
+
+    report = seeing.slice_report  # their plots and tables in one HTML file
+    dashboard = seeing.slice_dashboard  # live plots in a notebook
 
     @keyword_options
     def copy(self, *ids: Any, keep_going: bool = True) -> JobSlice:
