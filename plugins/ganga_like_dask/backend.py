@@ -460,6 +460,7 @@ def _final(ref: ActiveRef, outcome: Mapping[str, Any], now: float) -> StatusRepo
         exit_code=outcome.get("exit_code"),
         started=start is not None,
         started_at=start,
+        usage=outcome.get("usage"),  # what its worker measured (task._reap)
     )
 
 
@@ -493,7 +494,7 @@ def _write_outcome(workspace: str, ref: ActiveRef, result: dict[str, Any]) -> No
             continue  # a pattern never writes outside the output directory
         make_private_dirs(os.path.dirname(target))
         write_private(target, data)
-    record = {k: result[k] for k in ("state", "exit_code", "start", "end", "reason")}
+    record = {k: result.get(k) for k in ("state", "exit_code", "start", "end", "reason", "usage")}
     write_private(os.path.join(output, "__run__"), json.dumps(record).encode())
 
 

@@ -139,6 +139,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         "stdout": b"",
         "stderr": b"",
         "outputs": {},
+        "usage": None,
     }
     earlier = _claim(key, time.time())
     if earlier is not None:
@@ -178,7 +179,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         result["start"] = time.time()
         watchdog = _watch(proc)
         try:
-            code = proc.wait()
+            code, result["usage"] = _reap(proc)
         finally:
             _stop(watchdog)
         result["end"] = time.time()
@@ -204,6 +205,22 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, list[float] | None]:
+    """Wait for the program: its exit code (``-N`` for signal N, as Popen says it) and
+    what it used, ``[peak resident KiB, user CPU s, system CPU s]`` of it and of the
+    descendants it waited for (``wait4``'s rusage, free with the reaping). None when a
+    kill's wait reaped it first."""
+    while True:
+        try:
+            _pid, status, used = os.wait4(proc.pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:  # reaped by a kill's wait: Popen has its code
+            return proc.wait(), None
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return proc.returncode, [used.ru_maxrss, used.ru_utime, used.ru_stime]
 
 
 # Left in the work directory by a wrapper around the program that failed (a file transfer):
