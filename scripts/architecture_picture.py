@@ -27,7 +27,7 @@ END = "<!-- end of picture -->"
 # Top to bottom, as the layers stand in docs/architecture.md; a package under ganga_like
 # that is missing here makes the script fail, so a new package must be placed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shell", ("__init__", "shell", "commands", "cli")),
+    ("shell", ("__init__", "shell", "commands", "cli", "web")),
     ("GPI", ("gpi",)),
     ("runtime", ("runtime",)),
     ("model", ("model", "batch")),

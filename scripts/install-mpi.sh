@@ -26,18 +26,9 @@ fi
 command -v apt-get >/dev/null || { log "ERROR: apt-get not found; install an MPI by hand"; exit 1; }
 
 PKGS=(mpich)
-apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o DPkg::Lock::Timeout=300 "$@" >&2
-}
-if ! apt-cache show "${PKGS[@]}" >/dev/null 2>&1; then
-    apt-get update -q -o DPkg::Lock::Timeout=300 >&2 || true  # a stale list may still do
-fi
+# shellcheck source=scripts/apt-common.sh
+. "$(dirname "$0")/apt-common.sh"
 t0=$SECONDS
-if ! apt_install "${PKGS[@]}"; then
-    log "apt-get install failed; running apt-get update and trying again"
-    apt-get update -q -o DPkg::Lock::Timeout=300 >&2 || true
-    apt_install "${PKGS[@]}"
-fi
+apt_install_packages log "${PKGS[@]}"
 command -v mpirun >/dev/null || { log "ERROR: mpich installed but mpirun is not on PATH"; exit 1; }
 log "installed ${PKGS[*]} in $((SECONDS - t0)) s: $(command -v mpirun)"

@@ -45,6 +45,7 @@ LAYERS = {"shell": 5, "gpi": 4, "runtime": 3, "model": 2, "repository": 1, "base
 CORE_LAYER = {
     "shell": "shell",
     "commands": "shell",
+    "web": "shell",
     "cli": "shell",
     "gpi": "gpi",
     "runtime": "runtime",

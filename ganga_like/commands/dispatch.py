@@ -94,6 +94,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "check or recover the repository file",
         _builder("maintenance", "repository_parser"),
     ),
+    "web": (
+        "serve the jobs, their stats and subjob grids to a browser on this machine",
+        _builder("web", "web_parser"),
+    ),
 }
 
 EPILOG = (

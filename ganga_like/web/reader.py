@@ -1,0 +1,85 @@
+"""The server's one way into the repository: a session used by one thread of its own.
+
+A ZODB connection belongs to the thread that opened it, and the GPI's actions expect one
+session per process: so every read and action runs in the reader's thread, one after
+another, each in a fresh transaction (it sees every commit made before it). The event
+loop hands work over and awaits it, so slow reads never stall other requests' sockets.
+
+The session monitors jobs as any session does (it takes part in the monitor lease), so a
+job progresses on the page while no shell is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ganga_like.runtime.session import Session, close_session, open_session
+from ganga_like.runtime.settings import Settings
+
+__all__ = ["Reader", "StatsCache"]
+
+T = TypeVar("T")
+
+
+class Reader:
+    """Runs functions of the session in the reader thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ganga-web-repository")
+        try:
+            self.session: Session = self._pool.submit(open_session, settings).result()
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
+
+    def last_commit(self) -> bytes:
+        """The id of the last transaction this process knows of: changes whenever any
+        session commits (a shared repository's server tells every client at once)."""
+        tid: bytes = self.session.repo.db.lastTransaction()
+        return tid
+
+    async def run(self, read: Callable[..., T], *args: Any) -> T:
+        """``read(session, *args)`` in the reader thread, in a fresh transaction."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(self._fresh, read, *args))
+
+    def _fresh(self, read: Callable[..., T], *args: Any) -> T:
+        self.session.repo.abort()
+        try:
+            return read(self.session, *args)
+        finally:
+            self.session.repo.abort()  # nothing read stays pinned, nothing is left pending
+
+    def close(self) -> None:
+        self._pool.submit(close_session).result()
+        self._pool.shutdown()
+
+
+class StatsCache:
+    """A job's stats, computed again only when something was committed since, and then
+    not more often than ``SPACING`` times what the last computation took: the stats of
+    100,000 subjobs read every one of them, and many pages may ask at once."""
+
+    SPACING = 4.0
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[bytes, float, float, dict[str, Any]]] = {}
+
+    def fresh(self, job_id: int, commit: bytes, now: float | None = None) -> dict[str, Any] | None:
+        """The kept stats if still good enough to show, else None."""
+        kept = self._kept.get(job_id)
+        if kept is None:
+            return None
+        seen, at, took, summary = kept
+        now = time.monotonic() if now is None else now
+        if seen == commit or now - at < self.SPACING * took:
+            return summary
+        return None
+
+    def keep(self, job_id: int, commit: bytes, took: float, summary: dict[str, Any]) -> None:
+        self._kept[job_id] = (commit, time.monotonic(), took, summary)

@@ -1,0 +1,87 @@
+"""Running the server: a socket on the loopback interface, the token, uvicorn, and a
+clean end on Ctrl-C (or SIGTERM)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import socket
+import sys
+from typing import TextIO
+
+import uvicorn
+
+from ganga_like.errors import GangaError
+from ganga_like.runtime.settings import Settings
+from ganga_like.web.access import new_token
+from ganga_like.web.reader import Reader
+from ganga_like.web.routes import build_app
+
+__all__ = ["HOST", "bind", "serve"]
+
+HOST = "127.0.0.1"
+# How long open pages (their event streams) are given to close when the server stops.
+CLOSE_WAIT = 2
+
+
+class WebError(GangaError):
+    """The server could not start (its port is taken)."""
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on the loopback interface (``port`` 0: a free one)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise WebError(
+                f"ganga web: port {port} of {HOST} is in use; give another --port, or none "
+                "for a free one"
+            ) from None
+        raise WebError(f"ganga web: cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def serve(settings: Settings, port: int, out: TextIO = sys.stdout) -> None:
+    """Serve the repository of ``settings`` until Ctrl-C; prints the URL (with the token)
+    once the server answers."""
+    sock = bind(port)
+    try:
+        reader = Reader(settings)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        bound = sock.getsockname()[1]
+        token = new_token()
+        hosts = frozenset({f"{HOST}:{bound}", f"localhost:{bound}"})
+        server: uvicorn.Server | None = None
+
+        def stopping() -> bool:
+            return server is not None and server.should_exit
+
+        app = build_app(reader, token, hosts, stopping)
+        config = uvicorn.Config(
+            app,
+            access_log=False,  # an access log would hold the token of every URL
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=CLOSE_WAIT,
+        )
+        server = uvicorn.Server(config)
+        logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+        print(f"ganga web: http://{HOST}:{bound}/?token={token}", file=out, flush=True)
+        print("  (keep this address to yourself; Ctrl-C stops the server)", file=out, flush=True)
+        # uvicorn stops first, then raises again the Ctrl-C (SIGINT) it caught.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        sock.close()
+        reader.close()
+    print("ganga web: stopped", file=out, flush=True)
