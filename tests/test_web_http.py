@@ -23,7 +23,7 @@ from ganga_like.model.status_column import CODES
 from ganga_like.repository.connection import Repository
 from ganga_like.runtime.settings import Settings
 from ganga_like.web.access import HEADER, new_token
-from ganga_like.web.grid import UNKNOWN_CODE, grid_codes
+from ganga_like.web.grid_bytes import UNKNOWN_CODE, grid_codes
 from ganga_like.web.reader import Reader
 from ganga_like.web.routes import STATIC, build_app
 

@@ -7,6 +7,7 @@ Nothing here changes a job but ``kill`` and ``resubmit``, which the GPI's own ac
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ from ganga_like.errors import JobError
 from ganga_like.gpi import workflow
 from ganga_like.gpi.job_table import job_row
 from ganga_like.model.job import Job
+from ganga_like.runtime.plots import figures
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.stats import job_stats
 from ganga_like.runtime.stats.compute import failure_reason
+from ganga_like.runtime.stats.grid import subjob_grid as cells
 from ganga_like.runtime.submission import actions
-from ganga_like.web.grid import grid_payload
+from ganga_like.web.grid_bytes import grid_payload
 
 __all__ = [
     "TAIL_BYTES",
@@ -62,26 +65,27 @@ def jobs_table(session: Session) -> list[dict[str, Any]]:
 
 
 def job_summary(session: Session, job_id: int) -> dict[str, Any]:
-    """A job's row and stats (``j.stats()``), the resources used summed but not listed
-    per subjob (100,000 of them are the grid's to show)."""
+    """A job's row, stats (``j.stats()``) and figures (Plotly's JSON); the resources used
+    summed but not listed per subjob (100,000 of them are the grid's to show), and the
+    grid drawn by the page itself (a canvas that names the cell under the pointer)."""
     job = find(session, job_id)
-    stats = job_stats([job], f"job {job.fqid}").to_dict()
-    per_subjob = stats.get("resources", {}).pop("per_subjob", [])
-    stats["resources"]["listed"] = len(per_subjob)
+    stats = job_stats([job], f"job {job.fqid}")
+    plain = stats.to_dict()
+    per_subjob = plain["resources"].pop("per_subjob", [])
+    plain["resources"]["listed"] = len(per_subjob)
     row: dict[str, Any] = job_row(job)
-    return {"id": job.id, "row": row, "stats": stats}
+    shown = [
+        json.loads(make(stats).to_json())
+        for make in (figures.status_over_time, figures.run_time_histogram, figures.failure_groups)
+    ]
+    return {"id": job.id, "row": row, "stats": plain, "figures": shown}
 
 
 def subjob_grid(session: Session, job_id: int) -> dict[str, Any]:
-    """Every subjob's status for the grid, from the master's status records (no subjob is
+    """Every subjob's status for the grid, from the master's status column (no subjob is
     loaded); a job without subjobs is a grid of one cell, itself."""
     job = find(session, job_id)
-    if not job.is_master:
-        return {**grid_payload(job.id, [job.status]), "single": True}
-    labels = job.subjob_statuses()
-    if labels is None:  # a master stored before it kept them: the subjobs are read
-        labels = [subjob.status for subjob in job.iter_subjobs()]
-    return {**grid_payload(job.id, labels), "single": False}
+    return grid_payload(job.id, cells([job]).labels, single=not job.is_master)
 
 
 def subjob_detail(session: Session, job_id: int, sub: int | None) -> dict[str, Any]:
