@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
@@ -233,6 +234,51 @@ def test_concurrency_limit_is_honoured(tmp_path: Path, runner_dir: Path, journal
         running += change
         peak = max(peak, running)
     assert peak == 3
+
+
+def test_a_slot_starts_the_next_task_while_the_event_loop_is_busy(
+    tmp_path: Path, runner_dir: Path
+) -> None:
+    """A task's end starts the next task in line at once, without the runner's event loop:
+    here the loop is stuck writing to the tasks' journal, a full pipe."""
+    fifo = tmp_path / "journal.fifo"
+    os.mkfifo(fifo)
+    pipe = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    for size in (4096, 1):
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(pipe, b"x" * size)
+    journal = Journal(fifo)
+    gate = tmp_path / "gate"
+    ran = tmp_path / "work" / "second" / "ran"
+    first = make_task(tmp_path, "first", sh(f"until [ -e {gate} ]; do sleep 0.01; done"), journal)
+    second = make_task(tmp_path, "second", sh("touch ran"), journal)
+    submit(runner_dir, [first, second], BASE_ENV, max_concurrent=1)
+    pid = runner_pid(runner_dir)
+    assert pid is not None
+    stuck = Path(f"/proc/{pid}/wchan")
+    draining = threading.Event()
+
+    def drain() -> None:
+        while not draining.is_set():
+            with contextlib.suppress(BlockingIOError):
+                os.read(pipe, 65536)
+            time.sleep(0.01)
+
+    try:
+        # The first task runs long enough to be announced: the loop writes its "started"
+        # event and waits there for room in the pipe.
+        wait_until(lambda: "pipe_write" in stuck.read_text())
+        gate.touch()
+        wait_until(ran.exists)
+        assert "pipe_write" in stuck.read_text()
+    finally:
+        drainer = threading.Thread(target=drain)
+        drainer.start()  # lets the loop go on
+        stop(runner_dir)
+        draining.set()
+        drainer.join()
+        os.close(pipe)
 
 
 def test_nonzero_exit_is_a_failure_with_its_exit_code(

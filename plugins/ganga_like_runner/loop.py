@@ -7,14 +7,16 @@ every state change to files (see ``protocol`` for the layout).  Commands are nev
 through a shell.
 
 The event loop sleeps in ``signal.sigtimedwait`` with its wake-up signals blocked: SIGCHLD
-means a task ended, SIGUSR1 that a client queued something, SIGTERM/SIGINT that the runner
-should stop (leaving running tasks alone).  It exits by itself after ``idle_exit_seconds``
-with nothing to do.  The tasks themselves are the ``Engine``'s.
+means a slot thread started or saw the end of a task, SIGUSR1 that a client queued
+something, SIGTERM/SIGINT that the runner should stop (leaving running tasks alone).  It
+exits by itself after ``idle_exit_seconds`` with nothing to do.  The tasks themselves are
+the ``Engine``'s.
 
-Modules: ``task_engine`` (starting, ending and killing tasks), ``journal`` (events journals),
-``tasks`` (batches, tasks, request checks), ``task_files`` (per-task files), ``spawn`` (starting
-and signalling processes), ``startup_recovery`` (recovery after a crash), ``protocol``
-(the files shared with clients), ``__main__`` (the command line).
+Modules: ``task_engine`` (starting, ending and killing tasks), ``slots`` (the threads that
+start tasks and wait for them), ``journal`` (events journals), ``tasks`` (batches, tasks,
+request checks), ``task_files`` (per-task files), ``spawn`` (starting and signalling
+processes), ``startup_recovery`` (recovery after a crash), ``protocol`` (the files shared
+with clients), ``__main__`` (the command line).
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ class Runner(Engine):
             self.woken = True
         elif signum in (signal.SIGTERM, signal.SIGINT):
             self.stopping = True
-        # SIGCHLD needs no flag: every loop iteration reaps.
+        # SIGCHLD needs no flag: every loop iteration takes the slots' events (a slot
+        # thread directs one at this thread after each).
 
     def serve(self) -> None:
         """Run until stopped or idle for ``idle_exit`` seconds."""
@@ -100,7 +103,7 @@ class Runner(Engine):
                 self.woken = False
                 self.read_config()
                 self.read_queue()
-            self.reap()
+            self.take_slot_events()
             self.enforce_kill_deadlines()
             # Fill the freed slots first: writing the ended tasks' files can wait, the
             # next tasks should not.
@@ -140,7 +143,8 @@ class Runner(Engine):
         if self.unannounced:
             first = self.unannounced[0].start or 0.0
             deadline = min(deadline, now + first + STARTED_EVENT_DELAY_SECONDS - time.time())
-        if not (self.pending or self.running or self.kill_deadlines or self.journals.failing):
+        busy = self.pending or self.handed or self.running or self.kill_deadlines
+        if not (busy or self.journals.failing):
             # Never idle while events cannot be written: leaving would lose them.
             idle_deadline = self.last_activity + self.idle_exit
             if idle_deadline <= now:

@@ -5,8 +5,8 @@ than ``subprocess.Popen``: starting is the runner's hottest path, and Popen's Py
 bookkeeping (error pipe, environment encoding, fd closing) costs more than the clone and
 exec themselves.  What Popen did for us is done here explicitly:
 
-* the working directory: the runner changes into it around the spawn (the runner has
-  one thread, and every other path it uses is absolute);
+* the working directory: the runner changes into it around the spawn (one spawn at a
+  time, see ``slots``; every other path the runner uses is absolute);
 * PATH lookup in the task's environment, as Popen does (``posix_spawnp`` would search the
   runner's own PATH instead);
 * a new session, so that a kill reaches the task's whole process group;

@@ -1,12 +1,13 @@
 """The Local runner's work: queued, running and ended tasks, and what is written about them.
 
-``Engine`` starts tasks (up to ``max_concurrent`` at once), reaps them, records their end
-in their ``__run__`` files and their events in the journals, kills them on request, and
-deletes a batch once the final events of all its tasks are written.  Starting and ending
-tasks all happens on the main thread, and a freed slot is filled before the ended task's
-files are written, so that the concurrency limit is kept busy; while every slot is busy,
-the files of the next tasks in line are created ahead.  The process around it (signals,
-sleeping, the request queue, leaving when idle) is ``loop.Runner``.
+``Engine`` starts tasks (up to ``max_concurrent`` at once), records their end in their
+``__run__`` files and their events in the journals, kills them on request, and deletes a
+batch once the final events of all its tasks are written.  The processes themselves are
+started and waited for by one thread per slot (``slots``): the engine prepares each task's
+files and hands it over ahead of its turn, so that a slot whose task ended starts the next
+at once, and takes the slots' events (started, could not start, ended) on the main thread,
+where everything else happens.  The process around it (signals, sleeping, the request
+queue, leaving when idle) is ``loop.Runner``.
 """
 
 from __future__ import annotations
@@ -30,14 +31,9 @@ from ganga_like_runner.protocol import (
     RUN_FILE,
     SECRET_VARIABLES,
     event_line,
-    usage_of,
 )
-from ganga_like_runner.spawn import (
-    Spawner,
-    signal_group,
-    signal_name,
-    spawn_failure_reason,
-)
+from ganga_like_runner.slots import ENDED, FAILED, NOT_SET_UP, STARTED, SlotEvent, Slots
+from ganga_like_runner.spawn import Spawner, signal_group, signal_name
 from ganga_like_runner.task_files import (
     collect_outputs,
     discard_files,
@@ -45,9 +41,7 @@ from ganga_like_runner.task_files import (
     files_of,
     make_dirs,
     prepare_ahead,
-    start_record,
     write_json_atomic,
-    write_placeholder,
     write_record,
 )
 from ganga_like_runner.tasks import Batch, Task, TaskSetupError, submission_time
@@ -91,6 +85,8 @@ class Engine:
         self.last_activity = time.monotonic()
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self.spawner = Spawner(self.devnull)
+        self.slots = Slots(self.spawner, self.log)
+        self.handed = 0  # tasks handed to the slots and not started yet
         self.ended: list[tuple[Task, int, float]] = []  # reaped: files not yet written
         self.unannounced: deque[Task] = deque()  # started, "started" event not written yet
         self.journals = Journals(self.log)
@@ -154,11 +150,17 @@ class Engine:
     def kill_keys(self, keys: list[str]) -> None:
         for key in keys:
             for task in list(self.active.get(key, ())):
-                if task.pid is None:
-                    # Still queued: it stays in the deque but is skipped when its turn comes.
+                if task.pid is None and self.slots.withdraw(task):
+                    # Still queued (skipped when its turn comes) or handed to the slots
+                    # (skipped by the slot that takes it).
+                    if task.record_fd is not None:  # handed: its files are task.files
+                        self.unhand(task)
+                        task.record_fd = None
                     discard_files(task)
                     self.finish(task, "killed", None, "killed by user")
-                elif not task.kill_requested and task.pid is not None:
+                elif task.pid is None:
+                    task.kill_requested = True  # being started: signalled once it runs
+                elif not task.kill_requested:
                     task.kill_requested = True
                     signal_group(task.pid, signal.SIGTERM)
                     self.kill_deadlines[task.pid] = time.monotonic() + KILL_GRACE_SECONDS
@@ -175,8 +177,12 @@ class Engine:
     def start_tasks(self) -> None:
         """Start tasks first in, first out while they fit: the count, and with a capacity
         the cores and memory left.  The first task in line that does not fit waits for
-        running ones to end (no task overtakes it); one that could never fit fails."""
-        while self.pending and len(self.running) < self.max_concurrent:
+        running ones to end (no task overtakes it); one that could never fit fails.
+
+        Up to as many tasks as there are slots are handed over ahead of their turn: the
+        slot whose task ends first starts the next without waiting for this loop."""
+        self.slots.resize(self.max_concurrent)
+        while self.pending and self.has_room():
             if self.starts_held_until:
                 if self.starts_held_until > time.monotonic():
                     return
@@ -194,6 +200,10 @@ class Engine:
                 self.finish(task, "failed", None, too_big)
             else:
                 self.start_task(task)
+
+    def has_room(self) -> bool:
+        ahead = min(self.max_concurrent, MAX_PREPARED_AHEAD)
+        return len(self.running) + self.handed < self.max_concurrent + ahead
 
     def fits(self, task: Task) -> bool:
         cores, memory = self.capacity_cores, self.capacity_memory
@@ -226,8 +236,8 @@ class Engine:
         thread (a helper thread would fight it for the interpreter lock on every system
         call) and stops as soon as a task has ended, so that its slot is refilled first.
         """
-        if len(self.running) < self.max_concurrent or self.starts_held_until:
-            return  # free slots: start_tasks has nothing to start (or the disk is full)
+        if self.has_room() or self.starts_held_until:
+            return  # room left: start_tasks has nothing to start (or the disk is full)
         window = min(self.max_concurrent, MAX_PREPARED_AHEAD)
         for task in itertools.islice(self.pending, window):
             if task.files is None and task.setup_error is None and not task.finished:
@@ -236,7 +246,7 @@ class Engine:
                 prepare_ahead(task)
 
     def start_task(self, task: Task) -> None:
-        now = time.time()
+        """Prepare a task (if not yet) and hand it to the slots."""
         try:
             files = files_of(task)
         except TaskSetupError as exc:
@@ -246,45 +256,61 @@ class Engine:
                 self.finish(task, "failed", None, str(exc))
             return
         task.record_fd = files.run
-        failure: str | None = None
-        held: TaskSetupError | None = None
-        try:
-            task.record_size = write_placeholder(files.run, now, task.batch.id)
-            pid = self.spawner.spawn(task, files.out, files.err)
-        except TaskSetupError as exc:
-            if disk_full(exc):
-                held = exc
-            else:
-                failure = str(exc)
-        except OSError as exc:
-            failure = spawn_failure_reason(task, exc)
-        except (ValueError, TypeError) as exc:
-            failure = f"invalid command: {exc}"
-        finally:
-            os.close(files.out)
-            os.close(files.err)
-        if held is not None:
-            os.close(files.run)
-            task.record_fd = None
-            task.record_size = 0
-            self.hold(task, held)
-            return
-        if failure is not None:
-            # The final record replaces the placeholder: it never started.
-            self.finish(task, "failed", None, failure)
-            return
-        task.pid = pid
-        task.start = now
-        self.running[pid] = task
+        task.files = files  # the slot starting it closes stdout and stderr
+        self.handed += 1
         self.used_cores += task.cores
         self.used_memory += task.memory
-        try:
-            task.record_size = write_record(
-                files.run, start_record(now, task.batch.id, pid), task.record_size
-            )
-        except OSError as exc:
-            self.log(f"task {task.key}: cannot write {RUN_FILE}: {exc}")
-        self.unannounced.append(task)
+        self.slots.hand(task)
+
+    def unhand(self, task: Task) -> None:
+        """A handed task will not start: its place and its share of the capacity."""
+        self.handed -= 1
+        self.used_cores -= task.cores
+        self.used_memory -= task.memory
+
+    def take_slot_events(self) -> None:
+        """What the slots did since the last look, in the order they did it."""
+        events = self.slots.events
+        while events:
+            self.slot_event(events.popleft())
+
+    def slot_event(self, event: SlotEvent) -> None:
+        kind, task, value, when = event
+        if kind == STARTED:
+            self.handed -= 1
+            task.files = None
+            task.pid = value
+            task.start = when
+            self.running[value] = task
+            self.unannounced.append(task)
+            if task.kill_requested:
+                signal_group(value, signal.SIGTERM)
+                self.kill_deadlines[value] = time.monotonic() + KILL_GRACE_SECONDS
+        elif kind == FAILED:
+            self.unhand(task)
+            task.files = None
+            self.finish(task, "failed", None, value)
+        elif kind == NOT_SET_UP:
+            self.unhand(task)
+            task.files = None
+            if disk_full(value):
+                assert task.record_fd is not None
+                os.close(task.record_fd)
+                task.record_fd = None
+                task.record_size = 0
+                task.claimed = False
+                self.hold(task, value)
+            else:
+                # The final record replaces whatever was written: it never started.
+                self.finish(task, "failed", None, str(value))
+        elif kind == ENDED:
+            assert task.pid is not None
+            self.running.pop(task.pid, None)
+            self.used_cores -= task.cores
+            self.used_memory -= task.memory
+            code, task.usage = value
+            self.ended.append((task, code, when))
+            self.last_activity = time.monotonic()
 
     def announce_started(self) -> None:
         """Write the "started" events of the tasks that have been running for a while."""
@@ -297,25 +323,6 @@ class Engine:
                 self.emit(task, "started", task.start or 0.0, None, None)
 
     # ------------------------------------------------------------------- finishing
-
-    def reap(self) -> None:
-        """Collect ended children; their files are written by ``settle_ended``."""
-        while self.running:
-            try:
-                # wait4 hands over the rusage of the process and of the descendants it
-                # reaped with the exit status: the resources used cost no extra call.
-                pid, status, rusage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            task = self.running.pop(pid, None)
-            if task is None:
-                continue
-            self.used_cores -= task.cores
-            self.used_memory -= task.memory
-            task.usage = usage_of(rusage)
-            self.ended.append((task, os.waitstatus_to_exitcode(status), time.time()))
 
     def settle_ended(self) -> None:
         ended, self.ended = self.ended, []

@@ -44,6 +44,7 @@ class Task:
     __slots__ = (
         "argv",
         "batch",
+        "claimed",
         "cores",
         "env",
         "events",
@@ -87,6 +88,8 @@ class Task:
         self.record_size = 0
         self.kill_requested = False
         self.finished = False
+        # Taken by a slot thread to be started (see ``slots``): it can no longer be withdrawn.
+        self.claimed = False
         # Prepared ahead of its turn: its open files, or why they could not be made.
         self.files: TaskFiles | None = None
         self.setup_error: str | None = None
