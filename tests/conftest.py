@@ -49,6 +49,23 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.pycache_prefix = prefix
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A module that sets ``ONLY_CASE`` (tests/test_suites_on_postgres.py) runs the
+    conformance cases of that backend only."""
+    kept, left_out = [], []
+    for item in items:
+        only = getattr(getattr(item, "module", None), "ONLY_CASE", None)
+        callspec = getattr(item, "callspec", None)
+        chosen = callspec.params.get("case") if callspec is not None else None
+        if only is not None and chosen is not None and getattr(chosen, "name", only) != only:
+            left_out.append(item)
+        else:
+            kept.append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 @pytest.fixture(autouse=True)
 def _private_config(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -387,3 +404,14 @@ def env_for(gangadir: Path) -> dict[str, str]:
     env["XDG_CONFIG_HOME"] = str(gangadir.parent / "xdg-config")
     env["PYTHONPATH"] = CHILD_PYTHONPATH
     return env
+
+
+@pytest.fixture
+def postgres_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new, empty PostgreSQL database as this test's repository (``GANGA_REPOSITORY``,
+    which child processes inherit), dropped after the test; skips without a server."""
+    from .postgres_db import fresh_database
+
+    with fresh_database(tmp_path / "xdg-cache") as url:
+        monkeypatch.setenv("GANGA_REPOSITORY", url)
+        yield url

@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["ALIASES", "FLAGS", "NOT_WITH_SUBCOMMAND", "ganga_options_among"]
 
 # Options taking a value (``--gangadir DIR`` or ``--gangadir=DIR``).
-ALIASES = ("gangadir", "mode", "config", "log-level")
+ALIASES = ("gangadir", "mode", "repository", "config", "log-level")
 # Options without one: traitlets' own three, then ganga's.
 FLAGS = (
     "debug",
@@ -28,7 +28,7 @@ NOT_WITH_SUBCOMMAND = ("i", "generate-config", "show-config", "show-config-json"
 
 def ganga_options_among(args: list[str]) -> tuple[list[str], list[str]]:
     """(ganga's options, the rest) among a subcommand's arguments: ``--gangadir``,
-    ``--mode``, ``--config``, ``--log-level``, ``--readonly``, ``--no-monitor``,
+    ``--mode``, ``--repository``, ``--config``, ``--log-level``, ``--readonly``, ``--no-monitor``,
     ``--debug`` and ``--Section.option``, each with its value. No subcommand has an
     option of these names; everything after ``--`` is the subcommand's."""
     own: list[str] = []

@@ -93,8 +93,9 @@ def settings_key(settings: Settings) -> dict[str, Any]:
 
 def stamp_before_opening(settings: Settings) -> FileStamp | None:
     """The stamp to store with rows about to be read, or None when they cannot be cached
-    (a read-only view; no finished transaction at the end of the file)."""
-    if settings.repository_mode == "readonly":
+    (a read-only view; no finished transaction at the end of the file; a repository in
+    a database server, which other hosts change without a file here saying so)."""
+    if settings.repository_mode == "readonly" or settings.repository_url:
         return None
     return file_stamp(repository_file(_gangadir(settings)))
 
@@ -158,7 +159,7 @@ def _interpreter() -> list[Any]:
 def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
     """What ``ganga jobs`` (``--json``) prints, from the cache; None when the cache cannot
     say (then the plain path answers). Never raises for a bad or stale cache."""
-    if settings.repository_mode == "readonly":
+    if settings.repository_mode == "readonly" or settings.repository_url:
         return None
     gangadir = _gangadir(settings)
     try:

@@ -2,10 +2,11 @@
 
 ``XDG_CONFIG_HOME`` says where the config file is (:func:`config_home`).
 
-``GANGA_DIR`` and ``GANGA_REPOSITORY_MODE`` are a layer of the configuration, between the
-config file and the command line (a one-off ``GANGA_DIR=/tmp/x ganga`` must win over the
-file). Sessions built without the configuration (``Settings()``) take them as their
-defaults too, so the two never disagree about where the repository is.
+``GANGA_DIR``, ``GANGA_REPOSITORY_MODE`` and ``GANGA_REPOSITORY`` are a layer of the
+configuration, between the config file and the command line (a one-off
+``GANGA_DIR=/tmp/x ganga`` must win over the file). Sessions built without the
+configuration (``Settings()``) take them as their defaults too, so the two never disagree
+about where the repository is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = ["ENVIRONMENT", "config_home", "environment_values", "fingerprint"]
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     "GANGA_DIR": ("Repository", "gangadir"),
     "GANGA_REPOSITORY_MODE": ("Repository", "mode"),
+    "GANGA_REPOSITORY": ("Repository", "url"),
 }
 
 

@@ -60,6 +60,14 @@ class Repository(Configurable):
         "error) or 'readonly' (a snapshot, allowed beside the others). Environment: "
         "GANGA_REPOSITORY_MODE.",
     ).tag(config=True, runtime=False)
+    url = Unicode(
+        "",
+        help="Where the jobs are stored: empty for <gangadir>/repository/Data.fs (the "
+        "default), or postgresql://user@host:port/dbname for a PostgreSQL database that "
+        "sessions on several hosts share (the workspaces stay in the gangadir, which those "
+        "hosts must share too). Password: in ~/.pgpass or PGPASSWORD rather than here. "
+        "Environment: GANGA_REPOSITORY; command line: --repository.",
+    ).tag(config=True, runtime=False)
     server_address = Unicode(
         "",
         help="Where the shared-mode server listens: empty for a private Unix socket in "

@@ -5,7 +5,7 @@ command line < runtime changes, validated by the section classes.
    own sections);
 2. the config file, ``$XDG_CONFIG_HOME/ganga_like/ganga_config.py`` (or ``.json``;
    ``~/.config`` when XDG_CONFIG_HOME is unset). A missing file means defaults;
-3. the environment: ``GANGA_DIR`` and ``GANGA_REPOSITORY_MODE`` (a one-off
+3. the environment: ``GANGA_DIR``, ``GANGA_REPOSITORY_MODE``, ``GANGA_REPOSITORY`` (a one-off
    ``GANGA_DIR=/tmp/x ganga`` must win over the file);
 4. the command line, ``--Section.option=value`` (given by the ``ganga`` application); a
    list of fixed choices or numbers is written with commas, ``--Display.columns=fqid,status``,

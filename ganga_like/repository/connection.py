@@ -23,12 +23,14 @@ from ZODB.Connection import Connection
 from ZODB.POSException import POSKeyError
 
 from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
+from ganga_like.repository import postgres
 from ganga_like.repository.checks.file_check import corrupt
 from ganga_like.repository.checks.orphans import check_after_open, check_before_open
 from ganga_like.repository.ids import IdBlocks
 from ganga_like.repository.layout import layout_problem
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.registry import Registry
+from ganga_like.repository.shared_workspace import check_shared_workspace
 from ganga_like.repository.storage import (
     NOT_DAMAGE,
     StorageOptions,
@@ -65,8 +67,14 @@ class Repository:
     ) -> None:
         self.gangadir = gangadir.expanduser().resolve()
         self.uri = uri or default_uri(self.gangadir)
-        path = Path(unquote(urlparse(self.uri).path))
-        if mode == "readonly" and not path.exists():
+        # In a database server, the jobs have no file: messages name the database.
+        self.on_server = postgres.is_postgres(self.uri)
+        path = (
+            Path(postgres.server_of(self.uri))
+            if self.on_server
+            else Path(unquote(urlparse(self.uri).path))
+        )
+        if mode == "readonly" and not self.on_server and not path.exists():
             raise RepositoryError(f"no repository at {path} to open read-only")
         # A read-only view writes nothing, so it also opens an archived gangadir on a
         # read-only filesystem; it creates nothing either.
@@ -76,7 +84,7 @@ class Repository:
             ensure_private_dir(self.workspace)
         self.mode = mode
         self.options = options or StorageOptions()
-        if mode != "readonly":
+        if mode != "readonly" and not self.on_server:
             check_before_open(path, self.workspace)
         self.retry_policy = RetryPolicy()
         self.db: ZODB.DB = repeat(
@@ -90,7 +98,7 @@ class Repository:
         # at once do not all conflict on the one counter.
         self._ids = (
             IdBlocks(self.db, self.retry_policy, self.catch_up)
-            if self.effective_mode == "shared"
+            if self.effective_mode in ("shared", "postgresql")
             else None
         )
         self._local = threading.local()
@@ -126,6 +134,8 @@ class Repository:
                 with layout_damage(path):
                     check_layout(conn, path)
                     if self.mode != "readonly":
+                        if self.on_server:
+                            check_shared_workspace(conn.root(), self.workspace, self.uri)
                         check_after_open(conn.root(), path, self.workspace)
                         Registry.initialise(conn.root())
                 if self.mode != "readonly":

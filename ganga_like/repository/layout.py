@@ -70,7 +70,9 @@ CREATED_ON_USE = frozenset(
     }
 )
 _INDEXES = ("by_status", "status_of", "by_name")
-_OTHER_KEYS = frozenset({"format"})
+# "workspace_marker": the workspace a repository on a database server goes with
+# (ganga_like.repository.shared_workspace).
+_OTHER_KEYS = frozenset({"format", "workspace_marker"})
 
 
 def layout_problem(conn: Any) -> str | None:

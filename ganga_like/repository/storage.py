@@ -40,7 +40,7 @@ from ganga_like.errors import (
     RepositoryError,
 )
 from ganga_like.private import touch_private
-from ganga_like.repository import changes
+from ganga_like.repository import changes, postgres
 from ganga_like.repository.checks.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
@@ -87,8 +87,13 @@ def open_database(
         raise RepositoryError(f"unknown repository mode {mode!r}; expected one of {MODES}")
     options = options or StorageOptions()
     parsed = urlparse(uri)
+    if postgres.is_postgres(uri):
+        return _open_postgres(uri, mode, options)
     if parsed.scheme != "file":
-        raise RepositoryError(f"unsupported storage URI {uri!r}: only file:// is supported")
+        raise RepositoryError(
+            f"unsupported repository {postgres.redacted(uri)!r}: expected a file:// or "
+            "postgresql:// URI"
+        )
     path = Path(unquote(parsed.path))
     ensure_private_dir(path.parent, read_only=mode == "readonly")
     quiet_zodb_logging()
@@ -111,6 +116,20 @@ def open_database(
         storage.close()
         raise
     db.ganga_mode = effective
+    return db
+
+
+def _open_postgres(uri: str, mode: str, options: StorageOptions) -> ZODB.DB:
+    """Every process a client of the database server, whatever the mode (but
+    ``readonly``, which writes nothing)."""
+    quiet_zodb_logging()
+    storage = postgres.open_relstorage(uri, read_only=mode == "readonly", cache_mb=options.cache_mb)
+    try:
+        db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
+    except BaseException:
+        storage.close()
+        raise
+    db.ganga_mode = "readonly" if mode == "readonly" else "postgresql"
     return db
 
 
@@ -403,7 +422,14 @@ class _OneLine(logging.Handler):
     # Benign: FileStorage rebuilds a stale index itself (a read-only view beside a
     # writer always finds one).
     # Reported by GuardedConnection in its own one line: not said twice.
-    BENIGN = ("Ignoring index for", "Couldn't load state for", "Unpickling error:")
+    # RelStorage's failure to reach the PostgreSQL server: said in our one line
+    # (ganga_like.repository.postgres.unreachable).
+    BENIGN = (
+        "Ignoring index for",
+        "Couldn't load state for",
+        "Unpickling error:",
+        "Unable to connect:",
+    )
 
     # Benign on a full disk, which the user has been told about: the index file is only
     # a cache that the next opening brings up to date from the data file.
@@ -487,7 +513,7 @@ def quiet_zodb_logging() -> None:
     if _quieted:
         return
     _quieted = True
-    for name in ("ZODB", "ZEO", "zc.lockfile"):
+    for name in ("ZODB", "ZEO", "zc.lockfile", "relstorage"):
         logger = logging.getLogger(name)
         if not logger.handlers:
             logger.addHandler(_OneLine())

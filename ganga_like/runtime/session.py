@@ -60,7 +60,10 @@ class Session:
         # Masters' statuses are derived when read, by every part of this process alike.
         set_master_status_order(settings.master_status_order)
         self.repo = Repository(
-            settings.gangadir, settings.repository_mode, options=settings.storage_options()
+            settings.gangadir,
+            settings.repository_mode,
+            uri=settings.repository_url or None,
+            options=settings.storage_options(),
         )
         # What plugins keep while the session lasts (a Dask client per scheduler).
         self.plugin_objects = PluginObjects()

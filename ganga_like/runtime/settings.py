@@ -26,6 +26,7 @@ __all__ = ["SETTINGS_FIELDS", "Settings", "configured_settings", "settings_of"]
 SETTINGS_FIELDS: dict[tuple[type[Configurable], str], str] = {
     (Repository, "gangadir"): "gangadir",
     (Repository, "mode"): "repository_mode",
+    (Repository, "url"): "repository_url",
     (Monitor, "enabled"): "monitoring",
     (Monitor, "min_interval"): "monitor_min_interval",
     (Monitor, "max_interval"): "monitor_max_interval",
@@ -43,6 +44,10 @@ def _default_gangadir() -> Path:
     return Path(environment_values().get(("Repository", "gangadir")) or Path.home() / "gangadir")
 
 
+def _default_url() -> str:
+    return environment_values().get(("Repository", "url")) or str(default(Repository, "url"))
+
+
 def _default_mode() -> str:
     return environment_values().get(("Repository", "mode")) or str(default(Repository, "mode"))
 
@@ -56,6 +61,9 @@ class Settings:
     # "shared" (default): through the repository's server, started on demand, so any
     # number of sessions use one gangadir at once; "embedded" only when asked for.
     repository_mode: str = field(default_factory=_default_mode)
+    # Where the jobs are stored: "" for <gangadir>/repository/Data.fs, or a
+    # postgresql:// URI (ganga_like.repository.postgres).
+    repository_url: str = field(default_factory=_default_url)
     # Monitoring: fastest poll while things change, slowest when nothing does.
     monitor_min_interval: float = default(Monitor, "min_interval")
     monitor_max_interval: float = default(Monitor, "max_interval")

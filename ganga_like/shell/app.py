@@ -103,6 +103,7 @@ class GangaApp(Application):
     aliases = {  # noqa: RUF012 - traitlets declares these as plain class attributes
         "gangadir": "Repository.gangadir",
         "mode": "Repository.mode",
+        "repository": "Repository.url",
         "config": "GangaApp.config_file",
         "log-level": "Application.log_level",
     }
