@@ -131,3 +131,59 @@ def test_the_daemon_killed_mid_stream_and_started_again_loses_nothing(
     _open(tmp_path, 3)
     wait_for(lambda: _status(env, b) == "completed", 120, "the new daemon to close the stream")
     _each_submitted_once(env, b)
+
+
+# More pieces than the Local backend's first slice of a batch (its ``early_start_batch``),
+# so that a pass hands its batch over in two calls, and a kill between them interrupts it
+# mid-way.
+BATCH = 66
+
+BATCH_STREAM = f"""\
+a = Job(name="sim", application=Executable(exe="/bin/sh"), outputfiles=[LocalFile("*.root")],
+        splitter=ArgSplitter(args=[["-c", f"echo {{i}} > part.root"] for i in range({BATCH})]))
+b = Job(name="reco", application=Executable(exe="/bin/sh", args=["-c", "cat $GANGA_INPUTDATA"]),
+        inputdata=JobOutput(a, "*.root", each=True))
+for j in (a, b):
+    j.submit()
+print(a.id, b.id)
+"""
+
+HISTORIES = """\
+import sys
+b = jobs(int(sys.argv[1]))
+for sj in b.subjobs:
+    causes = [e.cause for e in sj.history if e.new == "submitting"]
+    print(sj.fqid, sj.status, sj.inputdata.source, len(causes), causes[0].split(":")[0])
+"""
+
+
+def test_a_batch_of_streamed_subjobs_interrupted_mid_hand_over_is_completed_once(
+    room: dict[str, str], tmp_path: Path
+) -> None:
+    """The upstream ends while no monitor runs: the daemon's first pass makes every
+    subjob in one batch, and is killed once the backend received the first slice of it.
+    The next daemon records those as submitted and submits the rest: each once."""
+    env = room
+    script = tmp_path / "batch.py"
+    script.write_text(BATCH_STREAM)
+    done = ganga([str(script)], env)
+    assert done.returncode == 0, done.stderr
+    a, b = (int(word) for word in done.stdout.split())
+    outputs = Path(env["GANGA_DIR"]) / "workspace" / str(a)
+    wait_for(
+        lambda: len(list(outputs.glob("*/output/part.root"))) == BATCH, 120, "a's subjobs to end"
+    )
+    kill_daemon_at(env, tmp_path, "handed-over#1")
+    assert ganga(["monitor", "start"], env).returncode == 0
+    wait_for(lambda: _status(env, b) == "completed", 180, "the new daemon to close the stream")
+    histories = tmp_path / "histories.py"
+    histories.write_text(HISTORIES)
+    shown = ganga([str(histories), str(b)], env)
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split() for line in shown.stdout.splitlines()]
+    assert sorted(row[2] for row in rows) == sorted(f"{a}.{i}" for i in range(BATCH))
+    assert {row[1] for row in rows} == {"completed"}
+    assert {row[3] for row in rows} == {"1"}  # each submitted once
+    causes = [row[4] for row in rows]
+    # The first slice's were recorded from what the backend had; the rest submitted anew.
+    assert causes.count("recovered") == 64 and causes.count("monitor") == BATCH - 64

@@ -23,9 +23,9 @@ And those of a monitor handing a waiting job to submission (``runtime/workflow/d
 And those of a monitor feeding a streaming map (``runtime/workflow/stream_driver``):
 
 * ``stream-subjobs-made``: the subjobs of the upstream subjobs that completed are made
-  (new), not submitted yet;
-* ``stream-subjobs-submitted``: they were submitted, the job's pending entry is still
-  there.
+  (new) with the intent of submitting them, nothing is handed over yet;
+* ``stream-subjobs-submitted``: their submission is recorded (``handed-over`` and
+  ``before-commit`` come between the two).
 
 And those of a monitor running a job's callback (``runtime/workflow/callbacks``):
 

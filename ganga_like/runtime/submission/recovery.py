@@ -13,7 +13,11 @@ died in between. The rule:
   to cancel whatever it may have received under the job's task keys;
 * a resubmission: the subjobs the backend received are recorded ``submitted``; those
   still ``submitting`` otherwise are marked ``failed`` (cause: the resubmission was
-  interrupted), after the same cancellation; the user resubmits them.
+  interrupted), after the same cancellation; the user resubmits them;
+* a streaming map's batch (``runtime/workflow/stream_driver``): the subjobs the backend
+  received are recorded ``submitted``; the others, after the same cancellation, stay
+  ``new`` with nothing of the interrupted submission recorded, and the next pass of the
+  stream submits them.
 """
 
 from __future__ import annotations
@@ -118,6 +122,8 @@ def _recover_one(
         return None
     if kind == "submit":
         line = _roll_back(session, job, int(detail))
+    elif kind == "stream":
+        line = _recover_stream(session, job, tuple(detail))
     else:
         line = _fail_resubmission(session, job, tuple(detail))
     registry.reindex(job)
@@ -219,3 +225,24 @@ def _fail_resubmission(session: _Scope, job: Job, ids: tuple[Any, ...]) -> str:
         target.change_status(Status.FAILED, "recovered: the resubmission was interrupted")
     kept = f", {len(received)} the backend had received are followed" if received else ""
     return f"job {job.fqid}: {len(lost)} interrupted resubmission(s) marked failed{kept}"
+
+
+def _recover_stream(session: _Scope, job: Job, ids: tuple[Any, ...]) -> str:
+    """A streaming map's batch (subjobs ``ids``, made new) was being handed over."""
+    found = (job.find_subjob(i) for i in ids)
+    pending = [t for t in found if t is not None and Status.parse(t.status) is Status.NEW]
+    received = _received(session, job, pending)
+    registry = session.registry()
+    cause = "recovered: the submission was interrupted after the backend received it"
+    for target in pending:
+        if target.fqid in received:
+            target.change_status(Status.SUBMITTING, cause)
+            target.change_status(Status.SUBMITTED, cause)
+            registry.follow(target, target.backend.monitor_data(target))
+    lost = [t for t in pending if t.fqid not in received]
+    _cancel(session, job, lost)
+    later = f", {len(lost)} it never received are submitted next" if lost else ""
+    return (
+        f"job {job.fqid}: an interrupted submission of streamed subjobs was recorded: "
+        f"{len(received)} the backend had received are followed{later}"
+    )

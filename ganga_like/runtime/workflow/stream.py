@@ -45,9 +45,11 @@ __all__ = [
 ]
 
 _DONE = frozenset({Status.COMPLETED.label, Status.COMPLETED_FROZEN.label})
-# Subjobs one pass makes at most: the monitor polls again between passes, so that a long
-# stream's later pieces are noticed while the earlier ones are submitted.
-MAKE_AT_ONCE = 500
+# Subjobs one pass makes at most: every piece due, as a rule (they are made in one
+# transaction and handed over in one batch, as a master's first submission of as many
+# subjobs is); the bound keeps a backlog's batch (a stream read by a monitor that
+# started after its upstream ended) to what that submission holds in memory at once.
+MAKE_AT_ONCE = 10_000
 
 
 def is_streaming(job: Job) -> bool:
@@ -175,8 +177,7 @@ def make_arrived(registry: Registry, workspace: str, job: Job) -> int:
     tree = job._subjobs
     made = build_subjobs(job, variations, first_id=tree.maxKey() + 1 if tree else 0)
     for sj, piece in zip(made, pieces, strict=True):
-        sj._put("submit_count", 0)  # their submission counts the first
-        stream.made[piece] = sj.id
+        stream.made[piece] = sj.id  # (each made for its first run: submit_count 1)
     if job.is_master:
         job.add_subjobs(made)
     else:
