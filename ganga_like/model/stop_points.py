@@ -41,6 +41,13 @@ And those of a monitor starting an Iterate's next iteration (``runtime/workflow/
 * ``iteration-created``: the next iteration's job is stored (the entry is ``starting``),
   not submitted yet;
 * ``iteration-submitted``: it was submitted, the entry is still there.
+
+And those of a job's removal (``runtime/submission/removal``):
+
+* ``removal-committed``: the job is gone from the repository, its workspace is still in
+  place;
+* ``workspace-deleting``: the workspace is set aside and partly deleted, by the
+  background thread.
 """
 
 from __future__ import annotations

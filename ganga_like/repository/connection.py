@@ -47,6 +47,7 @@ from ganga_like.repository.transaction_retry import (
     retried,
     safe_commit,
 )
+from ganga_like.repository.workspace_removal import delete_behind, resume_removals
 
 __all__ = ["Repository", "write_errors"]
 
@@ -107,6 +108,9 @@ class Repository:
         # than conflict with it (a kill of 10,000 subjobs is one long transaction).
         self.action_lock = threading.RLock()
         self._background: list[Any] = []  # a pack thread, the shared server's keeper
+        if mode != "readonly":
+            # Left to run at close: what it has not deleted, the next opening deletes.
+            delete_behind(self.workspace)
         if self.effective_mode == "embedded":
             # The file is ours alone: pack it here if due (the shared server does it there).
             policy = PackPolicy(self.options.pack_threshold_mb, self.options.pack_keep_days)
@@ -138,6 +142,7 @@ class Repository:
                             check_shared_workspace(conn.root(), self.workspace, self.uri)
                         check_after_open(conn.root(), path, self.workspace)
                         Registry.initialise(conn.root())
+                        resume_removals(conn.root(), self.workspace)
                 if self.mode != "readonly":
                     tm.commit()
             except BaseException:

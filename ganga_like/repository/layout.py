@@ -53,6 +53,9 @@ EXPECTED: dict[str, type] = {
     # Created on first use (ganga_like.model.callbacks): the callbacks and iteration steps
     # a status change made due, for the monitor to act on.
     "workflow_due": OOBTree,
+    # Created by the first removal (ganga_like.repository.workspace_removal): removed jobs
+    # whose workspace may still be there, deleted behind the removal.
+    "workspaces_to_delete": IITreeSet,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
@@ -67,6 +70,7 @@ CREATED_ON_USE = frozenset(
         "workflow_dependents",
         "workflow_pending",
         "workflow_due",
+        "workspaces_to_delete",
     }
 )
 _INDEXES = ("by_status", "status_of", "by_name")

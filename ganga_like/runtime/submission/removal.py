@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-import shutil
 from typing import TYPE_CHECKING
 
 from ganga_like.errors import GangaError, JobError, UnknownStatusError, safe_repr
 from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
+from ganga_like.repository.workspace_removal import delete_behind, record_removal, set_aside
 from ganga_like.runtime.submission.handover import check_components
 from ganga_like.runtime.submission.recording import record
 from ganga_like.runtime.workflow import engine as workflow
@@ -69,22 +70,35 @@ def remove(session: Session, job: Job) -> bool:
     job_id = job.id
     if isinstance(job, Job) and isinstance(job.backend, GangaObject):
         try:
-            if any(
-                Status.parse(sj.status).active
-                for sj in (job.iter_subjobs() if job.is_master else [job])
-            ):
+            if has_active(job):
                 kill(session, job, keep_going=True)
         except GangaError as exc:
             log.warning("job %s: kill before removal failed: %s", job_id, exc)
+    workspace = session.repo.workspace
 
     def forget() -> None:
         registry = session.repo.registry()
         registry.remove(job_id)
         workflow.upstream_removed(registry, job_id)  # what waited for it is skipped
+        record_removal(registry.root, workspace, job_id)
 
     session.repo.in_transaction(forget, what=f"removing job {job_id}")
-    shutil.rmtree(session.repo.workspace / str(job_id), ignore_errors=True)
+    stop_point("removal-committed")
+    # The workspace is deleted behind (repository.workspace_removal): remove() returns.
+    set_aside(workspace, job_id)
+    delete_behind(workspace, pause=lambda: stop_point("workspace-deleting"))
     return True
+
+
+def has_active(job: Job) -> bool:
+    """Whether the job or one of its subjobs is active; a master's from its status counter,
+    loading no subjob."""
+    if job.is_master:
+        counts = job.counts()
+        if counts:
+            return any(status.active for status, n in counts.items() if n)
+    jobs = job.iter_subjobs() if job.is_master else iter([job])
+    return any(Status.parse(sj.status).active for sj in jobs)
 
 
 _FORCEABLE = (Status.COMPLETED, Status.FAILED)
