@@ -67,6 +67,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "a job's stats: counts, run times, time left, failures by cause, resources used",
         _builder("listing", "stats_parser"),
     ),
+    "top": (
+        "a live full-screen view of the active jobs (keys: open, output, kill, resubmit)",
+        _builder("top", "top_parser"),
+    ),
     "kill": ("kill the jobs named by ids or a query", _builder("job_commands", "kill_parser")),
     "resubmit": (
         "resubmit the jobs named by ids or a query",

@@ -1,0 +1,248 @@
+"""``ganga top``: a live full-screen view of the repository's active jobs (Textual).
+
+The list shows each live job, and those that ended lately, with its progress, how many
+(sub)jobs end per minute and the time left; Enter opens a job (its stats: counts, slowest
+subjobs, failure groups, resources), o shows a subjob's output, k kills a job and r
+resubmits a failure group, each after a yes/no question; q quits. Everything it reads
+and does goes through :class:`ganga_like.commands.top_source.TopSource`, on a thread of
+its own, so keys are answered while the repository is slow or away; the screen says so
+in one line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Static
+
+from ganga_like.commands.top_actions import kill_job, resubmit_subjobs
+from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
+from ganga_like.commands.top_source import Snapshot, TopSource, output_tail
+from ganga_like.commands.top_text import JOB_COLUMNS, job_cells
+from ganga_like.runtime.settings import Settings
+from ganga_like.runtime.stats.board import BoardRow
+
+__all__ = ["TopApp"]
+
+# Lines of a subjob's output shown.
+PEEK_LINES = 40
+# A read that has not come back after this many refresh intervals (and at least this many
+# seconds) is said to be waiting.
+STALE_INTERVALS, STALE_SECONDS = 3, 5.0
+
+
+class Fresh(Message):
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+
+class Problem(Message):
+    def __init__(self, line: str | None) -> None:
+        super().__init__()
+        self.line = line
+
+
+class Done(Message):
+    """An action's line; ``peek``: the output of that fqid."""
+
+    def __init__(self, line: str, peek: str | None = None) -> None:
+        super().__init__()
+        self.line = line
+        self.peek = peek
+
+
+class JobsTable(DataTable[str | Text]):
+    """The list of jobs; Enter (shown in the help line) opens the one under the cursor."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "open job")]
+
+
+class TopApp(App[None]):
+    TITLE = "ganga top"
+    # Every key is in the help line; the command palette would be one more to learn.
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("k", "kill_selected", "kill job"),
+        Binding("q", "quit", "quit"),
+    ]
+    CSS = """
+    #title { height: 1; background: $primary-background; }
+    #problem { height: auto; color: $error; text-style: bold; }
+    #jobs { height: 1fr; }
+    #message { height: auto; }
+    """
+
+    def __init__(self, settings: Settings, interval: float, recent: float, job: int | None) -> None:
+        super().__init__()
+        self.gangadir = str(settings.gangadir)
+        self.source = TopSource(settings, interval, recent, self._fresh, self._problem)
+        self.rows: list[BoardRow] = []
+        self.snapshot: Snapshot | None = None
+        self.problem: str | None = None
+        self.first_job = job
+        self.job_screen: JobScreen | None = None
+        self.peek_screen: PeekScreen | None = None
+
+    # -- called from the reading thread: handed over as messages (thread-safe) -----------
+
+    def _fresh(self, snapshot: Snapshot) -> None:
+        self.post_message(Fresh(snapshot))
+
+    def _problem(self, line: str | None) -> None:
+        self.post_message(Problem(line))
+
+    def _done(self, line: str, peek: str | None = None) -> None:
+        self.post_message(Done(line, peek))
+
+    # -- the screen ----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"ganga top  {self.gangadir}  reading…", id="title", markup=False)
+        yield Static("", id="problem", markup=False)
+        yield JobsTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="message", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#jobs", DataTable)
+        for column in JOB_COLUMNS:
+            table.add_column(column, key=column)
+        table.focus()
+        self.set_interval(1.0, self._check_stale)
+        self.source.start()
+        if self.first_job is not None:
+            self.open_job(self.first_job)
+
+    def on_unmount(self) -> None:
+        self.source.request_stop()  # the caller waits for it, a bounded time
+
+    def on_fresh(self, message: Fresh) -> None:
+        snapshot = message.snapshot
+        self.snapshot = snapshot
+        self.rows = snapshot.rows
+        self._show_rows(snapshot)
+        live = sum(row.live for row in snapshot.rows)
+        stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.taken_at))
+        self.query_one("#title", Static).update(
+            f"ganga top  {self.gangadir}  {live} active, {len(snapshot.rows) - live} ended "
+            f"lately, {snapshot.jobs_total} jobs  read at {stamp} in "
+            f"{snapshot.seconds * 1000:.0f} ms"
+        )
+        screen = self.job_screen
+        stats = snapshot.stats
+        if screen is not None and stats is not None and snapshot.stats_of == screen.job_id:
+            screen.show(stats)
+
+    def _show_rows(self, snapshot: Snapshot) -> None:
+        """The rows again, the cursor kept on the job it was on."""
+        table = self.query_one("#jobs", DataTable)
+        chosen = self.selected_job()
+        table.clear()
+        for row in snapshot.rows:
+            table.add_row(*job_cells(row, snapshot.taken_at), key=str(row.job_id))
+        if chosen is not None and str(chosen) in table.rows:
+            table.move_cursor(row=table.get_row_index(str(chosen)))
+
+    def on_problem(self, message: Problem) -> None:
+        self.problem = message.line
+        self.query_one("#problem", Static).update(message.line or "")
+
+    def on_done(self, message: Done) -> None:
+        if message.peek is not None:
+            if self.peek_screen is not None and self.peek_screen.fqid == message.peek:
+                self.peek_screen.show(message.line)
+            return
+        self.say(message.line)
+
+    def _check_stale(self) -> None:
+        """Say so when a read has not come back for a while (the server restarting)."""
+        last = self.snapshot.taken_at if self.snapshot is not None else None
+        waited = time.time() - last if last is not None else 0.0
+        limit = max(STALE_SECONDS, STALE_INTERVALS * self.source.interval)
+        if last is not None and waited > limit and self.problem is None:
+            self.query_one("#problem", Static).update(
+                f"repository not answering for {waited:.0f} s: showing what was read at "
+                f"{time.strftime('%H:%M:%S', time.localtime(last))}"
+            )
+        elif self.problem is None:
+            self.query_one("#problem", Static).update("")
+
+    def say(self, line: str) -> None:
+        self.query_one("#message", Static).update(Text(line))
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def selected_job(self) -> int | None:
+        table = self.query_one("#jobs", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return int(key) if key is not None else None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "jobs" and event.row_key.value is not None:
+            self.open_job(int(event.row_key.value))
+
+    def action_kill_selected(self) -> None:
+        chosen = self.selected_job()
+        if chosen is None:
+            self.say("no job to kill")
+            return
+        self.kill(chosen)
+
+    # -- what the job screen asks for (top_screens.Controls) -----------------------------
+
+    def open_job(self, job_id: int) -> None:
+        self.job_screen = JobScreen(job_id)
+        self.source.open_job = job_id
+        self.source.wake()
+        self.push_screen(self.job_screen)
+
+    def close_job(self) -> None:
+        self.source.open_job = None
+        self.job_screen = None
+        self.pop_screen()
+
+    def peek(self, fqid: str) -> None:
+        self.peek_screen = PeekScreen(fqid)
+        self.push_screen(self.peek_screen, lambda _none: self._peek_closed())
+        self.source.act(
+            lambda session: output_tail(session, fqid, PEEK_LINES),
+            lambda text: self._done(text, peek=fqid),
+        )
+
+    def _peek_closed(self) -> None:
+        self.peek_screen = None
+
+    def kill(self, job_id: int) -> None:
+        row = next((r for r in self.rows if r.job_id == job_id), None)
+        what = f" ({row.remaining} of {row.total} not ended)" if row is not None else ""
+        self.ask(
+            f"kill job {job_id}{what}?",
+            lambda: self.source.act(lambda session: kill_job(session, job_id), self._done),
+        )
+
+    def resubmit_group(self, job_id: int, fqids: tuple[str, ...], reason: str) -> None:
+        self.ask(
+            f"resubmit the {len(fqids)} subjob(s) of job {job_id} that failed with {reason!r}?",
+            lambda: self.source.act(
+                lambda session: resubmit_subjobs(session, job_id, fqids, reason), self._done
+            ),
+        )
+
+    def ask(self, question: str, then: Callable[[], None]) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.say(f"{question.rstrip('?')}: under way…")
+                then()
+            else:
+                self.say("nothing done")
+
+        self.push_screen(ConfirmScreen(question), answered)

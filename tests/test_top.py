@@ -1,0 +1,183 @@
+"""``ganga top`` driven by Textual's own pilot, in this process, over a real repository
+whose job a second process (a ``ganga`` script) runs on Local: the list follows the job,
+Enter opens its stats, o shows a subjob's output, r resubmits a failure group and k kills
+the job, each only after a yes."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+
+from ganga_like.commands.top import INSTALL_HINT
+from ganga_like.commands.top_app import TopApp
+from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
+from ganga_like.runtime.settings import Settings
+
+from .gated_script import GatedScript
+from .test_cli import ganga
+
+# Subjobs 0 and 2 fail with exit code 3; 1 and 3 complete.
+CODES = [3, 0, 3, 0]
+
+
+@pytest.fixture
+def gated(tmp_path: Path, env_for: dict[str, str]) -> Iterator[GatedScript]:
+    script = GatedScript(tmp_path, env_for, CODES)
+    try:
+        yield script
+    finally:
+        script.end()
+
+
+def top_app(gangadir: Path, interval: float = 0.2, job: int | None = None) -> TopApp:
+    settings = Settings(gangadir=gangadir, repository_mode="shared", monitoring=False)
+    return TopApp(settings, interval, 600.0, job)
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``condition()`` holds; fail naming ``what`` after 60 s."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def cell(app: TopApp, job_id: int, column: str) -> str:
+    table = app.query_one("#jobs", DataTable)
+    return str(table.get_cell(str(job_id), column))
+
+
+def shown(app: TopApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def test_the_list_follows_a_job_another_process_runs(gated: GatedScript, gangadir: Path) -> None:
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: gated.job_id in {r.job_id for r in app.rows}, "the job")
+            assert cell(app, gated.job_id, "ended") == "0/4"
+            assert cell(app, gated.job_id, "name") == "gated"
+            gated.open_gate(1)
+            await until(pilot, lambda: cell(app, gated.job_id, "ended") == "1/4", "one ended")
+            assert cell(app, gated.job_id, "per min") != "-"
+            assert "1 active" in shown(app, "#title")
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())
+
+
+def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission(
+    gated: GatedScript, gangadir: Path
+) -> None:
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: bool(app.rows), "the job")
+            for index in range(4):
+                gated.open_gate(index)
+            await until(pilot, lambda: app.rows[0].status == "failed", "the job failed")
+            first_end = app.rows[0].ended
+            assert first_end is not None
+            await pilot.press("enter")
+            assert isinstance(app.screen, JobScreen)
+            screen = app.screen
+            await until(pilot, lambda: screen.stats is not None, "the job's stats")
+            assert screen.stats is not None
+            group = screen.stats.failures[0]
+            assert group.fqids == (f"{gated.job_id}.0", f"{gated.job_id}.2")
+            assert "completed 2  failed 2" in shown(app, "#summary")
+            # The failure group's row: o shows its first subjob's output.
+            picks = screen.query_one("#picks", DataTable)
+            picks.move_cursor(row=picks.get_row_index("group-0"))
+            await pilot.press("o")
+            assert isinstance(app.screen, PeekScreen)
+            await until(pilot, lambda: "says hello" in shown(app, "#output"), "the output")
+            assert "subjob 0 says hello" in shown(app, "#output")
+            await pilot.press("escape")
+            # r asks first; n leaves the group as it is.
+            await pilot.press("r")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            assert app.query_one("#message", Static).render().plain == "nothing done"
+            await pilot.press("r", "y")
+            await until(
+                pilot,
+                lambda: "resubmitted 2 of 2" in str(app.query_one("#message", Static).render()),
+                "the resubmission",
+            )
+            # Resubmitted, they run again (their gates are open) and fail again, later.
+            await until(
+                pilot,
+                lambda: app.rows[0].status == "failed" and (app.rows[0].ended or 0) > first_end,
+                "the job failed again",
+            )
+            assert app.rows[0].counts == {"completed": 2, "failed": 2}
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())
+
+
+def test_a_kill_is_asked_first_and_done_on_yes(gated: GatedScript, gangadir: Path) -> None:
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: bool(app.rows), "the job")
+            await pilot.press("k")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert f"kill job {gated.job_id} (4 of 4 not ended)?" in shown(app, "#question")
+            await pilot.press("escape")
+            assert app.rows[0].live
+            await pilot.press("k", "y")
+            await until(pilot, lambda: app.rows[0].status == "killed", "the job killed")
+            assert "killed" in str(app.query_one("#message", Static).render())
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())
+
+
+def test_bad_input_is_refused_in_one_line_before_the_screen_is_taken(
+    env_for: dict[str, str],
+) -> None:
+    bad_option = ganga(["top", "--frobnicate"], env_for)
+    assert bad_option.returncode == 2
+    assert bad_option.stderr.splitlines() == [
+        "ganga top: unrecognized arguments: --frobnicate; ganga top --help explains it"
+    ]
+    bad_interval = ganga(["top", "--interval", "0"], env_for)
+    assert bad_interval.returncode == 2 and len(bad_interval.stderr.splitlines()) == 1
+    assert "expected seconds above 0, not '0'" in bad_interval.stderr
+    unknown = ganga(["top", "41"], env_for)
+    assert (unknown.returncode, unknown.stderr, unknown.stdout) == (3, "ganga: no job 41\n", "")
+    subjob = ganga(["top", "4.1"], env_for)
+    assert subjob.returncode == 2 and subjob.stderr == (
+        "ganga: not a job id: '4.1'; use 12 (ganga top opens a job, not a subjob)\n"
+    )
+    piped = ganga(["top"], env_for)  # no terminal: stdin and stdout are pipes
+    assert piped.returncode == 1 and piped.stderr.startswith("ganga: ganga top needs a terminal")
+    assert len(piped.stderr.splitlines()) == 1
+
+
+def test_without_textual_it_says_how_to_install_it(env_for: dict[str, str]) -> None:
+    # Textual made unimportable in the child: what a default install without the extra has.
+    blocked = (
+        "import sys; sys.modules['textual'] = None; "
+        "from ganga_like.cli import main; sys.exit(main(['top']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], env=env_for, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert result.stderr == f"ganga: {INSTALL_HINT}\n"
