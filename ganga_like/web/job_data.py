@@ -92,11 +92,12 @@ def subjob_detail(session: Session, job_id: int, sub: int | None) -> dict[str, A
     """What hovering a cell shows: the (sub)job's status, exit code and, when it failed,
     the cause (the last line of what its backend said)."""
     job = find(session, job_id, sub)
+    status = job.current_status().label  # a master's: derived from its subjobs
     cause = None
-    if job.status in ("failed", "failed_frozen"):
+    if status in ("failed", "failed_frozen"):
         said = next((c for _w, _o, new, c in reversed(job.history) if new == "failed"), "")
         cause = failure_reason(said)
-    return {"fqid": job.fqid, "status": job.status, "exit_code": job.exit_code, "cause": cause}
+    return {"fqid": job.fqid, "status": status, "exit_code": job.exit_code, "cause": cause}
 
 
 def subjob_output(session: Session, job_id: int, sub: int | None) -> dict[str, Any]:

@@ -70,15 +70,20 @@ class StatsCache:
     def __init__(self) -> None:
         self._kept: dict[int, tuple[bytes, float, float, dict[str, Any]]] = {}
 
-    def fresh(self, job_id: int, commit: bytes, now: float | None = None) -> dict[str, Any] | None:
-        """The kept stats if still good enough to show, else None."""
+    def fresh(
+        self, job_id: int, commit: bytes, now: float | None = None
+    ) -> tuple[dict[str, Any], bool] | None:
+        """The kept stats if still good enough to show, and whether they are of the last
+        commit ``commit``; None when they must be computed again."""
         kept = self._kept.get(job_id)
         if kept is None:
             return None
         seen, at, took, summary = kept
         now = time.monotonic() if now is None else now
-        if seen == commit or now - at < self.SPACING * took:
-            return summary
+        if seen == commit:
+            return summary, True
+        if now - at < self.SPACING * took:
+            return summary, False
         return None
 
     def keep(self, job_id: int, commit: bytes, took: float, summary: dict[str, Any]) -> None:

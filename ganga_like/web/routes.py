@@ -111,7 +111,8 @@ class _Routes:
         commit = self.reader.last_commit()
         kept = self.stats.fresh(job_id, commit)
         if kept is not None:
-            return JSONResponse(kept)
+            summary, current = kept
+            return JSONResponse(summary if current else {**summary, "stale": True})
         started = time.monotonic()
         try:
             summary = await self.reader.run(job_data.job_summary, job_id)

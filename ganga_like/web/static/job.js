@@ -86,17 +86,26 @@ function drawLegend(data) {
   }
 }
 
+// The stats read every subjob: fetched at most once a second from here, and again a
+// second later when the server answered with stats older than the last commit (it
+// spaces their computation for large jobs): the page ends showing the latest.
 let summaryAt = 0;
+let summaryTimer = null;
+async function refreshSummary() {
+  summaryTimer = null;
+  const wait = 1000 - (Date.now() - summaryAt);
+  if (wait > 0) { summaryTimer = setTimeout(refreshSummary, wait); return; }
+  summaryAt = Date.now();
+  const summary = await getJSON(`/api/jobs/${JOB_ID}`);
+  drawSummary(summary);
+  if (summary.stale && !summaryTimer) summaryTimer = setTimeout(refreshSummary, 1000);
+}
+
 async function refresh() {
   const data = await getJSON(`/api/jobs/${JOB_ID}/grid`);
   grid.draw(data);
   drawLegend(data);
-  // The stats read every subjob: not more than once a second from here (the server
-  // keeps them between commits, and spaces their computation for large jobs).
-  if (Date.now() - summaryAt > 1000 || !lastSummary) {
-    summaryAt = Date.now();
-    drawSummary(await getJSON(`/api/jobs/${JOB_ID}`));
-  }
+  if (!summaryTimer) await refreshSummary();
 }
 
 // An action is asked for in a dialog first; only "Yes" sends it.
