@@ -84,7 +84,7 @@ def show(jobs: Jobs, title: str, interval: object, where: str, obj: str) -> Any:
     from ganga_like.runtime.plots.dashboard import Dashboard
 
     session = current_session()
-    board = Dashboard(_reader(jobs, title), session.sync, float(interval))  # type: ignore[arg-type]
+    board = Dashboard(_reader(jobs, title), session.sync, float(interval), title)  # type: ignore[arg-type]
     board.start(loop)
     return board
 

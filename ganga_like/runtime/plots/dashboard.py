@@ -3,11 +3,12 @@ holding the kernel.
 
 It shows a summary (the counts, time left and failure groups as a static HTML table, the
 plain summary as text) and one display per figure (Plotly's mimetype, which JupyterLab,
-Notebook 7 and VS Code draw), each a display handle. A task on the kernel's event loop
-looks again every ``interval`` seconds (longer when reading the stats took long: at most
-a quarter of the kernel's time goes to it), in a new transaction, as ``wait_async`` does,
-and updates the displays in place; it stops after drawing a job whose (sub)jobs all ended,
-or on ``stop()``. The cells run meanwhile. Without Plotly only the summary is drawn.
+Notebook 7 and VS Code draw), each a display handle made in the cell. A task on the
+kernel's event loop draws them first (so the cell returns at once), then looks again
+every ``interval`` seconds (longer when reading the stats took long: at most a quarter of
+the kernel's time goes to it), in a new transaction, as ``wait_async`` does, and updates
+the displays in place; it stops after drawing a job whose (sub)jobs all ended, or on
+``stop()``. The cells run meanwhile. Without Plotly only the summary is drawn.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import importlib.util
 import json
 import time
 from collections.abc import Callable
@@ -68,11 +70,17 @@ def all_ended(stats: JobStats) -> bool:
     return bool(stats.counts) and all(label in FINAL_LABELS for label in stats.counts)
 
 
+def _can_plot() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("plotly", "numpy"))
+
+
 class Dashboard:
     """The live displays of one job (or slice) in a notebook; ``stop()`` ends the updates."""
 
-    def __init__(self, source: Source, sync: Callable[[], None], interval: float) -> None:
-        self._source, self._sync, self.interval = source, sync, interval
+    def __init__(
+        self, source: Source, sync: Callable[[], None], interval: float, title: str
+    ) -> None:
+        self._source, self._sync, self.interval, self.title = source, sync, interval, title
         self._handles: dict[str, Any] = {}
         self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
@@ -86,48 +94,56 @@ class Dashboard:
         return self._task is not None and not self._task.done() and not self._stopped
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Draw now, and keep redrawing from a task on ``loop`` (the kernel's)."""
+        """Show the displays (empty yet) and draw them from a task on ``loop`` (the
+        kernel's): the cell returns at once, however long reading the stats takes."""
         import IPython.display
 
         display: Any = IPython.display.display  # untyped
-        stats, cost = self._draw()
-        self._handles["summary"] = display(self._summary(stats), raw=True, display_id=True)
-        for name, bundle in _figure_bundles(stats, self._grid).items():
-            self._handles[name] = display(bundle, raw=True, display_id=True)
-        if not all_ended(stats):
-            # A context of its own (not the cell's): the kernel then sends its display
-            # updates as part of the request it serves now, where frontends and nbclient
-            # look, not as part of the long-finished cell that started it.
-            self._task = loop.create_task(self._run(cost), context=contextvars.Context())
+        self._handles["summary"] = display(self._note("reading…"), raw=True, display_id=True)
+        if _can_plot():
+            from ganga_like.runtime.plots.figures import FIGURES
+
+            for name in FIGURES:
+                waiting = {"text/plain": f"<{name} figure: drawing…>"}
+                self._handles[name] = display(waiting, raw=True, display_id=True)
+        # A context of its own (not the cell's): the kernel then sends its display updates
+        # as part of the request it serves now, where frontends and nbclient look, not as
+        # part of the long-finished cell that started it. The displays themselves were
+        # made here, in the cell, so that they stay in its output.
+        self._task = loop.create_task(self._run(), context=contextvars.Context())
+
+    def _note(self, note: str) -> dict[str, str]:
+        text = f"stats of {self.title}: {note}"
+        return {"text/html": f"<i>{escape(text)}</i>", "text/plain": text}
 
     def _draw(self) -> tuple[JobStats, float]:
         started = time.monotonic()
         self._sync()
         self.stats, self._grid = self._source()
         self.updates += 1
-        self._changed.set()
         return self.stats, time.monotonic() - started
 
-    def _summary(self, stats: JobStats) -> dict[str, str]:
-        if self.error:
-            return summary_bundle(stats, f"stopped: {self.error}")
-        return summary_bundle(stats, "live" if self.live or self.updates == 1 else "stopped")
-
-    async def _run(self, cost: float) -> None:
+    async def _run(self) -> None:
+        cost = None
         try:
             while True:
-                await asyncio.sleep(max(self.interval, _PATIENCE * cost))
+                if cost is not None:
+                    await asyncio.sleep(max(self.interval, _PATIENCE * cost))
                 stats, cost = self._draw()
                 ended = all_ended(stats)
                 self._update(stats, final=ended)
+                self._changed.set()
                 if ended:
                     return
         except asyncio.CancelledError:
             raise
         except Exception as error:  # shown in the summary: a task has nobody to raise to
             self.error = f"{type(error).__name__}: {error}"
-            if self.stats is not None:
+            if self.stats is None:
+                self._handles["summary"].update(self._note(f"stopped: {self.error}"), raw=True)
+            else:
                 self._update(self.stats, final=True)
+            self._changed.set()
 
     def _update(self, stats: JobStats, final: bool) -> None:
         note = f"stopped: {self.error}" if self.error else ("ended" if final else "live")
@@ -147,12 +163,14 @@ class Dashboard:
     def stop(self) -> None:
         """Stop updating; the displays keep what they show."""
         task = self._task
-        if task is not None and not task.done() and not self._stopped:
-            self._stopped = True
-            task.cancel()
-            if self.stats is not None:
-                with contextlib.suppress(Exception):
-                    self._handles["summary"].update(summary_bundle(self.stats, "stopped"), raw=True)
+        if task is None or task.done() or self._stopped:
+            return
+        self._stopped = True
+        task.cancel()
+        stats = self.stats
+        bundle = self._note("stopped") if stats is None else summary_bundle(stats, "stopped")
+        with contextlib.suppress(Exception):  # a display gone with its kernel: nothing to do
+            self._handles["summary"].update(bundle, raw=True)
 
     def __repr__(self) -> str:
         what = title_line(self.stats) if self.stats is not None else "nothing"
