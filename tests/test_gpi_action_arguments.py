@@ -97,12 +97,13 @@ def test_remove_with_an_id_removes_that_job_only(env_for: dict[str, str], runner
         (
             "jobs(0).resubmit(Local())",
             "Job.resubmit() takes its options as keywords, resubmit("
-            "keep_going=..., backend=...); not by position the Local Local()",
+            "keep_going=..., backend=..., group=..., memory=..., walltime=...); not by position "
+            "the Local Local()",
         ),
         (
             "jobs(0).kill(False)",
-            "Job.kill() takes its options as keywords, kill(keep_going=..., dependents=...); "
-            "not by position the bool False",
+            "Job.kill() takes its options as keywords, kill(keep_going=..., dependents=..., "
+            "group=...); not by position the bool False",
         ),
         (
             "jobs(0).force_status('failed', True)",

@@ -340,7 +340,7 @@ def test_stats_show_as_a_compact_table_in_the_shell(shell_env: dict[str, str]) -
         assert lines[0] == "Out[4]:"
         assert lines[1] == "stats of job 0: 3 subjobs"
         assert lines[2].split() == ["status", "completed", "1", "failed", "2"]
-        assert "failed 2: exit code 4: 0.1, 0.2" in [" ".join(line.split()) for line in lines]
+        assert "failed #1 2: exit code 4: 0.1, 0.2" in [" ".join(line.split()) for line in lines]
         assert shell.run("j.stats().to_dict()['counts']").endswith("{'completed': 1, 'failed': 2}")
         assert shell.run("job_stats(3)") == (
             "ERROR: job_stats(): expected a job, a slice or a list of jobs, not the int 3"

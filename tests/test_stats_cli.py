@@ -43,6 +43,8 @@ def test_ganga_stats_reads_a_running_job_from_another_process(
                 "reason": "exit code 2",
                 "count": 2,
                 "fqids": [f"{j.id}.2", f"{j.id}.3"],
+                "cause": "failed",
+                "number": 1,
             }
         ]
         assert data["slowest"][0]["fqid"] == f"{j.id}.0"
@@ -67,3 +69,28 @@ def test_ganga_stats_refuses_bad_input_in_one_line(env_for: dict[str, str]) -> N
     assert bad.returncode == 2 and bad.stderr == "ganga: not a job id: 'x'; use 12 or 12.3\n"
     none = ganga(["stats"], env_for)
     assert none.returncode == 2 and len(none.stderr.splitlines()) == 1
+
+
+def test_ganga_resubmit_group_resubmits_the_subjobs_of_the_group_ganga_stats_numbers(
+    session: Session, env_for: dict[str, str]
+) -> None:
+    codes = ["3", "0", "7", "3", "7"]
+    j = Job(
+        application=Executable(exe="/bin/sh"),
+        splitter=ArgSplitter(args=[["-c", f"exit {code}"] for code in codes]),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    shown = ganga(["stats", str(j.id)], env_for).stdout
+    assert f"failed #2  2: exit code 7: {j.id}.2, {j.id}.4" in shown
+    before = [len(sj.history) for sj in j.subjobs]
+    done = ganga(["resubmit", str(j.id), "--group", "2", "--yes"], env_for)
+    assert done.returncode == 0, done.stderr
+    assert j.wait(timeout=120) == "failed"
+    after = [len(sj.history) for sj in j.subjobs]
+    assert [i for i in range(5) if after[i] != before[i]] == [2, 4]
+    refused = ganga(["resubmit", str(j.id), "--group", "9", "--yes"], env_for)
+    assert refused.returncode != 0
+    assert f"job {j.id}: resubmit(): no failure group 9; it has groups 1 to 2" in refused.stderr
+    local = ganga(["resubmit", str(j.id), "--group", "1", "--memory", "4G", "--yes"], env_for)
+    assert "its Local backend has no memory to give (nothing done)" in local.stderr

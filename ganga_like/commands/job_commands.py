@@ -26,6 +26,7 @@ from ganga_like.commands.lookup import Selection, select
 from ganga_like.errors import GangaError, JobError
 from ganga_like.gpi import workflow
 from ganga_like.model.job import Job
+from ganga_like.runtime import failure_groups
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.submission import actions as job_actions
 from ganga_like.runtime.submission import lifecycle
@@ -86,7 +87,30 @@ def kill_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
-    return _parser(parser, "resubmit", lambda s, j: job_actions.resubmit(s, j, keep_going=True))
+    parser.add_argument(
+        "--group",
+        type=int,
+        metavar="N",
+        help="only the subjobs of failure group N (as `ganga stats ID` numbers them), with "
+        "twice the memory after out_of_memory, twice the walltime after timeout",
+    )
+    parser.add_argument("--memory", help="with --group: the memory to ask for, e.g. 4G")
+    parser.add_argument("--walltime", help="with --group: the walltime to ask for, e.g. 2:00:00")
+    given: dict[str, Any] = {}
+
+    def resubmit(session: Session, job: Job) -> bool:
+        group, sizes = given.get("group"), {k: given.get(k) for k in ("memory", "walltime")}
+        if group is None and not any(sizes.values()):
+            return job_actions.resubmit(session, job, keep_going=True)
+        return failure_groups.resubmit_job_group(session, job, group, None, sizes)
+
+    run = _parser(parser, "resubmit", resubmit)
+
+    def run_resubmit(args: argparse.Namespace) -> int:
+        given.update(group=args.group, memory=args.memory, walltime=args.walltime)
+        return int(run(args))
+
+    return run_resubmit
 
 
 def remove_parser(parser: argparse.ArgumentParser) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import JobError, SchemaError
-from ganga_like.gpi import callbacks, results, seeing, workflow, workflow_graph
+from ganga_like.gpi import callbacks, resubmit_kill, results, seeing, workflow, workflow_graph
 from ganga_like.gpi.arguments import given, keyword_options, refuse_positional
 from ganga_like.gpi.lookups import check_index, check_lines, check_timeout, id_number, storable_id
 from ganga_like.gpi.progress import progress as show_progress
@@ -22,7 +22,7 @@ from ganga_like.gpi.proxy import (
     unwrap,
     wrap,
 )
-from ganga_like.gpi.slices import JobSlice, resubmit_backend
+from ganga_like.gpi.slices import JobSlice
 from ganga_like.gpi.table_text import shorten
 from ganga_like.gpi.waiting import wait_for_job
 from ganga_like.model.history import History, HistoryEntry
@@ -248,25 +248,8 @@ class Job(GPIObject, callbacks.JobReactions):
             bar.update(count, count, f"{count} subjobs submitted")
         return result
 
-    @keyword_options
-    def kill(self, *, keep_going: bool = True, dependents: str | None = None) -> bool:
-        """Kill the job (a master: all its active subjobs).
-
-        ``dependents``: what becomes of the jobs waiting for it, "skip" or "keep"
-        (waiting for a resubmission); needed when some wait (the shell asks)."""
-        return workflow.kill(current_session(), self._live("kill()"), keep_going, dependents)
-
-    @keyword_options
-    def resubmit(self, *, keep_going: bool = True, backend: Any = None) -> bool:
-        """Resubmit a failed/killed job; for a master, its failed/killed subjobs.
-
-        ``backend``: a changed copy of the job's backend, e.g. ``Slurm(resources=
-        Resources(memory="4G"))``; of the same type, changing only what may change at
-        resubmission (see each attribute's help). Each resubmitted (sub)job keeps it."""
-        job = callbacks.not_an_iterate(self._live("resubmit()"))
-        if job.master is None and job.current_status() is Status.SKIPPED:
-            return workflow.resubmit_skipped(current_session(), job)  # it waits again
-        return actions.resubmit(current_session(), job, keep_going, resubmit_backend(backend))
+    kill = resubmit_kill.kill  # j.kill(): the job, or those of a failure group run again
+    resubmit = resubmit_kill.resubmit  # j.resubmit(): again, or one failure group
 
     @keyword_options
     def remove(self) -> bool:

@@ -322,6 +322,20 @@ class IBackend(GangaObject):
         -> 0:02:00"``). Backends without such resources ignore it."""
         return []
 
+    def set_resources(self, values: Mapping[str, Any]) -> list[str]:
+        """Set the named resources (a subset of ``growable``) to ``values`` as the user
+        gives them ("4G", "2:00:00"), in place, before a resubmission; return one line per
+        change, as :meth:`grow`. A SchemaError for a bad value, with nothing changed."""
+        return []
+
+    @classmethod
+    def failure_cause(cls, reason: str) -> str:
+        """The cause (one of FAILURE_CAUSES) of a failure the backend gave ``reason`` for
+        (the last line of what it said, e.g. "walltime exceeded"); "failed" when none in
+        particular: the stats group failures by it, and a group's resubmission grows what
+        its cause needs."""
+        return "failed"
+
     def received_bulk(self, ctx: SubmitContext, jobs: Sequence[Job]) -> set[str] | None:
         """For the recovery of a submission a crash interrupted: the fqids of ``jobs`` this
         backend had received (queued, running or ended), or None when it cannot tell.

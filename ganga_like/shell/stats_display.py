@@ -33,7 +33,7 @@ def _renderable(stats: JobStats, colours: dict[str, str] | None) -> RenderableTy
     counts.append(left_line(stats))
     table.add_row("status", counts)
     for label, text in summary_rows(stats)[1:]:
-        failed = label == "failed" and colours is not None
+        failed = label.startswith("failed") and colours is not None
         table.add_row(label, Text(text, style="red" if failed else ""))
     return table
 

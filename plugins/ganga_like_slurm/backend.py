@@ -44,6 +44,7 @@ from .resource_object import Resources, ResourcesTrait
 from .scheduler import SCHEDULER
 from .settings import Slurm as SlurmSection
 from .slurm_commands import SlurmCommandError
+from .states import cause_of_reason
 from .submission import (
     Batch,
     ClusterAnswers,
@@ -187,6 +188,25 @@ class Slurm(BatchBackend):
             f"resources.{name} {shown(getattr(resources, name))} -> {shown(value)}"
             for name, value in grown.items()
         ]
+
+    def set_resources(self, values: Mapping[str, Any]) -> list[str]:
+        """Set ``resources.memory`` and ``resources.walltime`` as the attributes take them
+        ("4G", "2:00:00"): a bad value raises SchemaError before anything changes."""
+        current = self.resources or Resources()
+        checked = {name: Resources._validate(name, value) for name, value in values.items()}
+        replacement = Resources(**{n: getattr(current, n) for n in current.stored()})
+        for name, value in checked.items():
+            replacement._assign(name, value)
+        self._assign("resources", replacement)
+        return [
+            f"resources.{name} {shown(getattr(current, name))} -> "
+            f"{shown(getattr(replacement, name))}"
+            for name in checked
+        ]
+
+    @classmethod
+    def failure_cause(cls, reason: str) -> str:
+        return cause_of_reason(reason)
 
     # -- the batch base's hooks ------------------------------------------------------
 

@@ -17,6 +17,7 @@ __all__ = [
     "Observation",
     "Status",
     "UnknownStateError",
+    "cause_of_reason",
     "classify",
     "normalise_state",
     "parse_exit_code",
@@ -172,3 +173,12 @@ def classify(state: str, reason: str | None, exit_code: str | None) -> Observati
     # reason (e.g. JobArrayTaskLimit) even on COMPLETED rows, which would mislead.
     cause = _CAUSES.get(name, "")  # empty: "failed", or no failure
     return Observation(status=status, reason=text, exit_code=code, cause=cause)
+
+
+def cause_of_reason(reason: str) -> str:
+    """The cause (``"timeout"``, ``"out_of_memory"``) of a failure :func:`classify` gave
+    ``reason`` for; "failed" for any other."""
+    for name, cause in _CAUSES.items():
+        if reason.startswith(STATE_TABLE[name][1]):
+            return cause
+    return "failed"

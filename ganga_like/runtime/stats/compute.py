@@ -31,7 +31,7 @@ from ganga_like.runtime.stats.data import (
 )
 from ganga_like.runtime.stats.histogram import Histogram
 
-__all__ = ["SLOWEST", "TIMELINE_POINTS", "job_stats", "plain_counts"]
+__all__ = ["SLOWEST", "TIMELINE_POINTS", "failure_key", "job_stats", "plain_counts"]
 
 # How many of the longest runs are named, and how many points the counts over time keep.
 SLOWEST = 5
@@ -56,6 +56,14 @@ def failure_reason(cause: str) -> str:
     return _BACKEND_PREFIX.sub("", last, count=1) or "failed"
 
 
+def failure_key(job: Job, history: Any = None) -> tuple[int | None, str]:
+    """What a failed (sub)job's failure group is known by: its exit code and the reason of
+    its last failure (``failure_reason``)."""
+    entries = job.history if history is None else history
+    cause = next((c for _w, _o, new, c in reversed(entries) if new == "failed"), "")
+    return job.exit_code, failure_reason(cause)
+
+
 class _Pass:
     """What the pass over the (sub)jobs gathers."""
 
@@ -70,6 +78,7 @@ class _Pass:
         self.first_start: float | None = None
         self.ended = 0
         self.failures: dict[tuple[int | None, str], list[str]] = {}
+        self.causes: dict[tuple[int | None, str], str] = {}  # by failure key
         self.usage: list[SubjobResources] = []
         self.requests: dict[int, Requested] = {}  # by backend object: shared by subjobs
         self.masters = 0
@@ -127,8 +136,11 @@ class _Pass:
         self.add_usage(job, fqid)
 
     def add_failure(self, job: Job, fqid: str, history: Any) -> None:
-        cause = next((c for _w, _o, new, c in reversed(history) if new == "failed"), "")
-        key = (job.exit_code, failure_reason(cause))
+        key = failure_key(job, history)
+        if key not in self.failures:
+            backend = job.backend
+            kind = type(backend) if isinstance(backend, IBackend) else IBackend
+            self.causes[key] = kind.failure_cause(key[1])
         self.failures.setdefault(key, []).append(fqid)
 
     def add_usage(self, job: Job, fqid: str) -> None:
@@ -163,9 +175,10 @@ class _Pass:
             ),
             time_left=self.time_left(remaining),
             failures=tuple(
-                FailureGroup(code, reason, tuple(ids))
-                for (code, reason), ids in sorted(
-                    self.failures.items(), key=lambda item: (-len(item[1]), item[1][0])
+                FailureGroup(code, reason, tuple(ids), self.causes[code, reason], number)
+                for number, ((code, reason), ids) in enumerate(
+                    sorted(self.failures.items(), key=lambda item: (-len(item[1]), item[1][0])),
+                    start=1,
                 )
             ),
             resources=_summary(self.usage),

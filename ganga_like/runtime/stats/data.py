@@ -84,6 +84,11 @@ class FailureGroup:
     exit_code: int | None
     reason: str
     fqids: tuple[str, ...]
+    # What the reason means (the backend says): "out_of_memory", "timeout" or "failed".
+    cause: str = "failed"
+    # Its place in ``JobStats.failures``, from 1: how ``ganga resubmit ID --group N``
+    # and ``j.resubmit(group=N)`` name it.
+    number: int = 0
 
     @property
     def count(self) -> int:
@@ -95,6 +100,8 @@ class FailureGroup:
             "reason": self.reason,
             "count": self.count,
             "fqids": list(self.fqids),
+            "cause": self.cause,
+            "number": self.number,
         }
 
 
@@ -279,7 +286,8 @@ def summary_rows(stats: JobStats) -> list[tuple[str, str]]:
     for group in stats.failures[:SHOWN_GROUPS]:
         shown = group.exit_code
         code = "" if shown is None or group.reason == f"exit code {shown}" else f" [exit {shown}]"
-        rows.append(("failed", f"{group.count}: {group.reason}{code}: {_ids(group.fqids)}"))
+        text = f"{group.count}: {group.reason}{code}: {_ids(group.fqids)}"
+        rows.append((f"failed #{group.number}" if group.number else "failed", text))
     hidden = stats.failures[SHOWN_GROUPS:]
     if hidden:
         rows.append(("failed", f"… {len(hidden)} more groups ({sum(g.count for g in hidden)})"))

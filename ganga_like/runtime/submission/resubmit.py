@@ -27,7 +27,14 @@ from ganga_like.runtime.workflow import engine as workflow
 if TYPE_CHECKING:
     from ganga_like.runtime.session import Session
 
-__all__ = ["describe_changes", "describe_component", "describe_job", "resubmit", "run_again"]
+__all__ = [
+    "backend_changes",
+    "describe_changes",
+    "describe_component",
+    "describe_job",
+    "resubmit",
+    "run_again",
+]
 
 
 _RESUBMITTABLE = (Status.FAILED, Status.KILLED)
@@ -78,11 +85,11 @@ def _resubmit(session: Session, job: Job, keep_going: bool, backend: GangaObject
                 "jobs can be resubmitted"
             )
         targets = [job]
-    changes = _backend_changes(job, backend) if backend is not None else {}
+    changes = backend_changes(job, backend) if backend is not None else {}
     return run_again(session, job, targets, keep_going, "resubmit", changes)
 
 
-def _backend_changes(job: Job, new: GangaObject) -> dict[str, Any]:
+def backend_changes(job: Job, new: GangaObject) -> dict[str, Any]:
     """The attributes ``new`` changes of ``job``'s backend; JobError (nothing changed) when
     it is of another type or changes an attribute not declared changeable at resubmit."""
     current = job.backend
@@ -142,17 +149,18 @@ def run_again(
     verb: str,
     backend_changes: dict[str, Any] | None = None,
     who: str = "user",
+    master_too: bool = True,
 ) -> bool:
-    """Submit existing ``targets`` (a job, or subjobs of ``job``; ``who`` and ``verb`` for the
-    history), recorded as a resubmission: an interrupted one is recovered alike."""
+    """Submit existing ``targets`` (a job, or subjobs of ``job``; ``who``, ``verb`` for the history)
+    as a resubmission; ``backend_changes`` go to each and, if ``master_too``, the master."""
     master = job.master or job
 
     def record_intent() -> None:
         if ours(session.registry().submitting.get(master.id)):
             return  # an attempt whose answer was lost did commit
         if job.is_master:
-            changed = _change_backend(job, backend_changes) if backend_changes else ""
-            with_changes = f" with {changed}" if changed else ""
+            done = _change_backend(job, backend_changes) if backend_changes and master_too else ""
+            with_changes = f" with {done}" if done else ""
             job.log_event(f"{who}: {verb} of {len(targets)} subjob(s){with_changes}")
         for target in targets:
             cause = f"{who}: {verb}"
