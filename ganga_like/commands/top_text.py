@@ -73,4 +73,5 @@ def stats_lines(stats: JobStats) -> list[str]:
     """The open job's stats as ``j.stats()`` prints them, less the slowest subjobs and the
     failure groups: those are rows of their own, to pick."""
     rows = summary_rows(stats)
-    return [title_line(stats)] + [f"{k:<10} {v}" for k, v in rows if k not in _PICKED]
+    kept = [(k, v) for k, v in rows if k.partition(" ")[0] not in _PICKED]  # "failed #2"
+    return [title_line(stats)] + [f"{k:<10} {v}" for k, v in kept]
