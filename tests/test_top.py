@@ -6,6 +6,8 @@ the job, each only after a yes."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,10 +21,12 @@ from textual.widgets import DataTable, Static
 from ganga_like.commands.top import INSTALL_HINT
 from ganga_like.commands.top_app import TopApp
 from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
+from ganga_like.repository.zeo import shared
 from ganga_like.runtime.settings import Settings
 
 from .gated_script import GatedScript
 from .test_cli import ganga
+from .waiting import wait_for
 
 # Subjobs 0 and 2 fail with exit code 3; 1 and 3 complete.
 CODES = [3, 0, 3, 0]
@@ -181,3 +185,75 @@ def test_without_textual_it_says_how_to_install_it(env_for: dict[str, str]) -> N
     )
     assert result.returncode == 1
     assert result.stderr == f"ganga: {INSTALL_HINT}\n"
+
+
+HOLD = """
+import os, sys, time
+from pathlib import Path
+from ganga_like.repository.connection import Repository
+repo = Repository(Path(sys.argv[1]))  # embedded: the file held by this process alone
+Path(sys.argv[2]).touch()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+repo.close()
+"""
+
+
+def test_a_busy_repository_is_said_in_one_line_until_it_is_free(
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
+    held, release = tmp_path / "held", tmp_path / "release"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(gangadir), str(held), str(release)], env=env_for
+    )
+
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: app.problem is not None, "the problem said")
+            assert app.problem is not None
+            assert app.problem.startswith("repository busy: ")
+            assert f"in use by PID {holder.pid}" in app.problem
+            assert "\n" not in app.problem and app.problem.endswith("(trying again)")
+            await pilot.press("k")  # keys are answered meanwhile: no job to kill
+            assert app.query_one("#message", Static).render().plain == "no job to kill"
+            release.touch()
+            await until(pilot, lambda: app.snapshot is not None, "a read once it was free")
+            assert app.problem is None and shown(app, "#problem") == ""
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    try:
+        wait_for(lambda: held.exists() or holder.poll() is not None, 60, "the holder")
+        assert holder.poll() is None
+        asyncio.run(scenario())
+    finally:
+        release.touch()
+        holder.wait(timeout=60)
+
+
+def test_a_server_that_stops_answering_is_said_and_quitting_does_not_wait_for_it(
+    gated: GatedScript, gangadir: Path
+) -> None:
+    server = shared.server_pid(gangadir / "repository")
+    assert server is not None
+
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: bool(app.rows), "the job")
+            os.kill(server, signal.SIGSTOP)
+            try:
+                gated.open_gate(0)  # the script's commit waits too: something to read
+                await until(pilot, lambda: "not answering" in shown(app, "#problem"), "said")
+                assert shown(app, "#problem").startswith("repository not answering for ")
+                await pilot.press("q")
+            except BaseException:
+                os.kill(server, signal.SIGCONT)
+                raise
+        # The screen is gone while a read still waits.
+        assert not app.source.stop(0.5)
+        os.kill(server, signal.SIGCONT)
+        assert app.source.stop(60), "the reading thread ended once the server answered"
+
+    asyncio.run(scenario())

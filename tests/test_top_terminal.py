@@ -4,6 +4,8 @@ shows. Keys only, no mouse; the terminal is resized; q leaves it as it was."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import pexpect
 import pyte
+
+from ganga_like.repository.zeo import shared
 
 from .gated_script import GatedScript
 
@@ -113,4 +117,28 @@ def test_ganga_top_in_a_terminal_follows_a_job_answers_keys_and_restores_the_ter
         term.child.close()
         assert term.child.exitstatus == 0
     finally:
+        gated.end()
+
+
+def test_quitting_while_the_repository_server_does_not_answer_leaves_within_seconds(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
+    gated = GatedScript(tmp_path, env_for, [0])
+    server = shared.server_pid(gated.gangadir / "repository")
+    assert server is not None
+    try:
+        top = f"{sys.executable} -m ganga_like.cli top --interval 0.3"
+        term = Terminal(f'{top}; echo "EXIT=$?"', env_for)
+        term.until(lambda _t: " 0/1 " in term.row_of(gated.job_id), "the job")
+        os.kill(server, signal.SIGSTOP)
+        term.until(lambda t: "repository not answering for" in t, "the line saying so")
+        term.child.send("q")
+        asked = time.monotonic()
+        term.child.expect(rb"EXIT=(\d+)", timeout=60)
+        took = time.monotonic() - asked
+        assert term.child.match.group(1) == b"0"
+        assert b"ganga: the repository did not answer within 5 s" in term.child.before
+        assert took < 30, f"quitting took {took:.1f} s"  # 5 s for the read, then out
+    finally:
+        os.kill(server, signal.SIGCONT)
         gated.end()

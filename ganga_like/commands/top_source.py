@@ -26,7 +26,7 @@ from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.stats import JobStats, job_stats
 from ganga_like.runtime.stats.board import BoardRow, board_rows
 
-__all__ = ["Action", "Snapshot", "TopSource", "output_tail"]
+__all__ = ["Action", "Snapshot", "TopSource", "output_tail", "read_board"]
 
 Action = Callable[[Session], str]
 # A job's stats are read again after at least this many times what the last read took.
@@ -127,15 +127,12 @@ class TopSource:
     def _pass(self, session: Session) -> None:
         start = time.monotonic()
         try:
-            session.repo.abort()  # a new transaction: other processes' commits
-            registry = session.registry()
             now = time.time()
-            rows = board_rows(registry, now, self.recent, self._shown)
-            jobs_total = len(registry.jobs)
+            rows, jobs_total = read_board(session, now, self.recent, self._shown)
             seconds = time.monotonic() - start
-            stats, stats_of = self._stats(registry)
-        except GangaError as exc:
-            self.on_problem(f"repository not readable: {_first_line(exc)}")
+            stats, stats_of = self._stats(session.registry())
+        except Exception as exc:  # whatever a read raised (a server gone): said, retried
+            self.on_problem(f"repository not readable: {_first_line(exc)} (trying again)")
             return
         self._shown = {row.job_id for row in rows}
         self.on_problem(None)
@@ -172,10 +169,22 @@ class TopSource:
             try:
                 session.repo.abort()
                 line = action(session)
-            except GangaError as exc:
-                line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            except Exception as exc:  # refused (a GangaError) or failed: said in one line
+                line = _first_line(exc)
             on_done(line)
             return  # read again at once: the action changed what is shown
+
+
+def read_board(
+    session: Session, now: float, recent: float, shown: set[int]
+) -> tuple[list[BoardRow], int]:
+    """One refresh's read: the board's rows and how many jobs the repository holds."""
+    # A round trip to the server first: every commit made before it is seen (a server
+    # that stopped answering is noticed here, not hidden by the cache).
+    session.repo.catch_up()
+    session.repo.abort()  # a new transaction: other processes' commits
+    registry = session.registry()
+    return board_rows(registry, now, recent, shown), len(registry.jobs)
 
 
 def output_tail(session: Session, fqid: str, lines: int) -> str:
