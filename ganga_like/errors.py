@@ -22,6 +22,7 @@ __all__ = [
     "RepositoryConflictError",
     "RepositoryCorruptError",
     "RepositoryError",
+    "RepositoryOnAnotherHostError",
     "RepositoryWriteError",
     "SchemaError",
     "TemplateError",
@@ -113,6 +114,15 @@ class RepositoryBusyError(RepositoryError):
     def __init__(self, message: str, *, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class RepositoryOnAnotherHostError(RepositoryBusyError):
+    """The repository is held by a live server on another host (a gangadir on a shared
+    filesystem): this host neither writes its file nor starts a server of its own."""
+
+    def __init__(self, message: str, *, host: str) -> None:
+        super().__init__(message, pid=None)
+        self.host = host
 
 
 class RepositoryConflictError(RepositoryError):

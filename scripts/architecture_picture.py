@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runtime", ("runtime",)),
     ("model", ("model", "batch")),
     ("repository", ("repository",)),
-    ("base", ("config", "query", "errors", "private", "detached", "excepthook")),
+    ("base", ("config", "query", "errors", "private", "detached", "hosts", "excepthook")),
 )
 
 # Each process: a label, the module it runs, and how the session starts it ("" for itself).

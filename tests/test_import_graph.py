@@ -8,10 +8,10 @@ loads the shell on demand.
 
 Layers (docs: shared DESIGN): shell (with ``commands``, ``cli`` and the package's
 ``__init__``) > gpi > runtime > model > repository > the base (errors, private, config,
-query, detached, excepthook).  A module may import its own layer and those below.  Plugins
-may import the model, errors, private, a core batch base (``ganga_like.batch``) and
-``ganga_like.detached``; never the runtime, shell, GPI or repository.  No plugin imports
-another, except the runner plugin (``ganga_like_runner``), through its public modules.
+query, detached, hosts, excepthook).  A module may import its own layer and those below.
+Plugins may import the model, errors, private, a core batch base (``ganga_like.batch``),
+``ganga_like.detached`` and ``ganga_like.hosts``; never the runtime, shell, GPI or
+repository.  No plugin imports another, except the runner plugin (``ganga_like_runner``), through its public modules.
 
 The same parse keeps the rooms sized to be read (no module over 600 lines, no function
 over 80), the model's state its own (nothing outside ``ganga_like/model/`` writes an
@@ -57,6 +57,7 @@ CORE_LAYER = {
     "config": "base",
     "query": "base",
     "detached": "base",
+    "hosts": "base",
     "excepthook": "base",
 }
 PLUGIN_MAY_IMPORT = (
@@ -65,6 +66,7 @@ PLUGIN_MAY_IMPORT = (
     "ganga_like.private",
     "ganga_like.batch",
     "ganga_like.detached",
+    "ganga_like.hosts",
 )
 # The runner is the one plugin other plugins may import (Local runs its tasks through it,
 # a Slurm pilot runs it inside an allocation), and only through its public modules: its

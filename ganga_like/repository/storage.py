@@ -47,6 +47,7 @@ from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.packing import finish_interrupted_pack
 from ganga_like.repository.savepoints import commit_savepoints
 from ganga_like.repository.writer import install as install_record_writer
+from ganga_like.repository.zeo.host_claim import check_not_held_elsewhere
 
 __all__ = [
     "MODES",
@@ -134,8 +135,12 @@ def _open_postgres(uri: str, mode: str, options: StorageOptions) -> ZODB.DB:
 
 
 def open_file_storage(path: Path, read_only: bool = False) -> FileStorage:
-    """Open ``Data.fs`` after checking it; busy and damaged files give one-line errors."""
+    """Open ``Data.fs`` after checking it; busy and damaged files give one-line errors.
+
+    Never for writing while a live server of another host holds it (a gangadir on a
+    shared filesystem): that host's lock on the file may not reach this one."""
     if not read_only:
+        check_not_held_elsewhere(path.parent)
         finish_interrupted_pack(path)
     if read_only and not path.exists():
         raise RepositoryError(f"no repository at {path} to open read-only")

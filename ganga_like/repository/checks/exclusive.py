@@ -65,9 +65,12 @@ def hold_for_maintenance(path: Path, doing: str) -> MaintenanceHold:
 
 
 def take_file_lock(path: Path, doing: str) -> Any:
-    """The repository file's lock; its idle server is asked to leave first."""
+    """The repository file's lock; its idle server is asked to leave first. Refused when
+    a server of another host holds the file (its lock may not reach this host)."""
     from ganga_like.repository.zeo import shared
+    from ganga_like.repository.zeo.host_claim import check_not_held_elsewhere
 
+    check_not_held_elsewhere(path.parent)
     try:
         return _lock(path, doing)
     except zc.lockfile.LockError:

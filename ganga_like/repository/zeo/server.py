@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.hosts import Heartbeat, beat, read_record, write_record
 from ganga_like.repository.packing import PackPolicy, maybe_pack_in_background
 from ganga_like.repository.storage import ensure_private_dir, open_file_storage
 from ganga_like.repository.zeo.client_storage import (
@@ -36,12 +37,13 @@ from ganga_like.repository.zeo.client_storage import (
     STORE_BATCHES,
     VOTE_FINISH,
 )
+from ganga_like.repository.zeo.host_claim import PID_NAME, claim_for_server
 from ganga_like.repository.zeo.shared import (
-    PID_NAME,
     STOP_ANSWER,
     STOP_REQUEST,
     STOP_REQUEST_LIFETIME,
     server_address,
+    server_pid,
 )
 
 log = logging.getLogger("ganga_like.zeo_server")
@@ -123,10 +125,42 @@ class _Ready:
 def serve(
     gangadir: Path, idle_exit: float, address_text: str, policy: PackPolicy, ready: _Ready
 ) -> int:
-    _Server = _server_class()
     repo_dir = gangadir / "repository"
     ensure_private_dir(gangadir)
     ensure_private_dir(repo_dir)
+    stop = threading.Event()
+    # The claim comes first: a live server of another host holding the file is found by
+    # its record (its lock on the file may not reach this host on NFS).
+    pid_file = claim_for_server(repo_dir, lambda pid: server_pid(repo_dir) == pid)
+    heartbeat = Heartbeat(pid_file, lambda: _lost_claim(pid_file, stop))
+    heartbeat.start()
+    try:
+        return _serve_claimed(repo_dir, idle_exit, address_text, policy, ready, stop)
+    finally:
+        heartbeat.stop()
+        record = read_record(pid_file)
+        if record is not None and record.pid == os.getpid() and record.here:
+            pid_file.unlink(missing_ok=True)
+
+
+def _lost_claim(pid_file: Path, stop: threading.Event) -> None:
+    log.error(
+        "the record %s is no longer this server's (another host took the repository "
+        "over while this one missed its heartbeats): leaving",
+        pid_file,
+    )
+    stop.set()
+
+
+def _serve_claimed(
+    repo_dir: Path,
+    idle_exit: float,
+    address_text: str,
+    policy: PackPolicy,
+    ready: _Ready,
+    stop: threading.Event,
+) -> int:
+    _Server = _server_class()
     storage = open_file_storage(repo_dir / "Data.fs")
     address = server_address(repo_dir, address_text)
     if isinstance(address, str):
@@ -134,7 +168,6 @@ def serve(
         # socket left here is a dead one's.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(address)
-    stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
     try:
@@ -153,13 +186,11 @@ def serve(
     if isinstance(address, str):
         os.chmod(address, 0o600)
         socket_inode = os.stat(address).st_ino
-    pid_file = repo_dir / PID_NAME
     # A request left by a maintenance command that gave up waiting was for another server.
     (repo_dir / STOP_REQUEST).unlink(missing_ok=True)
     shown = address if isinstance(address, str) else f"{address[0]}:{server.addr[1]}"
-    tmp = repo_dir / f".{PID_NAME}.{os.getpid()}"
-    tmp.write_text(f"{os.getpid()} {shown}\n")
-    os.replace(tmp, pid_file)
+    if beat(repo_dir / PID_NAME, os.getpid()):  # still ours: now naming where it listens
+        write_record(repo_dir / PID_NAME, os.getpid(), shown)
     server.start_thread(daemon=True)
     ready.send(f"ready {os.getpid()}")
     packer = maybe_pack_in_background(storage, repo_dir / "Data.fs", policy)
@@ -181,9 +212,6 @@ def serve(
             server.close()
         if socket_inode is not None and isinstance(address, str):
             _unlink_if(address, socket_inode)
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if int(pid_file.read_text().split()[0]) == os.getpid():
-                pid_file.unlink()
         log.info("stopped")
     return 0
 

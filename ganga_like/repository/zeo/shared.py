@@ -6,13 +6,17 @@ write conflicts with our own classes), detached, and exits after ``idle_exit`` s
 no client. Files in ``<gangadir>/repository/``:
 
 ``zeo.sock``        the server's Unix socket, mode 0600 in a 0700 directory
-``zeo.pid``         ``PID ADDRESS`` of the live server, written once it listens
+``zeo.pid``         ``PID ADDRESS host=NAME boot=ID`` of the live server: its claim on the
+                    repository, made before it opens the file, refreshed every heartbeat
+                    (:mod:`ganga_like.repository.zeo.host_claim`)
 ``zeo.spawn.lock``  flock held while a client looks for a server or starts one
 ``zeo.log``         the server's log
 ``zeo-cache/``      persistent client caches (``slot-N.zec``), one per open session, so a
                     session reopened later starts with a warm cache
 
-A socket that does not answer is a dead server's: it is removed and a new server started,
+A server on another host (a gangadir on a shared filesystem) is never started beside, nor
+its socket used: the session says which host holds the repository. A socket that does
+not answer is a dead server's: it is removed and a new server started,
 under the spawn lock so that two sessions never start two servers. A socket or a server
 owned by another user is refused. TCP is used only when an address is configured.
 """
@@ -41,9 +45,11 @@ from typing import Any
 import zc.lockfile
 
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
+from ganga_like.hosts import read_record
 from ganga_like.private import touch_private
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
 from ganga_like.repository.zeo.client_storage import client_storage_class
+from ganga_like.repository.zeo.host_claim import PID_NAME, check_not_held_elsewhere
 
 __all__ = [
     "Address",
@@ -59,7 +65,6 @@ __all__ = [
 ]
 
 SOCKET_NAME = "zeo.sock"
-PID_NAME = "zeo.pid"
 SPAWN_LOCK = "zeo.spawn.lock"
 LOG_NAME = "zeo.log"
 CACHE_DIR = "zeo-cache"
@@ -155,11 +160,12 @@ def probe(address: Address, timeout: float = 2.0) -> bool:
 
 
 def server_pid(repo_dir: Path) -> int | None:
-    """PID of the live server of ``repo_dir`` (from ``zeo.pid``, checked), or None."""
-    try:
-        pid = int((repo_dir / PID_NAME).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+    """PID of the live server of ``repo_dir`` on this host (from ``zeo.pid``, checked),
+    or None (a PID written on another host means nothing here)."""
+    record = read_record(repo_dir / PID_NAME)
+    if record is None or not record.here:
         return None
+    pid = record.pid
     _reap()
     args = _cmdline(pid)
     if args is None or not _runs_server(args):
@@ -203,6 +209,7 @@ def ensure_server(repo_dir: Path, options: StorageOptions) -> bool:
     deadline = time.monotonic() + options.connect_timeout
     with _spawn_lock(repo_dir, options.connect_timeout):
         while True:
+            check_not_held_elsewhere(repo_dir)  # before the socket: it may be another host's
             if probe(address):
                 return False
             _wait_for_exit(server_pid(repo_dir), deadline)
@@ -338,6 +345,7 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
     repo_dir = path.parent
     address = server_address(repo_dir, options.address)
     for _attempt in range(3):
+        check_not_held_elsewhere(repo_dir)  # before the socket: it may be another host's
         if not probe(address):
             if not spawn:
                 return None
