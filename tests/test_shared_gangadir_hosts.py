@@ -25,6 +25,7 @@ from ganga_like.model.job import Job
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.zeo import shared
 from ganga_like.repository.zeo.host_claim import PID_NAME
+from ganga_like.runtime.session import Session
 
 from .waiting import wait_until
 
@@ -227,3 +228,132 @@ def test_two_sessions_of_host_b_racing_to_take_over_start_exactly_one_server(
     seen = sorted(out.split())
     assert seen[0] == "JOBS" and "a-1" in out and "b-1" in out and "b-2" in out, out
 
+
+# -- the Local runner and the monitor daemon ---------------------------------------------
+
+
+def processes_running(module: str, directory: Path) -> list[int]:
+    """Every process of ``module`` serving ``directory``, whatever its namespace."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if module.encode() in args and str(directory).encode() in args:
+            found.append(int(entry.name))
+    return found
+
+
+ON_B_RUNNER = """
+import sys
+from pathlib import Path
+from ganga_like_runner import client
+from ganga_like_runner.client import TaskSpec
+d = Path(sys.argv[1])
+print("revived", client.revive(d))
+print("pid", client.runner_pid(d))
+print("elsewhere", client.runner_elsewhere(d).host.name)
+task = TaskSpec("b", ["true"], {}, sys.argv[2], sys.argv[2], [], [], sys.argv[3])
+try:
+    client.submit(d, [task], {}, 1)
+except OSError as exc:
+    print("refused", exc)
+client.kill(d, ["a"])
+print("kill queued")
+"""
+
+
+def test_a_runner_alive_on_host_a_is_never_restarted_from_host_b_which_may_kill_its_tasks(
+    tmp_path: Path, hosts_env: dict[str, str]
+) -> None:
+    from ganga_like_runner.client import TaskSpec, read_events, runner_pid, stop, submit
+
+    runner = tmp_path / "local-runner"
+    journal = tmp_path / "journal.jsonl"
+    work = str(tmp_path / "a")
+    task = TaskSpec("a", ["sleep", "60"], {}, work, work, [], [], str(journal))
+    submit(runner, [task], {"PATH": os.environ["PATH"]}, 1)
+    try:
+        assert wait_until(lambda: any(e.event == "started" for e in read_events(journal, 0)[0]), 30)
+        a_runner = runner_pid(runner)
+        assert a_runner is not None
+        host_b = on_host_b(
+            [sys.executable, "-c", ON_B_RUNNER, str(runner), str(tmp_path / "b"), str(journal)],
+            hosts_env,
+        )
+        code, out, err = finished(host_b)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[:3] == ["revived False", "pid None", f"elsewhere {socket.gethostname()}"]
+        assert lines[3].startswith(f"refused the Local runner of {runner} runs on host ")
+        assert lines[4] == "kill queued"
+        # Host A's runner read host B's kill request at its next heartbeat: no signal
+        # crossed the hosts, and no second runner was started.
+        assert wait_until(lambda: any(e.event == "killed" for e in read_events(journal, 0)[0]), 30)
+        assert processes_running("ganga_like_runner", runner) == [a_runner]
+        assert not (tmp_path / "b").exists()  # host B's task was never queued
+    finally:
+        stop(runner)
+
+
+def test_host_b_shows_a_daemon_alive_on_host_a_and_neither_starts_nor_stops_it(
+    gangadir: Path, hosts_env: dict[str, str]
+) -> None:
+    from ganga_like.runtime.monitoring import daemon
+    from ganga_like.runtime.settings import Settings
+
+    settings = Settings(gangadir=gangadir, repository_mode="shared")
+    a_daemon = daemon.start(settings)
+    try:
+        module = "ganga_like.runtime.monitoring.daemon"
+        here = socket.gethostname()
+        code, out, err = finished(
+            on_host_b([sys.executable, "-m", module, "status", str(gangadir)], hosts_env)
+        )
+        assert code == 0, err
+        assert out.startswith(f"monitor daemon: running on host {here} (PID {a_daemon},"), out
+        for command in ("start", "stop"):
+            code, out, err = finished(
+                on_host_b([sys.executable, "-m", module, command, str(gangadir)], hosts_env)
+            )
+            assert code == 1, (out, err)
+            [line] = err.splitlines()
+            assert f"runs on host {here} (PID {a_daemon}," in line
+        assert processes_running(module, gangadir) == [a_daemon]
+        assert daemon.daemon_pid(gangadir) == a_daemon
+    finally:
+        daemon.stop(gangadir)
+
+
+# The session fixture's, for the one test that submits through the GPI: host A's session
+# shares its repository, as every session does by default.
+SESSION_SETTINGS = {"repository_mode": "shared", "monitoring": False}
+
+
+def test_local_jobs_submitted_on_host_a_are_shown_on_host_b_as_running_on_host_a(
+    session: Session, hosts_env: dict[str, str], tmp_path: Path
+) -> None:
+    from ganga_like import ArgSplitter, Executable, Job
+
+    gate = tmp_path / "gate"
+    program = tmp_path / "wait.sh"
+    program.write_text(f"#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
+    program.chmod(0o755)
+    try:
+        j = Job(application=Executable(exe=str(program)), splitter=ArgSplitter(args=[[1], [2]]))
+        j.submit()
+        script = tmp_path / "show.py"
+        script.write_text(
+            f"j = jobs({j.id})\n"
+            "print(j.backend.host, sorted({s.backend.host for s in j.subjobs}))\n"
+        )
+        ganga = str(Path(sys.executable).with_name("ganga"))
+        code, out, err = finished(on_host_b([ganga, "--readonly", str(script)], hosts_env))
+        assert code == 0, err
+        here = socket.gethostname()
+        assert out.split("\n")[-2] == f"{here} ['{here}']", out
+    finally:
+        gate.touch()

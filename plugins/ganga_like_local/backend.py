@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -73,6 +74,7 @@ class LocalPoller(Poller):
         # commit succeeds.
         self.revived_at = -REVIVE_INTERVAL
         self.revive_failed = False
+        self.elsewhere_said = False
 
 
 # The launchers that can start several processes on this machine.
@@ -84,9 +86,14 @@ class Local(IBackend):
     the number of cores). Each subjob runs in ``<workspace>/<id>/<subid>/work``, as
     ``process_count`` processes started by ``launcher`` when there are several."""
 
-    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = process_schema(
-        LAUNCHERS, "multiple"
-    )
+    _schema: ClassVar[dict[str, traitlets.TraitType[Any, Any]]] = {
+        **process_schema(LAUNCHERS, "multiple"),
+        "host": traitlets.Unicode(
+            "",
+            help="The host the (sub)job was submitted on: its runner runs it there (a "
+            "gangadir on a filesystem several hosts share).",
+        ).tag(protected=True, copyable=False),
+    }
     config_sections = (LocalSection,)
     per_job_state = False  # the runner's key is derived from the fqid
     # The runner takes batches one after the other: the first 64 subjobs (about 30 ms of
@@ -96,6 +103,7 @@ class Local(IBackend):
 
     process_count: int
     launcher: str
+    host: str
 
     def submit_bulk(
         self, ctx: SubmitContext, jobs: Sequence[tuple[Job, RunSpec]], keep_going: bool
@@ -103,6 +111,7 @@ class Local(IBackend):
         outcome = SubmitOutcome()
         # Subjobs mostly share one backend: each (launcher, count) is checked once.
         launches: dict[tuple[str, int], tuple[str, ...] | str] = {}
+        here = socket.gethostname()  # where the runner runs them
 
         def tasks() -> Iterator[TaskSpec]:
             # Made one at a time as the batch file is written: a million subjobs' tasks
@@ -117,6 +126,7 @@ class Local(IBackend):
                     except OSError as exc:
                         outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
                     else:
+                        job.backend._assign("host", here)
                         yield task
                         continue
                 if not keep_going:
@@ -216,6 +226,18 @@ def _revive_runner(ctx: PollContext, poller: LocalPoller) -> None:
     now = time.monotonic()
     if now - poller.revived_at < REVIVE_INTERVAL:
         return  # a runner that dies at start-up must not be restarted every cycle
+    elsewhere = runner_client.runner_elsewhere(runner_dir(ctx.gangadir))
+    if elsewhere is not None:
+        # Alive on its own host (a gangadir other hosts share): followed from here through
+        # its journals, never restarted from here.
+        if not poller.elsewhere_said:
+            log.info(
+                "the Local runner of this gangadir runs on %s: its jobs run there (their "
+                "backend.host) and are followed here",
+                elsewhere.where(),
+            )
+        poller.elsewhere_said = True
+        return
     try:
         if runner_client.revive(runner_dir(ctx.gangadir)):
             poller.revived_at = now

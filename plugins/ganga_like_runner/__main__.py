@@ -53,6 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scan-interval", type=float, default=None)
     parser.add_argument("--idle-exit", type=float, default=None)
     parser.add_argument(
+        "--heartbeat", type=float, default=None, help="seconds between refreshes of runner.pid"
+    )
+    parser.add_argument(
         "--kill-tasks-on-exit",
         action="store_true",
         help="a pilot: the allocation is ending, its tasks must not outlive the runner",
@@ -88,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         runner.inherited_env = dict(os.environ)
     if args.scan_interval is not None:
         runner.scan_interval = max(0.05, args.scan_interval)
+    if args.heartbeat is not None:
+        runner.heartbeat = max(0.05, args.heartbeat)
     runner.install_signals()
     # Only now, with SIGUSR1 blocked, may clients find our pid and signal us.
     runner.write_pid_file()

@@ -20,7 +20,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ganga_like_runner.launch import ensure_runner, revive, runner_pid, stop, wake
+from ganga_like_runner.launch import (
+    RunnerOnAnotherHost,
+    ensure_runner,
+    revive,
+    runner_elsewhere,
+    runner_pid,
+    stop,
+    wake,
+)
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
@@ -45,6 +53,7 @@ from ganga_like_runner.protocol import (
 __all__ = [
     "TERMINAL_EVENTS",
     "Event",
+    "RunnerOnAnotherHost",
     "TaskSpec",
     "batch_keys",
     "configure",
@@ -52,6 +61,7 @@ __all__ = [
     "kill",
     "read_events",
     "revive",
+    "runner_elsewhere",
     "runner_pid",
     "stop",
     "submit",
@@ -81,6 +91,9 @@ def submit(
         raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent}")
     if idle_exit_seconds < 0:
         raise ValueError(f"idle_exit_seconds must not be negative, not {idle_exit_seconds}")
+    elsewhere = runner_elsewhere(runner_dir)
+    if elsewhere is not None:
+        raise RunnerOnAnotherHost(runner_dir, elsewhere)
     rows = (task_row(task) for task in tasks)
     first = next(rows, None)
     if first is None:

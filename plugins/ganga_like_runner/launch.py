@@ -5,6 +5,13 @@ A live runner holds ``runner.lock`` (flock) for its whole life and names itself 
 is alive and it starts one, handing over the locked descriptor; if not, it wakes the runner
 named in the pid file.  Runs in the submitting process (so it may use ganga_like: the runner
 is started through ``ganga_like.detached``).
+
+The directory may be on a filesystem other hosts share: a runner is only ever woken,
+stopped or restarted from its own host (its pid file names the host, see
+``ganga_like.hosts``). From another host its record is judged by its heartbeat: while it
+beats, the runner is alive there (work for it is refused here, kill requests are left in
+its queue for its next look); once it has missed its heartbeats its host is gone and a
+runner may be started here in its place.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import time
 from pathlib import Path
 
 from ganga_like.detached import reap_when_it_exits, start_detached
+from ganga_like.hosts import Record, heartbeat_seconds, host_words, live_elsewhere, read_record
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
@@ -33,7 +41,17 @@ from ganga_like_runner.protocol import (
     write_atomic,
 )
 
-__all__ = ["ensure_runner", "has_accepted", "has_batches", "revive", "runner_pid", "stop", "wake"]
+__all__ = [
+    "RunnerOnAnotherHost",
+    "ensure_runner",
+    "has_accepted",
+    "has_batches",
+    "revive",
+    "runner_elsewhere",
+    "runner_pid",
+    "stop",
+    "wake",
+]
 
 # How long a client waits for a runner that is leaving or dying to let go of the lock.
 LOCK_PATIENCE_SECONDS = 10.0
@@ -42,13 +60,29 @@ LOCK_PATIENCE_SECONDS = 10.0
 _sequence = itertools.count()
 
 
+class RunnerOnAnotherHost(OSError):
+    """The runner of the directory is alive on another host."""
+
+    def __init__(self, runner_dir: Path, record: Record) -> None:
+        super().__init__(
+            f"the Local runner of {runner_dir} runs on {record.where()}; Local jobs run "
+            "there: submit them on that host, or here once it has left (it exits when idle)"
+        )
+        self.record = record
+
+
 def runner_pid(runner_dir: Path) -> int | None:
-    """Pid of the live runner of ``runner_dir``, or None."""
-    try:
-        pid = int((runner_dir / PID_NAME).read_text().strip())
-    except (FileNotFoundError, ValueError):
+    """Pid of the live runner of ``runner_dir`` on this host, or None (a pid written on
+    another host means nothing here)."""
+    record = read_record(runner_dir / PID_NAME)
+    if record is None or not record.here:
         return None
-    return pid if _is_runner(pid, runner_dir) else None
+    return record.pid if _is_runner(record.pid, runner_dir) else None
+
+
+def runner_elsewhere(runner_dir: Path) -> Record | None:
+    """The record of a runner alive on another host (a gone host's is taken over)."""
+    return live_elsewhere(runner_dir / PID_NAME)
 
 
 def revive(runner_dir: Path) -> bool:
@@ -59,6 +93,8 @@ def revive(runner_dir: Path) -> bool:
     every monitoring cycle: a live runner holds its lock for its whole life, so one open
     and one failed ``flock`` say it is there; nothing per task.
     """
+    if runner_elsewhere(runner_dir) is not None:
+        return False  # alive on its host: never restarted from here
     try:
         fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -144,6 +180,8 @@ def ensure_runner(runner_dir: Path, always: bool) -> bool:
 
 def _lock_or_wake(runner_dir: Path, always: bool) -> str:
     """One attempt: "woken", "spawned", "idle" (lock free, no work) or "busy"."""
+    if runner_elsewhere(runner_dir) is not None:
+        return "woken"  # its next look at the queue finds the request (no signal reaches it)
     fd = os.open(runner_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE)
     try:
         try:
@@ -176,6 +214,8 @@ def _spawn_runner(runner_dir: Path, lock_fd: int) -> None:
         os.path.abspath(runner_dir),
         "--lock-fd",
         str(lock_fd),
+        "--heartbeat",
+        str(heartbeat_seconds()),
     ]
     # The runner starts with its wake-up signals blocked, so that a client waking it before
     # its handlers are set up cannot kill it; its stderr goes to the log so that a crash of
@@ -201,7 +241,7 @@ def _name_runner(runner_dir: Path, pid: int) -> None:
     must stand.
     """
     tmp = runner_dir / f".{PID_NAME}.{os.getpid()}.{next(_sequence)}.tmp"
-    write_atomic(runner_dir, tmp.name, f"{pid}\n".encode())
+    write_atomic(runner_dir, tmp.name, f"{pid} {host_words()}\n".encode())
     try:
         os.link(tmp, runner_dir / PID_NAME)
     except FileExistsError:

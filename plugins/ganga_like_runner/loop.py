@@ -33,6 +33,7 @@ from ganga_like_runner.journal import JOURNAL_RETRY_SECONDS, append_whole
 from ganga_like_runner.protocol import (
     BATCH_SUFFIX,
     CONFIG_NAME,
+    DEFAULT_HEARTBEAT,
     KILL_NAMES_SUFFIX,
     KILL_SUFFIX,
     PID_NAME,
@@ -40,6 +41,7 @@ from ganga_like_runner.protocol import (
     PRIVATE_FILE,
     QUEUE_DIR,
     RUNNER_SIGNALS,
+    host_words,
     keys_of_kill_name,
 )
 from ganga_like_runner.startup_recovery import recover
@@ -66,6 +68,10 @@ class Runner(Engine):
         # How often the queue is looked at without a wake-up signal: a pilot's clients run
         # on another machine and cannot signal it, so it looks often.
         self.scan_interval = SAFETY_WAKE_SECONDS
+        self.heartbeat = DEFAULT_HEARTBEAT
+        self.last_beat = time.monotonic()
+        # The pid file's line: the pid alone would not do, another host's may be the same.
+        self.pid_line = f"{os.getpid()} {host_words()}\n"
 
     # ----------------------------------------------------------------- life cycle
 
@@ -103,6 +109,7 @@ class Runner(Engine):
                 self.woken = False
                 self.read_config()
                 self.read_queue()
+            self.beat_if_due()
             self.take_slot_events()
             self.enforce_kill_deadlines()
             # Fill the freed slots first: writing the ended tasks' files can wait, the
@@ -135,7 +142,7 @@ class Runner(Engine):
     def next_timeout(self) -> float | None:
         """Seconds to sleep, or None when the idle deadline has passed."""
         now = time.monotonic()
-        deadline = now + self.scan_interval
+        deadline = min(now + self.scan_interval, self.last_beat + self.heartbeat)
         if self.kill_deadlines:
             deadline = min(deadline, *self.kill_deadlines.values())
         if self.starts_held_until and self.pending:
@@ -179,18 +186,40 @@ class Runner(Engine):
         self.last_activity = time.monotonic()
         return False
 
+    def beat_if_due(self) -> None:
+        """Refresh the pid file's mtime: hosts sharing the directory see the runner live.
+        A pid file no longer naming this runner was taken over by another host that
+        judged this one gone: leave, as when stopped."""
+        now = time.monotonic()
+        if now - self.last_beat < self.heartbeat or not self.holds_lock:
+            return
+        self.last_beat = now
+        if not self.names_me():
+            self.log("runner.pid no longer names this runner (another host took over): leaving")
+            self.stopping = True
+            return
+        with contextlib.suppress(OSError):
+            os.utime(self.dir / PID_NAME)
+
+    def names_me(self) -> bool:
+        try:
+            return (self.dir / PID_NAME).read_text() == self.pid_line
+        except OSError:
+            return False
+
     def write_pid_file(self) -> None:
         tmp = self.dir / f".{PID_NAME}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
         try:
-            append_whole(fd, f"{os.getpid()}\n".encode())
+            append_whole(fd, self.pid_line.encode())
         finally:
             os.close(fd)
         os.replace(tmp, self.dir / PID_NAME)
 
     def remove_pid_file(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.dir / PID_NAME)
+        if self.names_me():  # not another host's, which took over
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.dir / PID_NAME)
 
     def shutdown(self) -> None:
         self.flush_journals()

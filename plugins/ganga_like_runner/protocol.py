@@ -7,7 +7,10 @@ here starts, signals or locks anything.
 Layout of a runner directory::
 
     runner.lock   flock held by the live runner for its whole life
-    runner.pid    pid of the live runner, written only while holding the lock
+    runner.pid    ``PID host=NAME boot=ID`` of the live runner, written only while holding
+                  the lock, its mtime refreshed every heartbeat (the gangadir may be on a
+                  filesystem other hosts share: they judge the runner by this record,
+                  as ``ganga_like.hosts`` describes; the lock may not reach them)
     runner.log    errors plus start/stop lines
     config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
     queue/        batch and kill request files, handled in name (= submission) order
@@ -40,6 +43,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
@@ -52,6 +56,7 @@ __all__ = [
     "TaskSpec",
     "dumps",
     "event_line",
+    "host_words",
     "keys_of_kill_name",
     "read_events",
     "task_row",
@@ -77,6 +82,22 @@ CONFIG_NAME = "config.json"
 QUEUE_DIR = "queue"
 ACCEPTED_DIR = "accepted"
 BATCH_SUFFIX = ".batch.json"
+# How often the runner refreshes its pid file's mtime (its heartbeat, for hosts sharing the
+# directory); its client passes ganga_like.hosts' setting (``--heartbeat``).
+DEFAULT_HEARTBEAT = 10.0
+
+
+def host_words() -> str:
+    """How the runner's record names its host: hostname and boot id (as
+    ``ganga_like.hosts``, which the runner must not import, writes them)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+    except OSError:
+        boot_id = "unknown"
+    return f"host={socket.gethostname()} boot={boot_id}"
+
+
 KILL_SUFFIX = ".kill.json"
 # A kill request that cannot be written (a full disk) is posted as empty files instead,
 # which a full file system still creates: the keys are in their names, hex-encoded,

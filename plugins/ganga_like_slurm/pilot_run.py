@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ganga_like.batch.records import handover_key, keep_handover, log_submission
 from ganga_like.errors import BackendError
+from ganga_like.hosts import read_record
 from ganga_like.model.interfaces import (
     ActiveRef,
     PollContext,
@@ -275,11 +276,14 @@ def _ask_runner_to_kill(directory: str, keys: list[str]) -> None:
 
 
 def _wake(directory: str, pid_name: str, modules: Sequence[str]) -> None:
-    """SIGUSR1 to the pilot's runner if it runs on this machine (its pid file names a
-    process whose command line is the runner's on ``directory``); else nothing."""
+    """SIGUSR1 to the pilot's runner if it runs on this machine (its pid file names this
+    host and a process whose command line is the runner's on ``directory``); else
+    nothing."""
+    record = read_record(Path(directory) / pid_name)
+    if record is None or not record.here:
+        return
+    pid = record.pid
     try:
-        with open(os.path.join(directory, pid_name), encoding="ascii") as f:
-            pid = int(f.read().strip())
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             args = [os.fsdecode(a) for a in f.read().split(b"\0")]
     except (OSError, ValueError):

@@ -9,8 +9,10 @@ are followed again by the next monitor). ``status`` says whether it runs, who ho
 lease, and what the daemon's last cycles did.
 
 Files in the gangadir: ``monitor-daemon.lock`` (flock held by the live daemon: one per
-gangadir), ``monitor-daemon.pid``, ``monitor-daemon.json`` (its latest figures, rewritten
-every few seconds) and ``monitor-daemon.log``.
+gangadir), ``monitor-daemon.pid`` (``PID host=NAME boot=ID``, refreshed every heartbeat: on
+a gangadir other hosts share, a daemon alive on another host is never started beside nor
+stopped from here, see :mod:`ganga_like.hosts`), ``monitor-daemon.json`` (its latest
+figures, rewritten every few seconds) and ``monitor-daemon.log``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.config.store import all_sections, options, store
 from ganga_like.detached import HelperNotReady, send_ready_line, start_detached, stop_detached
 from ganga_like.errors import GangaError
+from ganga_like.hosts import Heartbeat, Record, live_elsewhere, read_record, write_record
 from ganga_like.private import write_private
 from ganga_like.repository.storage import ensure_private_dir
 from ganga_like.runtime.monitoring.lease import (
@@ -66,13 +69,16 @@ class DaemonStatus:
     pid: int | None
     lease: tuple[int, str] | None
     figures: dict[str, Any]
+    elsewhere: Record | None = None  # a daemon alive on another host
 
     @property
     def running(self) -> bool:
         return self.pid is not None
 
     def __str__(self) -> str:
-        if self.pid is None:
+        if self.elsewhere is not None:
+            lines = [f"monitor daemon: running on {self.elsewhere.where()} ({self.gangadir})"]
+        elif self.pid is None:
             lines = [f"monitor daemon: not running ({self.gangadir})"]
         else:
             started = self.figures.get("started")
@@ -106,10 +112,10 @@ class DaemonStatus:
 def daemon_pid(gangadir: Path) -> int | None:
     """PID of the live daemon of ``gangadir``, or None."""
     gangadir = gangadir.expanduser().resolve()
-    try:
-        pid = int((gangadir / PID_NAME).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
+    record = read_record(gangadir / PID_NAME)
+    if record is None or not record.here:
+        return None  # a pid written on another host means nothing here
+    pid = record.pid
     _reap()
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -130,7 +136,17 @@ def status(gangadir: Path) -> DaemonStatus:
             loaded = json.loads((gangadir / STATUS_NAME).read_text())
             if isinstance(loaded, dict) and loaded.get("pid") == pid:
                 figures = loaded
-    return DaemonStatus(gangadir, pid, lease_holder(gangadir), figures)
+    elsewhere = live_elsewhere(gangadir / PID_NAME) if pid is None else None
+    return DaemonStatus(gangadir, pid, lease_holder(gangadir), figures, elsewhere)
+
+
+def _refuse_if_elsewhere(gangadir: Path, what: str) -> None:
+    record = live_elsewhere(gangadir / PID_NAME)
+    if record is not None:
+        raise DaemonError(
+            f"the monitor daemon of {gangadir} runs on {record.where()}; it follows every "
+            f"job of this gangadir from there: {what}"
+        )
 
 
 _spawned: list[subprocess.Popen[bytes]] = []
@@ -154,6 +170,7 @@ def start(settings: Settings, timeout: float = 60.0, config: ConfigSnapshot | No
     running = daemon_pid(gangadir)
     if running is not None:
         return running
+    _refuse_if_elsewhere(gangadir, "leave it, or stop it there first (ganga monitor stop)")
     fields = dataclasses.asdict(settings)
     fields["gangadir"] = str(gangadir)
     fields["repository_mode"] = "shared"  # sessions must be able to open it beside us
@@ -190,6 +207,7 @@ def stop(gangadir: Path, timeout: float = 15.0) -> bool:
     gangadir = gangadir.expanduser().resolve()
     pid = daemon_pid(gangadir)
     if pid is None:
+        _refuse_if_elsewhere(gangadir, "stop it on that host (ganga monitor stop)")
         return False
     if not stop_detached(pid, lambda: daemon_pid(gangadir) == pid, timeout, poll=0.05):
         raise DaemonError(f"the monitor daemon (PID {pid}) did not stop within {timeout:.0f} s")
@@ -215,8 +233,10 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
         return 0
     stop_event = threading.Event()
     session: Any = None
+    heartbeat = Heartbeat(gangadir / PID_NAME, stop_event.set)
     try:
         try:
+            _refuse_if_elsewhere(gangadir, "this one leaves")
             session = Session(
                 dataclasses.replace(settings, gangadir=gangadir, monitoring=False), config
             )
@@ -240,9 +260,8 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
         signal.signal(signal.SIGUSR1, lambda *_: monitor.poke())
         monitor.start()
         started = time.time()
-        tmp = gangadir / f".{PID_NAME}.{os.getpid()}"
-        write_private(tmp, f"{os.getpid()}\n".encode())
-        os.replace(tmp, gangadir / PID_NAME)
+        write_record(gangadir / PID_NAME, os.getpid())
+        heartbeat.start()
         log.info("monitor daemon %d started for %s", os.getpid(), gangadir)
         _write_figures(gangadir, monitor, started, 0)
         send_ready_line(ready_fd, f"ready {os.getpid()}")
@@ -252,11 +271,12 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
         log.info("monitor daemon %d stopping", os.getpid())
         return 0
     finally:
+        heartbeat.stop()
         if session is not None:
             session.close()
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if int((gangadir / PID_NAME).read_text().split()[0]) == os.getpid():
-                (gangadir / PID_NAME).unlink()
+        record = read_record(gangadir / PID_NAME)
+        if record is not None and record.pid == os.getpid() and record.here:
+            (gangadir / PID_NAME).unlink(missing_ok=True)
         os.close(lock_fd)
 
 
