@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like.hosts import BOOT_ID, HEARTBEAT_VARIABLE, read_record, stale_after
+from ganga_like.hosts import BOOT_ID, HEARTBEAT_VARIABLE, read_record, stale_after, take_over
 from ganga_like.model.job import Job
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.zeo import shared
@@ -227,6 +227,26 @@ def test_two_sessions_of_host_b_racing_to_take_over_start_exactly_one_server(
     assert code == 0, err
     seen = sorted(out.split())
     assert seen[0] == "JOBS" and "a-1" in out and "b-1" in out and "b-2" in out, out
+
+
+def test_a_server_cut_off_while_another_host_took_over_leaves_at_its_next_heartbeat(
+    gangadir: Path, hosts_env: dict[str, str]
+) -> None:
+    a_repository_with(gangadir, "a-1").close()
+    [server] = servers_of(gangadir)
+    path = gangadir / "repository" / PID_NAME
+    os.kill(server, signal.SIGSTOP)  # cut off: no heartbeat
+    try:
+        assert wait_until(lambda: (r := read_record(path)) is not None and r.age > stale_after())
+        record = read_record(path)
+        assert record is not None and take_over(record)
+        path.write_text("4242 /elsewhere/zeo.sock host=hostb boot=b\n")  # host B's claim
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert wait_until(lambda: server not in servers_of(gangadir), 30)
+    assert path.read_text() == "4242 /elsewhere/zeo.sock host=hostb boot=b\n"  # left alone
+    log = (gangadir / "repository" / "zeo.log").read_text()
+    assert "is no longer this server's" in log
 
 
 # -- the Local runner and the monitor daemon ---------------------------------------------
