@@ -19,10 +19,12 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from ganga_like.commands.top import INSTALL_HINT
+from ganga_like.commands.top_actions import grown
 from ganga_like.commands.top_app import TopApp
 from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
 from ganga_like.repository.zeo import shared
 from ganga_like.runtime.settings import Settings
+from ganga_like.runtime.stats.data import FailureGroup
 
 from .gated_script import GatedScript
 from .test_cli import ganga
@@ -112,12 +114,18 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
             # r asks first; n leaves the group as it is.
             await pilot.press("r")
             assert isinstance(app.screen, ConfirmScreen)
+            assert shown(app, "#question") == (
+                f"resubmit the 2 subjob(s) of job {gated.job_id} in failure group 1 (exit code 3)?"
+            )
             await pilot.press("n")
             assert app.query_one("#message", Static).render().plain == "nothing done"
             await pilot.press("r", "y")
             await until(
                 pilot,
-                lambda: "resubmitted 2 of 2" in str(app.query_one("#message", Static).render()),
+                lambda: str(app.query_one("#message", Static).render()).startswith(
+                    f"resubmitted the 2 subjob(s) of failure group 1 of job {gated.job_id} "
+                    "(exit code 3)"
+                ),
                 "the resubmission",
             )
             # Resubmitted, they run again (their gates are open) and fail again, later.
@@ -257,3 +265,12 @@ def test_a_server_that_stops_answering_is_said_and_quitting_does_not_wait_for_it
         assert app.source.stop(60), "the reading thread ended once the server answered"
 
     asyncio.run(scenario())
+
+
+def test_the_question_says_what_a_group_s_resubmission_gives_more_of() -> None:
+    def group(cause: str) -> FailureGroup:
+        return FailureGroup(None, cause.upper(), ("1.0",), cause=cause, number=1)
+
+    assert grown(group("out_of_memory")) == " with twice the memory"
+    assert grown(group("timeout")) == " with twice the walltime"
+    assert grown(group("failed")) == ""

@@ -1,17 +1,16 @@
 """What ``ganga top`` does to jobs once the user confirmed: each returns the one line the
-screen shows (run on the reading thread, :mod:`ganga_like.commands.top_source`)."""
+screen shows, or raises the error whose first line it shows instead (run on the reading
+thread, :mod:`ganga_like.commands.top_source`)."""
 
 from __future__ import annotations
 
 from ganga_like.gpi import workflow
 from ganga_like.model.job import Job
-from ganga_like.model.status import Status
+from ganga_like.runtime.failure_groups import GROWS, resubmit_job_group
 from ganga_like.runtime.session import Session
-from ganga_like.runtime.submission.resubmit import run_again
+from ganga_like.runtime.stats.data import FailureGroup
 
-__all__ = ["kill_job", "resubmit_subjobs"]
-
-_FAILED = frozenset({Status.FAILED, Status.KILLED})
+__all__ = ["grown", "kill_job", "resubmit_group"]
 
 
 def kill_job(session: Session, job_id: int) -> str:
@@ -24,20 +23,22 @@ def kill_job(session: Session, job_id: int) -> str:
     return f"job {job_id} killed" if done else f"job {job_id}: nothing to kill"
 
 
-def resubmit_subjobs(session: Session, job_id: int, fqids: tuple[str, ...], what: str) -> str:
-    """Resubmit the subjobs ``fqids`` of job ``job_id`` (a failure group, ``what``) that
-    are still failed or killed; those resubmitted since are left as they are."""
+def grown(group: FailureGroup) -> str:
+    """What the group's resubmission gives more of, as words (empty: nothing)."""
+    more = GROWS.get(group.cause)
+    return f" with twice the {more}" if more else ""
+
+
+def resubmit_group(session: Session, job_id: int, group: FailureGroup) -> str:
+    """Resubmit exactly the (sub)jobs of failure group ``group`` of job ``job_id``, as
+    ``j.resubmit(group=N)`` does: with more of what its cause ran out of; a group that
+    changed since its stats were read is refused (stale), nothing done."""
     job = session.registry().get(job_id)
     if not isinstance(job, Job):
         return f"no job {job_id}; nothing resubmitted"
-    found = [job.find_subjob(int(f.rpartition(".")[2])) for f in fqids] if job.is_master else [job]
-    chosen = [sj for sj in found if sj is not None and sj.current_status() in _FAILED]
-    if chosen:
-        # One resubmission of the group, handed to the backend at once (a master's own
-        # resubmit() takes every failed subjob; this takes those of the group only).
-        run_again(session, job, chosen, True, "resubmit")
-        session.poke_monitor()
-    line = f"resubmitted {len(chosen)} of {len(fqids)} subjobs of job {job_id} ({what})"
-    if len(chosen) < len(fqids):
-        line += f"; {len(fqids) - len(chosen)} no longer failed"
-    return line
+    resubmit_job_group(session, job, group, None, {})
+    session.poke_monitor()
+    return (
+        f"resubmitted the {group.count} subjob(s) of failure group {group.number} of job "
+        f"{job_id} ({group.reason}){grown(group)}"
+    )

@@ -21,12 +21,13 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
-from ganga_like.commands.top_actions import kill_job, resubmit_subjobs
+from ganga_like.commands.top_actions import grown, kill_job, resubmit_group
 from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
 from ganga_like.commands.top_source import Snapshot, TopSource, output_tail
 from ganga_like.commands.top_text import JOB_COLUMNS, job_cells
 from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.stats.board import BoardRow
+from ganga_like.runtime.stats.data import FailureGroup
 
 __all__ = ["TopApp"]
 
@@ -229,11 +230,12 @@ class TopApp(App[None]):
             lambda: self.source.act(lambda session: kill_job(session, job_id), self._done),
         )
 
-    def resubmit_group(self, job_id: int, fqids: tuple[str, ...], reason: str) -> None:
+    def resubmit_group(self, job_id: int, group: FailureGroup) -> None:
         self.ask(
-            f"resubmit the {len(fqids)} subjob(s) of job {job_id} that failed with {reason!r}?",
+            f"resubmit the {group.count} subjob(s) of job {job_id} in failure group "
+            f"{group.number} ({group.reason}){grown(group)}?",
             lambda: self.source.act(
-                lambda session: resubmit_subjobs(session, job_id, fqids, reason), self._done
+                lambda session: resubmit_group(session, job_id, group), self._done
             ),
         )
 

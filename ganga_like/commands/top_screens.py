@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ganga_like.commands.top_text import stats_lines
 from ganga_like.runtime.stats import JobStats
-from ganga_like.runtime.stats.data import duration
+from ganga_like.runtime.stats.data import FailureGroup, duration
 
 __all__ = ["ConfirmScreen", "Controls", "JobScreen", "PeekScreen"]
 
@@ -81,7 +81,7 @@ class Controls(Protocol):
     def say(self, line: str) -> None: ...
     def peek(self, fqid: str) -> None: ...
     def kill(self, job_id: int) -> None: ...
-    def resubmit_group(self, job_id: int, fqids: tuple[str, ...], reason: str) -> None: ...
+    def resubmit_group(self, job_id: int, group: FailureGroup) -> None: ...
 
 
 class JobScreen(Screen[None]):
@@ -166,8 +166,7 @@ class JobScreen(Screen[None]):
         if picked is None or picked[0] != "group" or self.stats is None:
             self.top.say("pick a failure group (a 'failed' row) to resubmit it")
             return
-        group = self.stats.failures[picked[1]]
-        self.top.resubmit_group(self.job_id, group.fqids, group.reason)
+        self.top.resubmit_group(self.job_id, self.stats.failures[picked[1]])
 
     def action_kill(self) -> None:
         self.top.kill(self.job_id)
