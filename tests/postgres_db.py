@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-__all__ = ["admin", "fresh_database", "server_url"]
+__all__ = ["admin", "fresh_database", "private_server", "server_script", "server_url"]
 
 
 def server_url() -> str:
@@ -60,3 +60,54 @@ def fresh_database(cache: Path) -> Iterator[str]:
     finally:
         with admin(url) as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[attr-defined]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def private_server() -> Iterator[tuple[str, Path]]:
+    """A PostgreSQL cluster of the test's own (to restart or stop), started by the
+    project's script on a free port: (URL of its database ``ganga``, its directory);
+    stopped and removed after. Needs root (or the postgres binaries) like the script."""
+    import subprocess
+    import tempfile
+
+    from .xrootd_server import free_port
+
+    server_url()  # skips where the shared one is not set up either
+    # Under /tmp itself: the postgres user cannot enter pytest's private directories.
+    directory = Path(tempfile.mkdtemp(prefix="ganga-pg-test-", dir="/tmp"))
+    directory.chmod(0o755)
+    env = {**os.environ, "PG_TEST_PORT": str(free_port())}
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "start-postgres.sh"), str(directory)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    url = done.stdout.strip().split("=", 1)[1]
+    try:
+        yield url, directory
+    finally:
+        server_script("stop", directory, "--purge")
+
+
+def server_script(what: str, directory: Path, *options: str) -> None:
+    """Run ``scripts/{what}-postgres.sh`` on ``directory`` (the cluster keeps its port)."""
+    import subprocess
+
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / f"{what}-postgres.sh"), *options, str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PG_TEST_PORT": str(urlsplit(_url_of(directory)).port)},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _url_of(directory: Path) -> str:
+    return (directory / "env.sh").read_text().strip().split("=", 1)[1]

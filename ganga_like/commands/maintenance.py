@@ -30,7 +30,7 @@ def run_monitor(args: argparse.Namespace) -> int:
         stopped = daemon.stop(settings.gangadir)
         print("monitor daemon stopped" if stopped else "no monitor daemon was running")
     else:
-        print(daemon.status(settings.gangadir))
+        print(daemon.status(settings.gangadir, settings.repository_url))
     return OK
 
 

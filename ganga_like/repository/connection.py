@@ -23,7 +23,7 @@ from ZODB.Connection import Connection
 from ZODB.POSException import POSKeyError
 
 from ganga_like.errors import RepositoryConflictError, RepositoryError, RepositoryWriteError
-from ganga_like.repository import postgres
+from ganga_like.repository import pg_outage, postgres
 from ganga_like.repository.checks.file_check import corrupt
 from ganga_like.repository.checks.orphans import check_after_open, check_before_open
 from ganga_like.repository.ids import IdBlocks
@@ -157,7 +157,12 @@ class Repository:
 
     def catch_up(self) -> None:
         """Before a retry: in shared mode, a round trip to the server, after which every
-        commit made before it is visible (its invalidations arrived first)."""
+        commit made before it is visible (its invalidations arrived first). In
+        PostgreSQL: a server that went away (restarted) is waited for, as a shared-mode
+        session waits for its server, so that the retry does not fail on it again."""
+        if self.on_server:
+            pg_outage.wait_for_server(postgres.dsn_of(self.uri), self.options.connect_timeout)
+            return
         ping = getattr(self.db.storage, "ping", None)  # ZEO's, once connected
         if ping is not None:
             ping()

@@ -16,10 +16,12 @@ RelStorage and a PostgreSQL driver are an optional extra (``pip install
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -44,6 +46,10 @@ SCHEMES = ("postgresql", "postgres")
 # How libpq begins a failed connection's message: 'connection to server at "h", port 5
 # failed: ' or 'connection to server on socket "/run/.s.PGSQL.5432" failed: '.
 _SERVER_PREFIX = re.compile(r"^connection to server (at|on) .*? failed: ")
+
+# The first half of the advisory lock key under which the tables are created (the same as
+# ganga_like.repository.advisory_locks', whose second halves are above 0).
+SCHEMA_LOCK_NAMESPACE = 0x67616E67
 
 # Seconds a login may take before the server counts as unreachable.
 CONNECT_TIMEOUT = 10
@@ -123,13 +129,17 @@ def cache_dir(uri: str) -> Path:
     return root / "ganga_like" / "relstorage" / key
 
 
-def open_relstorage(uri: str, read_only: bool = False, cache_mb: float = 100.0) -> Any:
-    """A history-free RelStorage of the database ``uri`` names; one line naming the
-    server when it cannot be reached or refuses the login."""
+def open_relstorage(
+    uri: str, read_only: bool = False, cache_mb: float = 100.0, wait: float = 30.0
+) -> Any:
+    """A history-free RelStorage of the database ``uri`` names, which waits up to ``wait``
+    seconds for a server that went away; one line naming the server when it cannot be
+    reached or refuses the login at open."""
     try:
         from relstorage.adapters.postgresql import PostgreSQLAdapter
         from relstorage.options import Options
-        from relstorage.storage import RelStorage
+
+        from ganga_like.repository.patient_storage import patient_storage_class
     except ImportError:
         raise _missing_extra(uri) from None
     dsn = dsn_of(uri)
@@ -147,10 +157,37 @@ def open_relstorage(uri: str, read_only: bool = False, cache_mb: float = 100.0) 
     import psycopg2
 
     try:
-        adapter = PostgreSQLAdapter(dsn=dsn, options=options)
-        return RelStorage(adapter, options=options)
+        with _schema_lock(dsn, read_only):
+            adapter = PostgreSQLAdapter(dsn=dsn, options=options)
+            storage = patient_storage_class()(adapter, options=options)
     except psycopg2.Error as exc:
         raise unreachable(uri, exc) from None
+    storage.ganga_dsn, storage.ganga_wait = dsn, wait
+    return storage
+
+
+@contextlib.contextmanager
+def _schema_lock(dsn: str, read_only: bool) -> Iterator[None]:
+    """Held while RelStorage creates its tables in a new database: sessions that open it
+    at the same moment would otherwise create them at once, and all but one fail."""
+    import psycopg2
+
+    if read_only:
+        yield
+        return
+    conn = psycopg2.connect(dsn)
+    try:
+        conn.autocommit = True
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT to_regclass('object_state') IS NOT NULL")
+            if cursor.fetchone()[0]:
+                conn.close()  # prepared already: nothing to wait for
+                yield
+                return
+            cursor.execute("SELECT pg_advisory_lock(%s, 0)", (SCHEMA_LOCK_NAMESPACE,))
+        yield  # the lock goes with the connection, closed below
+    finally:
+        conn.close()
 
 
 def unreachable(uri: str, exc: BaseException) -> PostgresUnreachableError:

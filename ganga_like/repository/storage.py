@@ -19,6 +19,7 @@ import logging
 import os
 import pickle
 import struct
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -40,7 +41,7 @@ from ganga_like.errors import (
     RepositoryError,
 )
 from ganga_like.private import touch_private
-from ganga_like.repository import changes, postgres
+from ganga_like.repository import changes, pg_outage, postgres
 from ganga_like.repository.checks.file_check import check_file, corrupt
 from ganga_like.repository.file_storage import RepositoryFileStorage
 from ganga_like.repository.options import StorageOptions, ensure_private_dir
@@ -124,7 +125,9 @@ def _open_postgres(uri: str, mode: str, options: StorageOptions) -> ZODB.DB:
     """Every process a client of the database server, whatever the mode (but
     ``readonly``, which writes nothing)."""
     quiet_zodb_logging()
-    storage = postgres.open_relstorage(uri, read_only=mode == "readonly", cache_mb=options.cache_mb)
+    storage = postgres.open_relstorage(
+        uri, mode == "readonly", options.cache_mb, options.connect_timeout
+    )
     try:
         db = GuardedDB(storage, cache_size=CACHE_SIZE, large_record_size=1 << 26)
     except BaseException:
@@ -274,6 +277,8 @@ class GuardedConnection(Connection):  # type: ignore[misc]
                 raise
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
         except Exception as exc:
+            if pg_outage.is_disconnection(exc):
+                raise  # the database server went away: not damage, tried again
             raise _unreadable(self._storage_path(), obj._p_oid, type(obj).__name__, exc) from None
 
     def _check_broken(self, obj: Any) -> None:
@@ -297,6 +302,8 @@ class GuardedConnection(Connection):  # type: ignore[misc]
                 raise
             raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None
         except Exception as exc:  # the class part of the record (its first pickle)
+            if pg_outage.is_disconnection(exc):
+                raise
             raise _unreadable(self._storage_path(), oid, "unknown class", exc) from None
 
     def _storage_path(self) -> Path:
@@ -453,6 +460,12 @@ class _OneLine(logging.Handler):
                 return
             if record.getMessage().startswith(self.BENIGN_WHEN_FULL) and _write_failure(record):
                 return
+            failure = record.exc_info[1] if record.exc_info else None
+            outage = pg_outage.outage_line(record.getMessage(), failure)
+            if record.name.startswith("relstorage") and outage is not None:
+                if outage:
+                    log.warning("repository: %s", outage)
+                return
             text = record.getMessage().strip().splitlines()
             line = text[0] if text else record.levelname
             log.warning("repository: %s", line if len(line) < 200 else line[:197] + "...")
@@ -499,6 +512,16 @@ class _AbortAfterWriteError(_OneLine):
     to the user as one RepositoryWriteError, so this second report is noise."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        # The transaction package logs a failed second phase from its except clause,
+        # without the exception: it is the one being handled.
+        failure = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        if failure is not None and pg_outage.is_disconnection(failure):
+            # The database server went away during a commit: said once, as RelStorage's
+            # own report of it (see pg_outage.outage_line); the commit is tried again.
+            line = pg_outage.outage_line("Disconnected")
+            if line:
+                log.warning("repository: %s", line)
+            return
         if not _write_failure(record):
             super().emit(record)
 

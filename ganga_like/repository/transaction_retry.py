@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from transaction.interfaces import TransientError
 
 from ganga_like.errors import RepositoryConflictError
+from ganga_like.repository.pg_outage import is_disconnection
 
 __all__ = ["RetryPolicy", "conflict_error", "is_transient", "repeat", "retried", "safe_commit"]
 
@@ -58,13 +59,14 @@ counts = {"retried": 0, "given_up": 0}
 
 def is_transient(exc: BaseException) -> bool:
     """Whether trying the same transaction again may succeed: a conflict, or a shared
-    server that went away (ZEO's ClientDisconnected is a TransientError too)."""
-    return isinstance(exc, TransientError)
+    server that went away (ZEO's ClientDisconnected is a TransientError too), or the
+    PostgreSQL server of a repository there (the driver's own error)."""
+    return isinstance(exc, TransientError) or is_disconnection(exc)
 
 
 def conflict_error(what: str, exc: BaseException, attempts: int) -> RepositoryConflictError:
     """The one line the user gets when ``what`` failed ``attempts`` times."""
-    if type(exc).__name__ == "ClientDisconnected":
+    if type(exc).__name__ == "ClientDisconnected" or is_disconnection(exc):
         why = "the repository server could not be reached"
     else:
         why = "other sessions kept changing the same records at the same moment"

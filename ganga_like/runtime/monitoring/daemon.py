@@ -127,7 +127,9 @@ def daemon_pid(gangadir: Path) -> int | None:
     return pid if str(gangadir) in args else None
 
 
-def status(gangadir: Path) -> DaemonStatus:
+def status(gangadir: Path, uri: str = "") -> DaemonStatus:
+    """The daemon of ``gangadir``; who holds the lease: of the repository ``uri`` when it
+    is in PostgreSQL (its holder may be on another host), else of the gangadir."""
     gangadir = gangadir.expanduser().resolve()
     pid = daemon_pid(gangadir)
     figures: dict[str, Any] = {}
@@ -137,7 +139,7 @@ def status(gangadir: Path) -> DaemonStatus:
             if isinstance(loaded, dict) and loaded.get("pid") == pid:
                 figures = loaded
     elsewhere = live_elsewhere(gangadir / PID_NAME) if pid is None else None
-    return DaemonStatus(gangadir, pid, lease_holder(gangadir), figures, elsewhere)
+    return DaemonStatus(gangadir, pid, _lease_holder(gangadir, uri), figures, elsewhere)
 
 
 def _refuse_if_elsewhere(gangadir: Path, what: str) -> None:
@@ -147,6 +149,17 @@ def _refuse_if_elsewhere(gangadir: Path, what: str) -> None:
             f"the monitor daemon of {gangadir} runs on {record.where()}; it follows every "
             f"job of this gangadir from there: {what}"
         )
+
+
+def _lease_holder(gangadir: Path, uri: str) -> tuple[int, str] | None:
+    from ganga_like.repository import postgres
+
+    if not (uri and postgres.is_postgres(uri)):
+        return lease_holder(gangadir)
+    from ganga_like.repository.advisory_locks import MONITOR_KEY, holder_of
+
+    holder = holder_of(uri, MONITOR_KEY)
+    return None if holder is None else (holder.pid, f"{holder.kind} on {holder.host}")
 
 
 _spawned: list[subprocess.Popen[bytes]] = []
@@ -234,6 +247,7 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
     stop_event = threading.Event()
     session: Any = None
     heartbeat = Heartbeat(gangadir / PID_NAME, stop_event.set)
+    held: list[Any] = []  # the database's daemon lock, in PostgreSQL
     try:
         try:
             _refuse_if_elsewhere(gangadir, "this one leaves")
@@ -243,8 +257,17 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
         except GangaError as exc:
             send_ready_line(ready_fd, f"error {exc}")
             return 1
+        repo = session.repo
+        if repo.on_server:
+            # One daemon per repository, whichever host it runs on.
+            refused = _take_server_lock(repo.uri, held)
+            if refused:
+                send_ready_line(ready_fd, f"error {refused}")
+                return 1
         monitor = session.monitor
-        monitor.lease = MonitorLease(gangadir, kind="daemon")
+        monitor.lease = MonitorLease(
+            gangadir, kind="daemon", uri=repo.uri if repo.on_server else None
+        )
         last: dict[str, int] = {"polled": 0}
         cycle = monitor.run_once
 
@@ -274,10 +297,28 @@ def run(settings: Settings, ready_fd: int = -1, config: ConfigSnapshot | None = 
         heartbeat.stop()
         if session is not None:
             session.close()
+        for lock in held:
+            lock.release()
         record = read_record(gangadir / PID_NAME)
         if record is not None and record.pid == os.getpid() and record.here:
             (gangadir / PID_NAME).unlink(missing_ok=True)
         os.close(lock_fd)
+
+
+def _take_server_lock(uri: str, held: list[Any]) -> str:
+    """Take the daemon's lock of a repository in PostgreSQL (appended to ``held``); what
+    to say when another host's daemon has it."""
+    from ganga_like.repository import advisory_locks, postgres
+
+    lock = advisory_locks.AdvisoryLock(uri, advisory_locks.DAEMON_KEY, "daemon")
+    if lock.take():
+        held.append(lock)
+        return ""
+    holder = advisory_locks.holder_of(uri, advisory_locks.DAEMON_KEY)
+    return (
+        f"a monitor daemon already follows the repository {postgres.server_of(uri)}"
+        f" ({holder or 'its holder just left; start again'})"
+    )
 
 
 def _write_figures(gangadir: Path, monitor: Any, started: float, polled: int) -> None:

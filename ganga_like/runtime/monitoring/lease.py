@@ -8,6 +8,11 @@ session's monitor takes it at its next cycle (within ``Settings.monitor_lease_ti
 The monitor daemon (``ganga monitor start``) has priority: while it runs (it holds
 ``monitor-daemon.lock``), sessions give the lease up and only read. A session that needs
 a poll soon (after a submission, while waiting) wakes the daemon with SIGUSR1.
+
+A repository in PostgreSQL is shared by hosts that need not share a lock on a file: there
+the lease and the daemon's lock are advisory locks of the database
+(:mod:`ganga_like.repository.advisory_locks`), released when the holder's connection
+ends, and within a bounded time when its host dies.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import os
 import signal
 import time
 from pathlib import Path
+
+from ganga_like.runtime.monitoring.server_lease import ServerLease
 
 __all__ = ["DAEMON_LOCK", "LEASE_NAME", "MonitorLease", "daemon_running", "lease_holder"]
 
@@ -63,23 +70,30 @@ def lease_holder(gangadir: Path) -> tuple[int, str] | None:
 class MonitorLease:
     """This process's side of the lease."""
 
-    def __init__(self, gangadir: Path, kind: str = "session") -> None:
+    def __init__(self, gangadir: Path, kind: str = "session", uri: str | None = None) -> None:
+        """``uri``: a repository in PostgreSQL, whose lease is the database's (see the
+        module's docstring); None: the gangadir's file."""
         self.gangadir = gangadir
         self.kind = kind
         self._fd: int | None = None
+        self._on_server = ServerLease(uri, kind) if uri else None
         self._daemon_seen = (0.0, False)
         self._woken_at = 0.0
         self.acquisitions = 0
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._fd is not None or (self._on_server is not None and self._on_server.held)
 
     def hold(self) -> bool:
         """Keep or take the lease, unless the daemon should have it; True when held."""
         if self.kind != "daemon" and self._daemon_alive():
             self.release()
             return False
+        if self._on_server is not None:
+            taken = self._on_server.take()
+            self.acquisitions += taken is True
+            return taken is not False
         if self._fd is not None:
             return True
         fd = os.open(self.gangadir / LEASE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -95,6 +109,8 @@ class MonitorLease:
         return True
 
     def release(self) -> None:
+        if self._on_server is not None:
+            self._on_server.release()
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # closing the only descriptor releases the lock
@@ -105,7 +121,10 @@ class MonitorLease:
         if self._fd is not None or now - self._woken_at < WAKE_EVERY_SECONDS:
             return
         self._woken_at = now
-        holder = lease_holder(self.gangadir)
+        if self._on_server is not None:
+            holder = self._on_server.daemon_here()
+        else:
+            holder = lease_holder(self.gangadir)
         if holder is None or holder[1] != "daemon" or not _is_daemon(holder[0]):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -115,7 +134,10 @@ class MonitorLease:
         checked_at, alive = self._daemon_seen
         now = time.monotonic()
         if now - checked_at > DAEMON_CHECK_SECONDS:
-            alive = daemon_running(self.gangadir)
+            if self._on_server is not None:
+                alive = self._on_server.daemon_running()
+            else:
+                alive = daemon_running(self.gangadir)
             self._daemon_seen = (now, alive)
         return alive
 

@@ -113,7 +113,7 @@ class Monitor:
         self._committed = threading.Condition()  # notified when ``commits`` grows
         self.cpu_seconds = 0.0  # CPU spent in cycles, for benchmarks and `%monitor status`
         # Only the lease holder polls; without it a cycle only notices others' commits.
-        self.lease = MonitorLease(repo.gangadir)
+        self.lease = MonitorLease(repo.gangadir, uri=repo.uri if repo.on_server else None)
         self._tenure = 0  # the lease acquisition the backend contexts belong to
         self._seen_tid: bytes | None = None
         self._write_failed = False
