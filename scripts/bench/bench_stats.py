@@ -1,6 +1,6 @@
 """``j.stats()`` on masters of 1,000 and 10,000 finished subjobs, read from a repository.
 
-    python scripts/bench/bench_stats.py [N ...]
+    python scripts/bench/bench_stats.py [N ...] [--profile]
 
 Builds, through the model and registry directly (the Local backend would take minutes to
 run that many), one master per N (default 1,000 and 10,000) whose subjobs went submitted,
@@ -9,6 +9,10 @@ used recorded, as the Local runner records it. Then, in a fresh process, times
 ``j.stats()`` on each master: the first call (its subjobs read from the storage) and a
 second one (in the connection's cache); and, in another fresh process, a plain pass over
 the subjobs reading each one's event log, one record at a time.
+
+``--profile``: instead, in a fresh process, profile each master's first ``j.stats()``
+(cProfile) and print its wall and CPU time, the share spent loading subjob records from
+the storage, and the functions that took longest.
 """
 
 from __future__ import annotations
@@ -51,6 +55,30 @@ for text in sys.argv[1:]:
     print(f"{n:>7} subjobs, a plain pass: {1000 * took:8.1f} ms  ({each})")
 """
 
+# The first call under cProfile: what loading the records costs against the rest.
+PROFILE = r"""
+import cProfile, pstats, sys, time
+from ganga_like import jobs
+for text in sys.argv[1:]:
+    job_id, n = map(int, text.split(":"))
+    j = jobs(job_id)
+    profile = cProfile.Profile()
+    t0, c0 = time.perf_counter(), time.process_time()
+    profile.enable()
+    j.stats()
+    profile.disable()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    found = pstats.Stats(profile)
+    loading = sum(
+        row[3]
+        for (path, _line, name), row in found.stats.items()
+        if name == "setstate" and path.endswith("ZODB/Connection.py")
+    )
+    print(f"{n:>7} subjobs, stats first, profiled: {wall:.2f} s wall, {cpu:.2f} s CPU;"
+          f" loading records (Connection.setstate) {loading:.2f} s")
+    found.sort_stats("tottime").print_stats(12)
+"""
+
 
 def build(gangadir: Path, sizes: list[int]) -> list[tuple[int, int]]:
     from ganga_like.model.job import Job
@@ -89,14 +117,15 @@ def build(gangadir: Path, sizes: list[int]) -> list[tuple[int, int]]:
 
 
 def main() -> None:
-    sizes = [int(arg) for arg in sys.argv[1:]] or [1_000, 10_000]
+    profile = "--profile" in sys.argv[1:]
+    sizes = [int(arg) for arg in sys.argv[1:] if arg != "--profile"] or [1_000, 10_000]
     gangadir = Path(tempfile.mkdtemp(prefix="bench-stats-")) / "gangadir"
     started = time.perf_counter()
     built = build(gangadir, sizes)
     print(f"built {' and '.join(map(str, sizes))} subjobs in {time.perf_counter() - started:.1f} s")
     env = dict(os.environ, GANGA_DIR=str(gangadir))
     args = [f"{job_id}:{n}" for job_id, n in built]
-    for code in (FLOOR, MEASURE):
+    for code in (PROFILE,) if profile else (FLOOR, MEASURE):
         out = subprocess.run(
             [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True
         )
