@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ganga_like.commands.context import ERROR, OK, configured_settings
+from ganga_like.commands.context import ERROR, OK, UsageError, configured_settings
 
 __all__ = ["monitor_parser", "repository_parser"]
 
@@ -37,11 +37,19 @@ def run_monitor(args: argparse.Namespace) -> int:
 def repository_parser(parser: argparse.ArgumentParser) -> Any:
     parser.add_argument(
         "action",
-        choices=("check", "recover", "reset"),
+        choices=("check", "recover", "reset", "migrate"),
         help="check: read every record and report damage; recover: "
         "rebuild a damaged file from what is intact (a dated backup "
         "is kept); reset: move aside the workspaces of jobs the "
-        "repository lost, so it can be used again",
+        "repository lost, so it can be used again; migrate TO_URI: copy the "
+        "repository into an empty PostgreSQL database or a new file, and check both",
+    )
+    parser.add_argument(
+        "target",
+        nargs="?",
+        default="",
+        help="migrate: where to copy to, postgresql://user@host:port/dbname or "
+        "file:///path/Data.fs",
     )
     return run_repository
 
@@ -49,7 +57,12 @@ def repository_parser(parser: argparse.ArgumentParser) -> Any:
 def run_repository(args: argparse.Namespace) -> int:
     from ganga_like.runtime import repository_check
 
-    gangadir = configured_settings().gangadir
+    settings = configured_settings()
+    gangadir = settings.gangadir
+    if args.action == "migrate" or (args.action == "check" and settings.repository_url):
+        return _run_on_location(args, settings)
+    if args.target:
+        raise UsageError(f"repository {args.action} takes no TO_URI (only migrate does)")
     if args.action == "recover":
         print(repository_check.recover_repository(gangadir))
         return OK
@@ -63,3 +76,24 @@ def run_repository(args: argparse.Namespace) -> int:
         print(line)
     print(report.summary())
     return OK if report.sound else ERROR
+
+
+def _run_on_location(args: argparse.Namespace, settings: Any) -> int:
+    """``migrate TO_URI`` from the configured repository; ``check`` of one in PostgreSQL."""
+    from ganga_like.repository import migrate
+    from ganga_like.repository.storage import default_uri
+    from ganga_like.runtime.repository_check import MODEL_JOBS
+
+    source = settings.repository_url or default_uri(settings.gangadir.expanduser().resolve())
+    if args.action == "check":
+        report = migrate.check_location(source, MODEL_JOBS)
+        for line in report.lines():
+            print(line)
+        print(report.summary())
+        return OK if report.sound else ERROR
+    if not args.target:
+        raise UsageError("repository migrate needs TO_URI (postgresql://... or file:///...)")
+    result = migrate.migrate(source, args.target, MODEL_JOBS)
+    for line in result.lines():
+        print(line)
+    return OK if result.sound else ERROR
