@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,8 +84,20 @@ def test_the_list_follows_a_job_another_process_runs(gated: GatedScript, gangadi
     asyncio.run(scenario())
 
 
+def keep_screenshot(app: TopApp, tmp_path: Path, name: str) -> Path:
+    """The screen as SVG; also copied to ``$GANGA_TOP_SCREENSHOTS`` when set (the
+    pictures of docs/top.md are made so)."""
+    shot = Path(app.save_screenshot(name, str(tmp_path)))
+    assert shot.read_text().startswith("<svg")
+    kept = os.environ.get("GANGA_TOP_SCREENSHOTS")
+    if kept:
+        Path(kept).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(kept) / name)
+    return shot
+
+
 def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission(
-    gated: GatedScript, gangadir: Path
+    gated: GatedScript, gangadir: Path, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
         app = top_app(gangadir)
@@ -93,6 +106,7 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
             for index in range(4):
                 gated.open_gate(index)
             await until(pilot, lambda: app.rows[0].status == "failed", "the job failed")
+            keep_screenshot(app, tmp_path, "top-list.svg")
             first_end = app.rows[0].ended
             assert first_end is not None
             await pilot.press("enter")
@@ -103,6 +117,7 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
             group = screen.stats.failures[0]
             assert group.fqids == (f"{gated.job_id}.0", f"{gated.job_id}.2")
             assert "completed 2  failed 2" in shown(app, "#summary")
+            keep_screenshot(app, tmp_path, "top-job.svg")
             # The failure group's row: o shows its first subjob's output.
             picks = screen.query_one("#picks", DataTable)
             picks.move_cursor(row=picks.get_row_index("group-0"))

@@ -105,9 +105,15 @@ class TopApp(App[None]):
     # -- the screen ----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(f"ganga top  {self.gangadir}  reading…", id="title", markup=False)
+        yield Static(f"ganga top  reading…  {self.gangadir}", id="title", markup=False)
         yield Static("", id="problem", markup=False)
-        yield JobsTable(id="jobs", cursor_type="row", zebra_stripes=True)
+        # The bar keeps its colours on the cursor's row too.
+        yield JobsTable(
+            id="jobs",
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         yield Static("", id="message", markup=False)
         yield Footer()
 
@@ -132,9 +138,9 @@ class TopApp(App[None]):
         live = sum(row.live for row in snapshot.rows)
         stamp = time.strftime("%H:%M:%S", time.localtime(snapshot.taken_at))
         self.query_one("#title", Static).update(
-            f"ganga top  {self.gangadir}  {live} active, {len(snapshot.rows) - live} ended "
-            f"lately, {snapshot.jobs_total} jobs  read at {stamp} in "
-            f"{snapshot.seconds * 1000:.0f} ms"
+            f"ganga top  {live} active, {len(snapshot.rows) - live} ended lately, "
+            f"{snapshot.jobs_total} jobs  read at {stamp} in {snapshot.seconds * 1000:.0f} ms"
+            f"  {self.gangadir}"
         )
         screen = self.job_screen
         stats = snapshot.stats
@@ -153,7 +159,13 @@ class TopApp(App[None]):
 
     def on_problem(self, message: Problem) -> None:
         self.problem = message.line
-        self.query_one("#problem", Static).update(message.line or "")
+        self._show_problem(message.line or "")
+
+    def _show_problem(self, line: str) -> None:
+        """The problem line, taking no room while there is none."""
+        problem = self.query_one("#problem", Static)
+        problem.update(line)
+        problem.display = bool(line)
 
     def on_done(self, message: Done) -> None:
         if message.peek is not None:
@@ -168,12 +180,12 @@ class TopApp(App[None]):
         waited = time.time() - last if last is not None else 0.0
         limit = max(STALE_SECONDS, STALE_INTERVALS * self.source.interval)
         if last is not None and waited > limit and self.problem is None:
-            self.query_one("#problem", Static).update(
+            self._show_problem(
                 f"repository not answering for {waited:.0f} s: showing what was read at "
                 f"{time.strftime('%H:%M:%S', time.localtime(last))}"
             )
         elif self.problem is None:
-            self.query_one("#problem", Static).update("")
+            self._show_problem("")
 
     def say(self, line: str) -> None:
         self.query_one("#message", Static).update(Text(line))

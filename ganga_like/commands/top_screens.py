@@ -133,7 +133,12 @@ class JobScreen(Screen[None]):
         for n, group in enumerate(stats.failures):
             shown = ", ".join(group.fqids[:SHOWN_IDS])
             more = f" … {group.count - SHOWN_IDS} more" if group.count > SHOWN_IDS else ""
-            table.add_row(f"failed ({group.count})", shown + more, group.reason, key=f"group-{n}")
+            table.add_row(
+                f"failed #{group.number} ({group.count})",
+                shown + more,
+                group.reason,
+                key=f"group-{n}",
+            )
         if table.row_count:
             table.move_cursor(row=min(kept, table.row_count - 1))
 
