@@ -159,10 +159,10 @@ def test_an_end_accounted_before_its_steps_is_reported_at_once_and_its_use_later
     # lines only, COMPLETED with no use, until the test lets the steps through.
     real = slurm_commands.sacct
     steps_arrive = threading.Event()
-    calls: list[list[str]] = []
+    calls: list[tuple[bool, list[str]]] = []  # (asked for the use, the ids asked about)
 
     def lagging(job_ids: Any, **kwargs: Any) -> Any:
-        calls.append(sorted(job_ids))
+        calls.append((bool(kwargs.get("usage")), sorted(job_ids)))
         rows = real(job_ids, **kwargs)
         if steps_arrive.is_set():
             return rows
@@ -177,10 +177,15 @@ def test_an_end_accounted_before_its_steps_is_reported_at_once_and_its_use_later
     steps_arrive.set()
     used_within(j, 60)
     assert all(sj.resources_used.max_rss >= 100 * MIB for sj in j.subjobs)  # type: ignore[union-attr]
-    # Every sacct call asked for the array once: the two elements are followed together.
+    # The states were asked about by array; the use, of the two ended elements only, in
+    # one call per poll (both followed together), none before they ended.
     array = j.subjobs[0].backend.id.split("_")[0]
-    assert all(ids == [array] for ids in calls), calls
-    assert len(calls) > calls_at_end
+    elements = [f"{array}_0", f"{array}_1"]
+    assert all(ids == [array] for usage, ids in calls if not usage), calls
+    asked_use = [ids for usage, ids in calls if usage]
+    assert asked_use and all(set(ids) <= set(elements) for ids in asked_use), calls
+    assert asked_use[-1] == elements
+    assert len([1 for usage, _ in calls[calls_at_end:] if usage]) >= 1
     # Once both are accounted, sacct is no longer asked.
     done = len(calls)
     slurm.monitor.run_once()

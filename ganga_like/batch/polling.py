@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 from ganga_like.errors import BackendError
@@ -49,6 +49,7 @@ class Unaccounted(NamedTuple):
     fqid: str
     status: str  # the final status reported
     since: float  # monotonic: when its end was reported
+    ended: float  # wall clock: when it ended
 
 
 class BatchPoller(Poller):
@@ -162,10 +163,8 @@ def poll(
     # Jobs finishing (waiting for the history) or missing are changing too.
     changing = bool(ask)
     history = None
-    # Ended jobs whose use is not accounted yet are asked about in the same call.
-    followed = [sid for sid in unaccounted if sid not in tracked]
-    if (ask or followed) and history_off is None:
-        history = _ask_history(scheduler, poller, tracker, ask + followed, settings, log)
+    if ask and history_off is None:
+        history = _ask_history(scheduler, poller, tracker, ask, settings, log)
     tracker.history(history)
     poller.seen.stage(tracker.seen)
     changing = changing or bool(tracker.changes)
@@ -173,9 +172,9 @@ def poll(
         next_poll_gap(gap, changing, settings.min_poll_interval, settings.poll_interval)
     )
 
-    reports = _reports(ctx, tracker, tracked, read_failure, history or {})
-    if scheduler.accounts_usage or unaccounted:
-        reports.extend(_follow_usage(poller, tracker, tracked, history, settings, now, wall))
+    reports = _reports(ctx, tracker, tracked, read_failure)
+    if (scheduler.accounts_usage and history_off is None) or unaccounted:
+        reports.extend(_usage_reports(scheduler, poller, tracker, tracked, settings, now, log))
     return reports
 
 
@@ -232,15 +231,11 @@ def _reports(
     tracker: Tracker,
     tracked: dict[str, ActiveRef],
     read_failure: FailureReader | None,
-    history: Mapping[str, Sighting],
 ) -> list[StatusReport]:
-    """A report for each change the tracker saw (with what an ended job used, where the
-    history has accounted it)."""
+    """A report for each change the tracker saw."""
     reports: list[StatusReport] = []
     for change in tracker.changes:
         ref, observation = tracked[change.scheduler_id], change.observation
-        row = history.get(change.scheduler_id)
-        used = row.usage if row is not None and observation.status in FINAL else None
         if (
             read_failure is not None
             and observation.status == "failed"
@@ -258,26 +253,25 @@ def _reports(
                 exit_code=observation.exit_code,
                 started=change.started,
                 cause=observation.cause,
-                usage=used[:3] if used is not None else None,
-                wall=used[3] if used is not None else None,
             )
         )
     return reports
 
 
-def _follow_usage(
+def _usage_reports(
+    scheduler: BatchScheduler,
     poller: BatchPoller,
     tracker: Tracker,
     tracked: dict[str, ActiveRef],
-    history: Mapping[str, Sighting] | None,
     settings: PollSettings,
     now: float,
-    wall: float,
+    log: logging.Logger,
 ) -> list[StatusReport]:
-    """Reports of what ended (sub)jobs used, for those the history accounted this poll
-    after their end was reported; the ones it did not are followed (staged) until it
-    does, for ``usage_grace_seconds`` at most. A followed one active again (resubmitted)
-    is no longer followed: its earlier run's use is of no interest."""
+    """What the (sub)jobs that ended this poll, and those followed since an earlier one,
+    used: ONE question to the history about exactly them (by element, not by array),
+    after their ends were reported. Those it has not accounted yet are followed (staged)
+    until it does, for ``usage_grace_seconds`` at most; one active again (resubmitted) is
+    no longer followed: its earlier run's use is of no interest."""
     active = {ref.fqid for ref in tracked.values()}
     following = {
         sid: entry
@@ -285,29 +279,26 @@ def _follow_usage(
         if entry.fqid not in active and now - entry.since < settings.usage_grace_seconds
     }
     for change in tracker.changes:
-        row = (history or {}).get(change.scheduler_id)
-        status = change.observation.status
-        if status in FINAL and change.started and (row is None or row.usage is None):
-            following[change.scheduler_id] = Unaccounted(
-                tracked[change.scheduler_id].fqid, status, now
-            )
+        if change.observation.status in FINAL and change.started:
+            fqid = tracked[change.scheduler_id].fqid
+            ended = Unaccounted(fqid, change.observation.status, now, change.time)
+            following[change.scheduler_id] = ended
+    used: dict[str, tuple[int, float, float, float]] = {}
+    if following:
+        try:
+            used = scheduler.usage(sorted(following), timeout=settings.command_timeout)
+        except CommandError as exc:  # asked again next poll, within the grace
+            log.info("%s: what ended jobs used is not known yet (%s)", scheduler.label, exc)
     reports: list[StatusReport] = []
-    for sid, entry in list(following.items()):
-        row = (history or {}).get(sid)
-        if row is None or row.usage is None or sid in tracked:
-            continue
-        del following[sid]
-        kib, user, system, elapsed = row.usage
-        when = row.ended_at if row.ended_at is not None else wall
-        reports.append(
-            StatusReport(
-                entry.fqid,
-                Status.parse(entry.status),
-                when,
-                usage=(kib, user, system),
-                wall=elapsed,
+    for sid, (kib, user, system, elapsed) in used.items():
+        entry = following.pop(sid, None)
+        if entry is not None:
+            status = Status.parse(entry.status)
+            reports.append(
+                StatusReport(
+                    entry.fqid, status, entry.ended, usage=(kib, user, system), wall=elapsed
+                )
             )
-        )
     if following or poller.unaccounted.value:
         poller.unaccounted.stage(following)
     return reports

@@ -39,7 +39,7 @@ class BatchScheduler(ABC):
     # Submission failures after which the scheduler cannot have received the job: a blind
     # retry is safe. Anything else is looked up by name before submitting again.
     never_sent: ClassVar[re.Pattern[str]]
-    # True when the history says what an ended job used (Sighting.usage), maybe some polls
+    # True when the history says what an ended job used (:meth:`usage`), maybe some polls
     # after it says the job ended: the poll then follows the job until it does.
     accounts_usage: ClassVar[bool] = False
     # A longer id list is split over several calls (Linux caps one argument at 128 KiB).
@@ -162,6 +162,14 @@ class BatchScheduler(ABC):
         if not job_ids:
             return {}
         return self.parse_history(self._call(self.history_command(job_ids), timeout))
+
+    def usage(
+        self, job_ids: Sequence[str], *, timeout: float
+    ) -> dict[str, tuple[int, float, float, float]]:
+        """What the ended jobs ``job_ids`` (elements named one by one) used, for those the
+        history has accounted: ``(peak resident KiB, user CPU s, system CPU s, wall s)``,
+        in one call per command line's worth of ids (``accounts_usage`` schedulers)."""
+        return {}
 
     def history_unavailable(self, error: CommandError) -> bool:
         """True when ``error`` says the history is switched off (not merely down)."""

@@ -58,9 +58,6 @@ class Sighting:
     observation: Observation | None
     started: bool = True  # history rows: the program started
     ended_at: float | None = None  # history rows: when it ended (wall clock)
-    # History rows of a scheduler that accounts use: what the ended job used, (peak
-    # resident KiB, user CPU s, system CPU s, wall s); None until it is accounted.
-    usage: tuple[int, float, float, float] | None = None
 
 
 @dataclass(frozen=True)
