@@ -19,6 +19,7 @@ submit them. So none is lost and none submitted twice, however far the hand-over
 from __future__ import annotations
 
 import logging
+import time
 
 from ganga_like.errors import RepositoryWriteError
 from ganga_like.model.interfaces import SubmitOutcome
@@ -77,8 +78,9 @@ def drive_stream(session: Session, job_id: int) -> int:
     job, news = found[0]
     if news:
         stop_point("stream-subjobs-made")
+        began = time.time()
         outcome = hand_to_backend(session, job, news, keep_going=True)
-        _record(session, job, news, outcome)
+        _record(session, job, news, outcome, began)
         stop_point("stream-subjobs-submitted")
     return 1
 
@@ -95,10 +97,13 @@ def _recovered(session: Session, job_id: int) -> bool:
     return True
 
 
-def _record(session: Session, job: Job, news: list[Job], outcome: SubmitOutcome) -> None:
-    """The outcome of the hand-over of ``news`` (subjobs of ``job``), in one transaction;
-    should the repository refuse it, what the backend received is cancelled and the
-    subjobs stay new, for a later pass."""
+def _record(
+    session: Session, job: Job, news: list[Job], outcome: SubmitOutcome, began: float
+) -> None:
+    """The outcome of the hand-over of ``news`` (subjobs of ``job``), which ``began`` then
+    (each subjob's ``submitting`` time), in one transaction; should the repository refuse
+    it, what the backend received is cancelled and the subjobs stay new, for a later
+    pass."""
     verb = _VERB.format(job.after[0])
 
     def record_outcome() -> None:
@@ -107,7 +112,7 @@ def _record(session: Session, job: Job, news: list[Job], outcome: SubmitOutcome)
             return  # an attempt whose answer was lost did commit
         for sj in news:
             message = outcome.failed.get(sj.fqid)
-            sj.change_status(Status.SUBMITTING, verb)
+            sj.change_status(Status.SUBMITTING, verb, when=began)
             if message is not None or sj.fqid in outcome.not_attempted:
                 sj.change_status(Status.FAILED, f"submission failed: {message}")
             else:
