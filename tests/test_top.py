@@ -289,3 +289,24 @@ def test_the_question_says_what_a_group_s_resubmission_gives_more_of() -> None:
     assert grown(group("out_of_memory")) == " with twice the memory"
     assert grown(group("timeout")) == " with twice the walltime"
     assert grown(group("failed")) == ""
+
+
+def test_live_jobs_nobody_monitors_are_said_to_wait(gated: GatedScript, gangadir: Path) -> None:
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        app.source.monitor_look = 0.1
+        note = app.query_one  # looked up once the app runs
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: app.snapshot is not None and bool(app.rows), "the job")
+            assert app.snapshot is not None and app.snapshot.monitored is True
+            assert not note("#unmonitored", Static).display  # the script monitors it
+            gated.process.kill()  # its subjobs go on waiting, followed by nobody
+            gated.process.wait()
+            await until(pilot, lambda: note("#unmonitored", Static).display, "the note")
+            assert str(note("#unmonitored", Static).render()).startswith(
+                "nobody monitors these jobs now"
+            )
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())

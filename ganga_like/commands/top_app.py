@@ -31,6 +31,11 @@ from ganga_like.runtime.stats.data import FailureGroup
 
 __all__ = ["TopApp"]
 
+# Said while jobs are live and nobody monitors them: what is shown does not move then.
+UNMONITORED = (
+    "nobody monitors these jobs now: statuses move once a session or the monitor daemon "
+    "follows them (ganga monitor start)"
+)
 # Lines of a subjob's output shown.
 PEEK_LINES = 40
 # A read that has not come back after this many refresh intervals (and at least this many
@@ -76,6 +81,7 @@ class TopApp(App[None]):
     CSS = """
     #title { height: 1; background: $primary-background; }
     #problem { height: auto; color: $error; text-style: bold; }
+    #unmonitored { height: auto; color: $warning; display: none; }
     #jobs { height: 1fr; }
     #message { height: auto; }
     """
@@ -107,6 +113,7 @@ class TopApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(f"ganga top  reading…  {self.gangadir}", id="title", markup=False)
         yield Static("", id="problem", markup=False)
+        yield Static(UNMONITORED, id="unmonitored", markup=False)
         # The bar keeps its colours on the cursor's row too.
         yield JobsTable(
             id="jobs",
@@ -143,6 +150,8 @@ class TopApp(App[None]):
             f"  {self.gangadir}"
         )
         screen = self.job_screen
+        waiting = snapshot.monitored is False and live > 0
+        self.query_one("#unmonitored", Static).display = waiting
         stats = snapshot.stats
         if screen is not None and stats is not None and snapshot.stats_of == screen.job_id:
             screen.show(stats)

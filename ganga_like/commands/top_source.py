@@ -21,6 +21,7 @@ from typing import Any
 
 from ganga_like.errors import GangaError, RepositoryBusyError
 from ganga_like.model.job import Job
+from ganga_like.runtime.monitoring import daemon
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.stats import JobStats, job_stats
@@ -31,6 +32,8 @@ __all__ = ["Action", "Snapshot", "TopSource", "output_tail", "read_board"]
 Action = Callable[[Session], str]
 # A job's stats are read again after at least this many times what the last read took.
 STATS_SPACING = 5.0
+# Seconds between looks at whether anyone monitors the jobs (holds the monitor lease).
+MONITOR_LOOK = 10.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Snapshot:
     stats: JobStats | None = None
     stats_of: int | None = None
     jobs_total: int = 0
+    monitored: bool | None = None  # whether a session or the daemon monitors; None: unknown
 
 
 class TopSource:
@@ -68,6 +72,9 @@ class TopSource:
         self._shown: set[int] = set()
         self._stats_due = 0.0
         self._stats_for: int | None = None
+        self.monitor_look = MONITOR_LOOK
+        self._monitored: bool | None = None
+        self._monitor_due = 0.0
         self._thread = threading.Thread(target=self._run, name="ganga-top-reader", daemon=True)
 
     def start(self) -> None:
@@ -136,7 +143,20 @@ class TopSource:
             return
         self._shown = {row.job_id for row in rows}
         self.on_problem(None)
-        self.on_snapshot(Snapshot(now, rows, seconds, stats, stats_of, jobs_total))
+        monitored = self._look_at_monitor()
+        self.on_snapshot(Snapshot(now, rows, seconds, stats, stats_of, jobs_total, monitored))
+
+    def _look_at_monitor(self) -> bool | None:
+        """Whether someone holds the monitor lease (statuses move only then), looked at
+        every ``monitor_look`` seconds."""
+        if time.monotonic() >= self._monitor_due:
+            self._monitor_due = time.monotonic() + self.monitor_look
+            try:
+                found = daemon.status(Path(self.settings.gangadir), self.settings.repository_url)
+                self._monitored = found.lease is not None
+            except Exception:  # the lease cannot be read: not known, nothing said
+                self._monitored = None
+        return self._monitored
 
     def _stats(self, registry: Any) -> tuple[JobStats | None, int | None]:
         """The open job's stats, read again only once they are due."""
