@@ -7,6 +7,7 @@ PIDs mean nothing to host A and the other way round), on the same directory, as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -317,6 +318,60 @@ def test_a_runner_alive_on_host_a_is_never_restarted_from_host_b_which_may_kill_
         assert not (tmp_path / "b").exists()  # host B's task was never queued
     finally:
         stop(runner)
+
+
+ON_B_REVIVE = """
+import sys, time
+from pathlib import Path
+from ganga_like.hosts import read_record
+from ganga_like_runner import client
+d, journal = Path(sys.argv[1]), Path(sys.argv[2])
+print("revived", client.revive(d))
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    ended = [e for e in client.read_events(journal, 0)[0] if e.event == "failed"]
+    if ended:
+        print("failed", ended[0].reason)
+        break
+    time.sleep(0.02)
+print("runner on", read_record(d / "runner.pid").host.name)
+"""
+
+
+def test_host_b_takes_over_the_runner_of_a_gone_host_and_signals_none_of_its_pids(
+    tmp_path: Path, hosts_env: dict[str, str]
+) -> None:
+    from ganga_like_runner.client import TaskSpec, read_events, runner_pid, submit
+
+    runner = tmp_path / "local-runner"
+    journal = tmp_path / "journal.jsonl"
+    work = str(tmp_path / "a")
+    task = TaskSpec("a", ["sleep", "60"], {}, work, work, [], [], str(journal))
+    submit(runner, [task], {"PATH": os.environ["PATH"]}, 1)
+    assert wait_until(lambda: any(e.event == "started" for e in read_events(journal, 0)[0]), 30)
+    task_pid = json.loads((Path(work) / "__run__").read_text())["pid"]
+    try:
+        a_runner = runner_pid(runner)
+        assert a_runner is not None
+        os.kill(a_runner, signal.SIGKILL)
+        record = runner / "runner.pid"
+        assert wait_until(lambda: (r := read_record(record)) is not None and r.age > stale_after())
+        host_b = on_host_b(
+            [sys.executable, "-c", ON_B_REVIVE, str(runner), str(journal)], hosts_env
+        )
+        code, out, err = finished(host_b)
+        assert code == 0, err
+        here = socket.gethostname()
+        assert out.splitlines() == [
+            "revived True",
+            f"failed the runner died on host {here} while it ran (pid {task_pid})",
+            "runner on hostb",
+        ]
+        assert not (runner / "taken-over").exists()
+        assert Path(f"/proc/{task_pid}").exists()  # host A's process: not host B's to kill
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(task_pid, signal.SIGKILL)
 
 
 def test_host_b_shows_a_daemon_alive_on_host_a_and_neither_starts_nor_stops_it(

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ganga_like.detached import reap_when_it_exits, start_detached
-from ganga_like.hosts import Record, heartbeat_seconds, host_words, live_elsewhere, read_record
+from ganga_like.hosts import Record, heartbeat_seconds, host_words, read_record, take_over
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
@@ -38,6 +38,7 @@ from ganga_like_runner.protocol import (
     RUNNER_MODULE,
     RUNNER_MODULES,
     RUNNER_SIGNALS,
+    TAKEN_OVER_NAME,
     write_atomic,
 )
 
@@ -81,8 +82,17 @@ def runner_pid(runner_dir: Path) -> int | None:
 
 
 def runner_elsewhere(runner_dir: Path) -> Record | None:
-    """The record of a runner alive on another host (a gone host's is taken over)."""
-    return live_elsewhere(runner_dir / PID_NAME)
+    """The record of a runner alive on another host. A gone host's record is taken over
+    (of several takers, one succeeds), which the taker notes for the next runner: the
+    pids in the tasks' records are that host's, not to be signalled here."""
+    record = read_record(runner_dir / PID_NAME)
+    if record is None or record.here:
+        return None
+    if not record.gone:
+        return record
+    if take_over(record):
+        write_atomic(runner_dir, TAKEN_OVER_NAME, f"{record.host}\n".encode())
+    return None
 
 
 def revive(runner_dir: Path) -> bool:

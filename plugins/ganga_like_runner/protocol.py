@@ -12,6 +12,10 @@ Layout of a runner directory::
                   filesystem other hosts share: they judge the runner by this record,
                   as ``ganga_like.hosts`` describes; the lock may not reach them)
     runner.log    errors plus start/stop lines
+    taken-over    the host of a runner that was gone (missed its heartbeats) when a client
+                  on another host took the directory over; the next runner's start-up
+                  recovery then signals none of the pids that runner recorded (they are
+                  that host's) and removes the file
     config.json   optional {"max_concurrent": N, "idle_exit_seconds": S}, applied when woken
     queue/        batch and kill request files, handled in name (= submission) order
     accepted/     batches the runner has read and not finished yet (or whose final events
@@ -78,6 +82,7 @@ SECRET_VARIABLES = ("BEARER_TOKEN",)
 LOCK_NAME = "runner.lock"
 PID_NAME = "runner.pid"
 LOG_NAME = "runner.log"
+TAKEN_OVER_NAME = "taken-over"
 CONFIG_NAME = "config.json"
 QUEUE_DIR = "queue"
 ACCEPTED_DIR = "accepted"

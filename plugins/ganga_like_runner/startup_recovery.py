@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ganga_like_runner.protocol import RUN_FILE, TERMINAL_EVENTS, read_events, valid_usage
+from ganga_like_runner.protocol import (
+    RUN_FILE,
+    TAKEN_OVER_NAME,
+    TERMINAL_EVENTS,
+    read_events,
+    valid_usage,
+)
 from ganga_like_runner.spawn import signal_group
 from ganga_like_runner.task_engine import KILL_GRACE_SECONDS, Engine
 from ganga_like_runner.task_files import read_json
@@ -40,6 +46,11 @@ def recover(runner: Engine) -> None:
         return
     journal_cache: JournalCache = {}
     groups: dict[int, list[float]] | None = None
+    # Taken over from a runner of another host: its tasks' pids are that host's, and no
+    # process group here can be one of them.
+    elsewhere = read_taken_over(runner.dir)
+    if elsewhere:
+        groups = {}
     for name in names:
         path = runner.accepted_dir / name
         try:
@@ -58,7 +69,7 @@ def recover(runner: Engine) -> None:
             elif record.get("batch") == batch_id:
                 if groups is None:
                     groups = process_groups()
-                fail_interrupted(runner, task, record, groups)
+                fail_interrupted(runner, task, record, groups, elsewhere)
             elif newer(record, batch_id):
                 runner.retire(task)  # a later resubmission of the key took over
             else:
@@ -66,6 +77,16 @@ def recover(runner: Engine) -> None:
                 runner.active.setdefault(task.key, []).append(task)
     if runner.pending or names:
         runner.log(f"recovered {len(names)} batch(es), {len(runner.pending)} task(s) queued")
+    if elsewhere:
+        (runner.dir / TAKEN_OVER_NAME).unlink(missing_ok=True)
+
+
+def read_taken_over(runner_dir: Path) -> str:
+    """The host named by ``taken-over`` (see ``protocol``), or ""."""
+    try:
+        return (runner_dir / TAKEN_OVER_NAME).read_text().strip()
+    except OSError:
+        return ""
 
 
 def replay_final_event(
@@ -95,9 +116,14 @@ def replay_final_event(
 
 
 def fail_interrupted(
-    runner: Engine, task: Task, record: dict[str, Any], groups: dict[int, list[float]]
+    runner: Engine,
+    task: Task,
+    record: dict[str, Any],
+    groups: dict[int, list[float]],
+    elsewhere: str = "",
 ) -> None:
-    """A task that was running when the previous runner died: kill it, report it."""
+    """A task that was running when the previous runner died: kill it (on this host),
+    report it."""
     pid = record.get("pid")
     started = record.get("time")
     task.start = float(started) if isinstance(started, int | float) else None
@@ -109,7 +135,8 @@ def fail_interrupted(
             signal_group(pid, signal.SIGTERM)
             runner.kill_deadlines[pid] = time.monotonic() + KILL_GRACE_SECONDS
     shown = pid if isinstance(pid, int) else "unknown"
-    reason = f"the runner died while it ran (pid {shown})"
+    on = f" on host {elsewhere}" if elsewhere else ""
+    reason = f"the runner died{on} while it ran (pid {shown})"
     runner.finish(task, "failed", None, reason)
 
 
