@@ -378,11 +378,13 @@ def test_host_b_shows_a_daemon_alive_on_host_a_and_neither_starts_nor_stops_it(
     gangadir: Path, hosts_env: dict[str, str]
 ) -> None:
     from ganga_like.runtime.monitoring import daemon
+    from ganga_like.runtime.monitoring.lease import lease_holder
     from ganga_like.runtime.settings import Settings
 
     settings = Settings(gangadir=gangadir, repository_mode="shared")
     a_daemon = daemon.start(settings)
     try:
+        assert wait_until(lambda: lease_holder(gangadir) is not None, 30)
         module = "ganga_like.runtime.monitoring.daemon"
         here = socket.gethostname()
         code, out, err = finished(
@@ -390,6 +392,7 @@ def test_host_b_shows_a_daemon_alive_on_host_a_and_neither_starts_nor_stops_it(
         )
         assert code == 0, err
         assert out.startswith(f"monitor daemon: running on host {here} (PID {a_daemon},"), out
+        assert f"monitor lease: held by PID {a_daemon} (daemon on {here})" in out, out
         for command in ("start", "stop"):
             code, out, err = finished(
                 on_host_b([sys.executable, "-m", module, command, str(gangadir)], hosts_env)

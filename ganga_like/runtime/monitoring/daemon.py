@@ -155,7 +155,10 @@ def _lease_holder(gangadir: Path, uri: str) -> tuple[int, str] | None:
     from ganga_like.repository import postgres
 
     if not (uri and postgres.is_postgres(uri)):
-        return lease_holder(gangadir)
+        on_file = lease_holder(gangadir)
+        if on_file is None or not on_file.host:
+            return None if on_file is None else (on_file.pid, on_file.kind)
+        return on_file.pid, f"{on_file.kind} on {on_file.host}"
     from ganga_like.repository.advisory_locks import MONITOR_KEY, holder_of
 
     holder = holder_of(uri, MONITOR_KEY)

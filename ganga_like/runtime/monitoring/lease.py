@@ -1,9 +1,13 @@
 """The monitor lease: exactly one process polls the backends of a gangadir at a time.
 
 The lease is an exclusive ``flock`` on ``<gangadir>/monitor.lease``, held for as long as
-the holder monitors; the file names the holder (``PID KIND``, kind ``session`` or
-``daemon``). The kernel releases the lock when the holder exits or is killed, so another
-session's monitor takes it at its next cycle (within ``Settings.monitor_lease_timeout``).
+the holder monitors; the file names the holder (``PID KIND host=NAME boot=ID``, kind
+``session`` or ``daemon``; the host as :mod:`ganga_like.hosts` writes it, so that a holder
+on another host sharing the gangadir is never signalled from here). The kernel releases
+the lock when the holder exits or is killed, so another session's monitor takes it at its
+next cycle (within ``Settings.monitor_lease_timeout``). Across hosts the lock itself is
+only as good as the shared filesystem's: in the default mode only the host holding the
+repository writes, so only its sessions ever hold the lease.
 
 The monitor daemon (``ganga monitor start``) has priority: while it runs (it holds
 ``monitor-daemon.lock``), sessions give the lease up and only read. A session that needs
@@ -23,10 +27,19 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import NamedTuple
 
+from ganga_like.hosts import host_words, read_record
 from ganga_like.runtime.monitoring.server_lease import ServerLease
 
-__all__ = ["DAEMON_LOCK", "LEASE_NAME", "MonitorLease", "daemon_running", "lease_holder"]
+__all__ = [
+    "DAEMON_LOCK",
+    "LEASE_NAME",
+    "LeaseHolder",
+    "MonitorLease",
+    "daemon_running",
+    "lease_holder",
+]
 
 LEASE_NAME = "monitor.lease"
 DAEMON_LOCK = "monitor-daemon.lock"
@@ -55,16 +68,21 @@ def daemon_running(gangadir: Path) -> bool:
     return _locked_by_someone(gangadir / DAEMON_LOCK)
 
 
-def lease_holder(gangadir: Path) -> tuple[int, str] | None:
-    """``(pid, kind)`` of the live holder, or None when the lease is free."""
+class LeaseHolder(NamedTuple):
+    pid: int
+    kind: str
+    host: str  # "" for this host
+
+
+def lease_holder(gangadir: Path) -> LeaseHolder | None:
+    """The live holder, or None when the lease is free."""
     path = gangadir / LEASE_NAME
     if not _locked_by_someone(path):
         return None
-    try:
-        pid_text, kind = path.read_text().split()[:2]
-        return int(pid_text), kind
-    except (OSError, ValueError):
+    record = read_record(path)
+    if record is None or not record.words:
         return None  # being written right now
+    return LeaseHolder(record.pid, record.words[0], "" if record.here else str(record.host))
 
 
 class MonitorLease:
@@ -103,7 +121,7 @@ class MonitorLease:
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {self.kind}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {self.kind} {host_words()}\n".encode(), 0)
         self._fd = fd
         self.acquisitions += 1
         return True
@@ -124,7 +142,9 @@ class MonitorLease:
         if self._on_server is not None:
             holder = self._on_server.daemon_here()
         else:
-            holder = lease_holder(self.gangadir)
+            on_file = lease_holder(self.gangadir)
+            # A signal reaches no other host.
+            holder = on_file[:2] if on_file is not None and not on_file.host else None
         if holder is None or holder[1] != "daemon" or not _is_daemon(holder[0]):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
