@@ -18,16 +18,13 @@ from typing import Any
 import pytest
 
 from ganga_like import ArgSplitter, Executable, Job
-from ganga_like.model.job import Job as StoredJob
-from ganga_like.model.status import Status
 from ganga_like.runtime.plots.figures import STATUS_COLOURS
 from ganga_like.runtime.session import Session
 
 from .test_cli import ganga
 from .waiting import wait_for
-from .web_server import WebServer, running_web
+from .web_server import CHROMIUM, WebServer, launch_chromium, master_with_statuses, running_web
 
-CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip(
         f"no {CHROMIUM}: bash scripts/install-chromium.sh installs Debian's chromium (as root)",
@@ -37,16 +34,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 
 # The repository is shared between this session and the `ganga web` process.
 SESSION_SETTINGS = {"repository_mode": "shared"}
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT = 120.0
 
 
@@ -56,13 +43,7 @@ def browser() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="ganga-web-chromium-")
     try:
         with sync_api.sync_playwright() as driver:
-            context = driver.chromium.launch_persistent_context(
-                profile,
-                executable_path=str(CHROMIUM),
-                headless=True,
-                args=LAUNCH_ARGS,
-                viewport={"width": 1100, "height": 900},
-            )
+            context = launch_chromium(driver, profile)
             try:
                 yield context
             finally:
@@ -125,6 +106,10 @@ def pixel(page: Any, index: int) -> list[int]:
 
 def hover(page: Any, index: int) -> None:
     x, y = cell_centre(page, index)
+    # The cell into the viewport first (the pointer moves over what is shown).
+    page.evaluate(
+        f"window.scrollTo(0, grid.canvas.getBoundingClientRect().top + window.scrollY + {y} - 200)"
+    )
     box = page.locator("#grid").bounding_box()
     page.mouse.move(box["x"] + x + 0.5, box["y"] + y + 0.5)
 
@@ -182,6 +167,8 @@ def test_the_grid_shows_each_status_in_its_colour_and_follows_another_process(
         with running_web(env_for) as web:
             page.goto(f"{web.base}/job/{j.id}?token={web.token}")
             until(page, "grid.data && grid.data.count === 5", "the grid of 5 cells")
+            # The facts above the grid drawn: the grid stays where the pointer is put.
+            until(page, "document.getElementById('facts').rows.length > 3", "the job's facts")
             for index, status in enumerate(["completed", "failed", "running", "completed"]):
                 assert pixel(page, index) == rgb(STATUS_COLOURS[status]), (index, status)
             assert pixel(page, 4) == rgb(STATUS_COLOURS["failed"])
@@ -264,6 +251,7 @@ def test_the_grid_of_ten_thousand_subjobs_is_one_canvas(
     with running_web(env_for) as web:
         page.goto(f"{web.base}/job/{master_id}?token={web.token}")
         until(page, "grid.data && grid.data.count === 10000", "the grid of 10,000 cells")
+        until(page, "document.getElementById('facts').rows.length > 3", "the job's facts")
         assert page.locator("#grid-box canvas").count() == 1
         size, columns, rows = page.evaluate("[grid.size, grid.columns, grid.rows]")
         assert columns * rows >= 10_000 > columns * (rows - 1)
@@ -283,32 +271,10 @@ def test_the_grid_of_ten_thousand_subjobs_is_one_canvas(
 
 
 def _master_with_statuses(session: Session, labels: list[str]) -> int:
-    """A master whose subjobs are in ``labels``' statuses, built through the model (the
-    Local backend would take minutes to run 10,000): what the server reads is the same."""
-    path = {
-        "completed": [Status.RUNNING, Status.COMPLETED],
-        "failed": [Status.RUNNING, Status.FAILED],
-        "running": [Status.RUNNING],
-        "submitted": [],
-        "killed": [Status.KILLED],
-    }
     made: list[int] = []
 
     def build() -> None:
-        master = StoredJob(name="ten thousand")
-        session.registry().add(master)
-        master.change_status(Status.SUBMITTING, "built")
-        subjobs = [StoredJob.new_subjob(master, i) for i in range(len(labels))]
-        for subjob in subjobs:
-            subjob.backend = master.backend
-        master.attach_subjobs(subjobs)
-        for subjob, label in zip(subjobs, labels, strict=True):
-            subjob.change_status(Status.SUBMITTED, "built")
-            for status in path[label]:
-                subjob.change_status(status, "built")
-        master.change_status(Status.SUBMITTED, "built")
-        session.registry().reindex(master)
-        made[:] = [master.id]
+        made[:] = [master_with_statuses(session.registry(), labels, "ten thousand").id]
 
     session.repo.in_transaction(build, what="building a master")
     return made[0]

@@ -11,9 +11,64 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 URL_PREFIX = "ganga web: http://"
+CHROMIUM = Path("/usr/bin/chromium")
+# Debian's Chromium, headless, talking to nothing but the server under test.
+LAUNCH_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+# How a subjob reaches each status from submitted, for masters built through the model.
+STEPS = {
+    "completed": ("running", "completed"),
+    "failed": ("running", "failed"),
+    "running": ("running",),
+    "submitted": (),
+    "killed": ("killed",),
+}
+
+
+def launch_chromium(driver: Any, profile: str) -> Any:
+    """A Chromium context on a fresh profile (Playwright never downloads a browser)."""
+    return driver.chromium.launch_persistent_context(
+        profile,
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=list(LAUNCH_ARGS),
+        viewport={"width": 1100, "height": 900},
+    )
+
+
+def master_with_statuses(registry: Any, labels: list[str], name: str) -> Any:
+    """A master added to ``registry`` whose subjobs are in ``labels``' statuses (keys of
+    ``STEPS``), built through the model: running that many on Local would take minutes,
+    and what is read back is the same. The caller commits."""
+    from ganga_like.model.job import Job
+    from ganga_like.model.status import Status
+
+    master = Job(name=name)
+    registry.add(master)
+    master.change_status(Status.SUBMITTING, "built")
+    subjobs = [Job.new_subjob(master, i) for i in range(len(labels))]
+    for subjob in subjobs:
+        subjob.backend = master.backend
+    master.attach_subjobs(subjobs)
+    for subjob, label in zip(subjobs, labels, strict=True):
+        subjob.change_status(Status.SUBMITTED, "built")
+        for step in STEPS[label]:
+            subjob.change_status(Status.parse(step), "built")
+    master.change_status(Status.SUBMITTED, "built")
+    registry.reindex(master)
+    return master
 
 
 @dataclass

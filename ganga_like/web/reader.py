@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ganga_like.errors import RepositoryError
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 
@@ -25,12 +26,17 @@ __all__ = ["Reader", "StatsCache"]
 
 T = TypeVar("T")
 
+# How long stopping waits for a read under way before closing the session under it.
+CLOSE_WAIT = 3.0
+
 
 class Reader:
     """Runs functions of the session in the reader thread."""
 
     def __init__(self, settings: Settings) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ganga-web-repository")
+        self._closing = False
+        self._acting = 0  # actions (kill, resubmit) under way or waiting their turn
         try:
             self.session: Session = self._pool.submit(open_session, settings).result()
         except BaseException:
@@ -49,15 +55,35 @@ class Reader:
         return await loop.run_in_executor(self._pool, functools.partial(self._fresh, read, *args))
 
     def _fresh(self, read: Callable[..., T], *args: Any) -> T:
+        if self._closing:
+            raise RepositoryError("the server is stopping")  # queued reads: not run
         self.session.repo.abort()
         try:
             return read(self.session, *args)
         finally:
             self.session.repo.abort()  # nothing read stays pinned, nothing is left pending
 
-    def close(self) -> None:
-        self._pool.submit(close_session).result()
+    async def act(self, action: Callable[..., T], *args: Any) -> T:
+        """``action(session, *args)``: as ``run``, but stopping waits for it to end."""
+        self._acting += 1
+        try:
+            return await self.run(action, *args)
+        finally:
+            self._acting -= 1
+
+    def close(self) -> bool:
+        """Close the session in the reader thread once the work under way ends; False when
+        a read (the first stats of a large job) was still going after ``CLOSE_WAIT``
+        seconds: the session is left to the process's end then (a read changes nothing),
+        so that Ctrl-C is not kept waiting. An action under way is always waited for."""
+        self._closing = True
+        closed = self._pool.submit(close_session)
+        try:
+            closed.result(timeout=None if self._acting else CLOSE_WAIT)
+        except TimeoutError:
+            return False
         self._pool.shutdown()
+        return True
 
 
 class StatsCache:

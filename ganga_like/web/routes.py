@@ -153,7 +153,7 @@ class _Routes:
             body = await request.json()
             if not isinstance(body, dict) or body.get("confirmed") is not True:
                 raise ValueError('not confirmed: nothing done (send {"confirmed": true})')
-            said = await self.reader.run(action, job_id, sub)
+            said = await self.reader.act(action, job_id, sub)
         except (GangaError, ValueError) as exc:
             return _error(exc)
         return JSONResponse({"done": said})

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
 import socket
 import sys
 from typing import TextIO
@@ -50,7 +51,7 @@ def bind(port: int) -> socket.socket:
 
 def serve(settings: Settings, port: int, out: TextIO = sys.stdout) -> None:
     """Serve the repository of ``settings`` until Ctrl-C; prints the URL (with the token)
-    once the server answers."""
+    once the server answers, and ``ganga web: stopped`` at the end."""
     sock = bind(port)
     try:
         reader = Reader(settings)
@@ -75,7 +76,8 @@ def serve(settings: Settings, port: int, out: TextIO = sys.stdout) -> None:
             timeout_graceful_shutdown=CLOSE_WAIT,
         )
         server = uvicorn.Server(config)
-        logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
+        # Requests cut short by the stop (a page's stats being read) are no error.
+        logging.getLogger("uvicorn.error").addFilter(lambda _record: not stopping())
         print(f"ganga web: http://{HOST}:{bound}/?token={token}", file=out, flush=True)
         print("  (keep this address to yourself; Ctrl-C stops the server)", file=out, flush=True)
         # uvicorn stops first, then raises again the Ctrl-C (SIGINT) it caught.
@@ -83,5 +85,10 @@ def serve(settings: Settings, port: int, out: TextIO = sys.stdout) -> None:
             asyncio.run(server.serve(sockets=[sock]))
     finally:
         sock.close()
-        reader.close()
+        closed = reader.close()
     print("ganga web: stopped", file=out, flush=True)
+    if not closed:
+        # A read still runs in the reader thread, which the interpreter would wait for
+        # at exit; it changes nothing, the repository's server keeps every commit.
+        sys.stderr.flush()
+        os._exit(0)

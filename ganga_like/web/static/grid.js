@@ -35,9 +35,12 @@ class SubjobGrid {
   }
 
   draw(data) {
+    const before = this.codes;
     this.data = data;
     this.codes = Uint8Array.from(atob(data.codes), (c) => c.charCodeAt(0));
-    this.details.clear();
+    for (const index of [...this.details.keys()]) {
+      if (before[index] !== this.codes[index]) this.details.delete(index);  // it changed
+    }
     const { size, columns, rows } = SubjobGrid.layout(data.count);
     Object.assign(this, { size, columns, rows });
     const width = columns * size;
@@ -66,7 +69,10 @@ class SubjobGrid {
       }
     }
     context.putImageData(image, 0, 0);
-    if (this.hovered >= 0) this.describe(this.hovered);
+    if (this.hovered >= 0) {
+      this.describe(this.hovered);
+      this.ask(this.hovered);
+    }
   }
 
   // The subjob under the pointer, or -1.
