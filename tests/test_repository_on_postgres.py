@@ -161,3 +161,15 @@ def test_messages_never_show_the_password() -> None:
     url = "postgresql://me:s3cret@db.example.org:5433/jobs"
     assert redacted(url) == "postgresql://me@db.example.org:5433/jobs"
     assert server_of(url) == "db.example.org:5433/jobs"
+
+
+def test_the_repository_is_named_on_the_command_line_too(
+    gangadir: Path, postgres_repository: str
+) -> None:
+    env = child_env(gangadir, "")
+    env.pop("GANGA_REPOSITORY")
+    listed = ganga([f"--repository={postgres_repository}", "jobs"], env)
+    assert listed.returncode == 0, listed.stderr
+    assert "jobs: 0" in listed.stdout
+    assert not (gangadir / "repository" / "Data.fs").exists()
+    assert (gangadir / "workspace" / ".repository-id").exists()
