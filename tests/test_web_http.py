@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.model.status_column import CODES
 from ganga_like.repository.connection import Repository
+from ganga_like.runtime.session import Session
 from ganga_like.runtime.settings import Settings
 from ganga_like.web.access import HEADER, new_token
 from ganga_like.web.grid_bytes import UNKNOWN_CODE, grid_codes
@@ -28,10 +30,13 @@ from ganga_like.web.reader import Reader
 from ganga_like.web.routes import STATIC, build_app
 
 from .test_cli import ganga
+from .waiting import wait_for
 from .web_server import running_web
 
 TOKEN = new_token()
 HOST = "testserver"  # what Starlette's test client sends as the Host
+# The repository is shared between this session and the `ganga web` process.
+SESSION_SETTINGS = {"repository_mode": "shared"}
 
 
 @pytest.fixture
@@ -200,3 +205,33 @@ def test_ganga_web_without_its_libraries_says_how_to_install_them(
         "pip install 'ganga_like[web]'\n"
     )
     assert json.dumps(run.stderr)  # one line, printable
+
+
+def test_resubmit_and_kill_through_a_real_server_with_the_token_in_the_header(
+    session: Session, env_for: dict[str, str]
+) -> None:
+    j = Job(
+        application=Executable(exe="/bin/sh"),
+        splitter=ArgSplitter(args=[["-c", "exit 0"], ["-c", "exit 3"]]),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    with running_web(env_for) as web:
+        header = {"Content-Type": "application/json", HEADER: web.token}
+        unconfirmed = web.post(f"/api/resubmit/{j.id}", {}, header)
+        assert unconfirmed[0] == 400 and submissions(j, 1) == 1
+        done = web.post(f"/api/resubmit/{j.id}", {"confirmed": True}, header)
+        assert (done[0], json.loads(done[1])) == (200, {"done": f"job {j.id} resubmitted"})
+        # Seen here at a status read after the server's commit (the session refreshes).
+        wait_for(lambda: j.status and submissions(j, 1) == 2, 60, "the resubmission seen")
+        assert submissions(j, 0) == 1
+        assert j.wait(timeout=120) == "failed"
+        # Killing what has ended is refused, in one line, with nothing changed.
+        status, body = web.post(f"/api/kill/{j.id}.0", {"confirmed": True}, header)
+        assert status == 409 and j.subjobs[0].status == "completed"
+        assert len(json.loads(body)["error"].splitlines()) == 1
+
+
+def submissions(j: Job, index: int) -> int:
+    """How many times subjob ``index`` was handed to its backend, from its event log."""
+    return sum(1 for entry in j.subjobs[index].history if entry.new == "submitted")
