@@ -92,5 +92,12 @@ def test_ganga_resubmit_group_resubmits_the_subjobs_of_the_group_ganga_stats_num
     refused = ganga(["resubmit", str(j.id), "--group", "9", "--yes"], env_for)
     assert refused.returncode != 0
     assert f"job {j.id}: resubmit(): no failure group 9; it has groups 1 to 2" in refused.stderr
+    # Nothing is asked about a group that is not there: the answer "y" is never read.
+    unasked = ganga(["resubmit", str(j.id), "--group", "9"], env_for, stdin="y\n")
+    assert (unasked.returncode, unasked.stdout) == (1, "")
+    assert unasked.stderr.splitlines() == [
+        f"ganga: job {j.id}: resubmit(): no failure group 9; it has groups 1 to 2; nothing done"
+    ]
+    assert [len(sj.history) for sj in j.subjobs] == after
     local = ganga(["resubmit", str(j.id), "--group", "1", "--memory", "4G", "--yes"], env_for)
     assert "its Local backend has no memory to give (nothing done)" in local.stderr

@@ -28,6 +28,8 @@ from ganga_like.gpi import workflow
 from ganga_like.model.job import Job
 from ganga_like.runtime import failure_groups
 from ganga_like.runtime.session import Session
+from ganga_like.runtime.stats.compute import job_stats
+from ganga_like.runtime.stats.data import FailureGroup
 from ganga_like.runtime.submission import actions as job_actions
 from ganga_like.runtime.submission import lifecycle
 
@@ -41,10 +43,15 @@ __all__ = [
 ]
 
 Action = Callable[[Session, Job], object]
+# Run on each chosen job before the confirmation is asked: a GangaError ends the command
+# with its one line and nothing done (what cannot be done is never asked about).
+Check = Callable[[Session, Job], None]
 SHOWN = 10  # ids listed in a confirmation or a refusal
 
 
-def _parser(parser: argparse.ArgumentParser, verb: str, action: Action) -> Any:
+def _parser(
+    parser: argparse.ArgumentParser, verb: str, action: Action, check: Check | None = None
+) -> Any:
     parser.add_argument(
         "jobs",
         nargs="*",
@@ -59,7 +66,7 @@ def _parser(parser: argparse.ArgumentParser, verb: str, action: Action) -> Any:
     )
 
     def run(args: argparse.Namespace) -> int:
-        return _run(args, verb, action)
+        return _run(args, verb, action, check)
 
     return run
 
@@ -98,13 +105,22 @@ def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
     parser.add_argument("--walltime", help="with --group: the walltime to ask for, e.g. 2:00:00")
     given: dict[str, Any] = {}
 
+    groups: dict[str, FailureGroup] = {}
+
+    def find_group(session: Session, job: Job) -> None:
+        if given.get("group") is not None:
+            where = f"job {job.fqid}: resubmit()"
+            failures = job_stats([job], job.fqid).failures
+            groups[job.fqid] = failure_groups.group_of(failures, given["group"], where)
+
     def resubmit(session: Session, job: Job) -> bool:
         group, sizes = given.get("group"), {k: given.get(k) for k in ("memory", "walltime")}
         if group is None and not any(sizes.values()):
             return job_actions.resubmit(session, job, keep_going=True)
-        return failure_groups.resubmit_job_group(session, job, group, None, sizes)
+        chosen = groups.get(job.fqid, group)
+        return failure_groups.resubmit_job_group(session, job, chosen, None, sizes)
 
-    run = _parser(parser, "resubmit", resubmit)
+    run = _parser(parser, "resubmit", resubmit, find_group)
 
     def run_resubmit(args: argparse.Namespace) -> int:
         given.update(group=args.group, memory=args.memory, walltime=args.walltime)
@@ -169,12 +185,16 @@ def _chosen(session: Session, args: argparse.Namespace, verb: str) -> Selection 
     return chosen
 
 
-def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
+def _run(args: argparse.Namespace, verb: str, action: Action, check: Check | None) -> int:
     with session_for(write=True) as session:
         chosen = _chosen(session, args, verb)
         if isinstance(chosen, int):
             return chosen
         found = chosen.jobs
+        refused = _refused(session, found, check)
+        if refused is not None:
+            error(refused)
+            return ERROR
         if not args.yes and not _confirm(
             f"{verb} {len(found)} job(s) ({first_ids(found)})? [y/N] "
         ):
@@ -194,6 +214,18 @@ def _run(args: argparse.Namespace, verb: str, action: Action) -> int:
         print(f"{verb}: {len(found) - failures} of {len(found)} job(s) done")
         session.monitor.run_once()
         return ERROR if failures else OK
+
+
+def _refused(session: Session, found: list[Job], check: Check | None) -> str | None:
+    """The line refusing the whole command when ``check`` refuses one of ``found``."""
+    if check is None:
+        return None
+    for job in found:
+        try:
+            check(session, job)
+        except GangaError as exc:
+            return f"{_about(job.fqid, str(exc))}; nothing done"
+    return None
 
 
 def _about(fqid: str, message: str) -> str:
