@@ -254,6 +254,8 @@ def test_a_slot_starts_the_next_task_while_the_event_loop_is_busy(
     first = make_task(tmp_path, "first", sh(f"until [ -e {gate} ]; do sleep 0.01; done"), journal)
     second = make_task(tmp_path, "second", sh("touch ran"), journal)
     submit(runner_dir, [first, second], BASE_ENV, max_concurrent=1)
+    # The runner is named by whichever of the client and itself writes its record first.
+    wait_until(lambda: runner_pid(runner_dir) is not None)
     pid = runner_pid(runner_dir)
     assert pid is not None
     stuck = Path(f"/proc/{pid}/wchan")
