@@ -11,7 +11,8 @@ Layers (docs: shared DESIGN): shell (with ``commands``, ``cli`` and the package'
 query, detached, hosts, excepthook).  A module may import its own layer and those below.
 Plugins may import the model, errors, private, a core batch base (``ganga_like.batch``),
 ``ganga_like.detached`` and ``ganga_like.hosts``; never the runtime, shell, GPI or
-repository.  No plugin imports another, except the runner plugin (``ganga_like_runner``), through its public modules.
+repository.  No plugin imports another, except the runner plugin
+(``ganga_like_runner``), through its public modules.
 
 The same parse keeps the rooms sized to be read (no module over 600 lines, no function
 over 80), the model's state its own (nothing outside ``ganga_like/model/`` writes an

@@ -75,13 +75,17 @@ def test_removing_some_jobs_leaves_the_others_and_their_files_alone(
     for job in made:  # something of each in its workspace
         (workspace / str(job.id) / "input").mkdir(parents=True, exist_ok=True)
         (workspace / str(job.id) / "input" / "data").write_text(f"job {job.id}")
-    kept = {job.id: files_under(workspace / str(job.id)) for job, r in zip(made, removed) if not r}
-    for job, remove in zip(made, removed):
+    kept = {
+        job.id: files_under(workspace / str(job.id))
+        for job, r in zip(made, removed, strict=True)
+        if not r
+    }
+    for job, remove in zip(made, removed, strict=True):
         if remove:
             job.remove()
     wait_until_empty(workspace / REMOVED_DIR)
     ids = {job.id for job in jobs}
-    for job, remove in zip(made, removed):
+    for job, remove in zip(made, removed, strict=True):
         assert (job.id in ids) is not remove
         assert (workspace / str(job.id)).exists() is not remove
     for job_id, files in kept.items():
