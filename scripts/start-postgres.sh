@@ -24,6 +24,10 @@
 # Environment (all optional):
 #   PG_TEST_DIR   the cluster's directory (default /tmp/ganga-pg-test; a DIR argument wins)
 #   PG_TEST_PORT  the TCP port on 127.0.0.1 (default 55442)
+#   PG_TEST_LISTEN  further addresses to listen on, comma-separated (default none); logins
+#                 from the subnets the server is directly on are then allowed (password
+#                 still needed): for a test that reaches the server from another network
+#                 namespace
 set -euo pipefail
 umask 077
 
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 PORT=${PG_TEST_PORT:-55442}
+LISTEN=127.0.0.1${PG_TEST_LISTEN:+,$PG_TEST_LISTEN}
 [[ $PORT =~ ^[1-9][0-9]*$ ]] || { log "ERROR: PG_TEST_PORT must be a positive integer, got '$PORT'"; exit 2; }
 DIR=$(realpath -m -- "$DIR")
 [ "$DIR" != / ] || { log "ERROR: refusing DIR=/"; exit 2; }
@@ -64,6 +69,12 @@ if ! ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
         -o DPkg::Lock::Timeout=300 postgresql >&2 || die "apt-get install failed"
 fi
+# The test of a lease holder cut off from the server builds its network with iproute2.
+if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    log "installing iproute2"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o DPkg::Lock::Timeout=300 iproute2 >&2 || log "iproute2 not installed: that test skips"
+fi
 PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")
 if [ "$(id -u)" = 0 ]; then AS=(runuser -u postgres --); else AS=(); fi
 as_owner() { "${AS[@]}" "$@"; }
@@ -83,15 +94,18 @@ if [ ! -s "$DATA/PG_VERSION" ]; then
     as_owner "$PGBIN/initdb" -D "$DATA" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
         -E UTF8 --locale=C.UTF-8 --no-sync >"$DIR/initdb.log" 2>&1 || { cat "$DIR/initdb.log" >&2; die "initdb failed"; }
 fi
+if [ -n "${PG_TEST_LISTEN:-}" ] && ! grep -q '^host all all samenet' "$DATA/pg_hba.conf"; then
+    echo 'host all all samenet scram-sha-256' | as_owner tee -a "$DATA/pg_hba.conf" >/dev/null
+fi
 if running; then
     log "postgres already running from $DATA"
 else
     if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
         die "port $PORT is already in use by another program; set PG_TEST_PORT"
     fi
-    log "starting postgres on 127.0.0.1:$PORT"
+    log "starting postgres on $LISTEN port $PORT"
     as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 -o "-p $PORT -k $SOCK \
-        -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+        -c listen_addresses=$LISTEN -c fsync=off -c synchronous_commit=off \
         -c full_page_writes=off -c max_connections=200" start >/dev/null || die "pg_ctl start failed"
 fi
 
