@@ -1,7 +1,7 @@
 """``ganga top`` driven by Textual's own pilot, in this process, over a real repository
 whose job a second process (a ``ganga`` script) runs on Local: the list follows the job,
-Enter opens its stats, o shows a subjob's output, r resubmits a failure group and k kills
-the job, each only after a yes."""
+Enter opens its stats, o shows a subjob's output, r resubmits a failure group, x kills
+those of a group that run again and k kills the job, each only after a yes."""
 
 from __future__ import annotations
 
@@ -84,6 +84,14 @@ def test_the_list_follows_a_job_another_process_runs(gated: GatedScript, gangadi
     asyncio.run(scenario())
 
 
+async def all_ended(pilot: Pilot[None], app: TopApp, gated: GatedScript) -> None:
+    """Every gate opened; until the list shows the job failed (two subjobs exit with 3)."""
+    await until(pilot, lambda: bool(app.rows), "the job")
+    for index in range(len(CODES)):
+        gated.open_gate(index)
+    await until(pilot, lambda: app.rows[0].status == "failed", "the job failed")
+
+
 def keep_screenshot(app: TopApp, tmp_path: Path, name: str) -> Path:
     """The screen as SVG; also copied to ``$GANGA_TOP_SCREENSHOTS`` when set (the
     pictures of docs/top.md are made so)."""
@@ -102,10 +110,7 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
     async def scenario() -> None:
         app = top_app(gangadir)
         async with app.run_test(size=(140, 30)) as pilot:
-            await until(pilot, lambda: bool(app.rows), "the job")
-            for index in range(4):
-                gated.open_gate(index)
-            await until(pilot, lambda: app.rows[0].status == "failed", "the job failed")
+            await all_ended(pilot, app, gated)
             keep_screenshot(app, tmp_path, "top-list.svg")
             first_end = app.rows[0].ended
             assert first_end is not None
@@ -150,6 +155,65 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
                 "the job failed again",
             )
             assert app.rows[0].counts == {"completed": 2, "failed": 2}
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())
+
+
+def message(app: TopApp) -> str:
+    return str(app.query_one("#message", Static).render())
+
+
+def pick(app: TopApp, key: str) -> None:
+    picks = app.screen.query_one("#picks", DataTable)
+    picks.move_cursor(row=picks.get_row_index(key))
+
+
+def test_a_failure_group_running_again_is_killed_after_a_yes(
+    gated: GatedScript, gangadir: Path
+) -> None:
+    async def scenario() -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await all_ended(pilot, app, gated)
+            await pilot.press("enter")
+            screen = app.screen
+            assert isinstance(screen, JobScreen)
+            await until(pilot, lambda: screen.stats is not None, "the job's stats")
+            # A group none of which runs: refused in one line, nothing done.
+            pick(app, "group-0")
+            await pilot.press("x")
+            assert shown(app, "#question") == (
+                f"kill those of the 2 subjob(s) of job {gated.job_id} in failure group 1 "
+                "(exit code 3) that run again?"
+            )
+            await pilot.press("y")
+            await until(pilot, lambda: "nothing to kill" in message(app), "the refusal")
+            assert message(app) == (
+                "kill(group=...): none of failure group 1 (exit code 3) runs; nothing to kill"
+            )
+            # Their gates closed, the resubmitted subjobs run until killed.
+            for index in (0, 2):
+                (gated.gates / str(index)).unlink()
+            await pilot.press("r", "y")
+            await until(pilot, lambda: message(app).startswith("resubmitted"), "resubmitted")
+            await until(pilot, lambda: app.rows[0].status == "running", "running again")
+            await until(pilot, lambda: screen.stats is not None and not screen.stats.failures, "")
+            pick(app, "again-0")
+            await pilot.press("x")
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            assert message(app) == "nothing done"
+            assert app.rows[0].status == "running"
+            await pilot.press("x", "y")
+            await until(pilot, lambda: message(app).startswith("killed"), "the kill")
+            assert message(app) == (
+                f"killed those of the 2 subjob(s) of failure group 1 of job {gated.job_id} "
+                "(exit code 3) that ran again"
+            )
+            await until(pilot, lambda: not app.rows[0].live, "the group killed")
+            assert app.rows[0].counts == {"completed": 2, "killed": 2}
             await pilot.press("q")
         assert app.source.stop(30), "the reading thread ended"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ganga_like.gpi import workflow
 from ganga_like.model.job import Job
-from ganga_like.runtime.failure_groups import GROWS, resubmit_job_group
+from ganga_like.runtime.failure_groups import GROWS, kill_job_group, resubmit_job_group
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.stats.data import FailureGroup
 
-__all__ = ["grown", "kill_job", "resubmit_group"]
+__all__ = ["grown", "kill_group", "kill_job", "resubmit_group"]
 
 
 def kill_job(session: Session, job_id: int) -> str:
@@ -41,4 +41,18 @@ def resubmit_group(session: Session, job_id: int, group: FailureGroup) -> str:
     return (
         f"resubmitted the {group.count} subjob(s) of failure group {group.number} of job "
         f"{job_id} ({group.reason}){grown(group)}"
+    )
+
+
+def kill_group(session: Session, job_id: int, group: FailureGroup) -> str:
+    """Kill those (sub)jobs of failure group ``group`` of job ``job_id`` that run again
+    (resubmitted since), as ``j.kill(group=N)`` does; none running is refused."""
+    job = session.registry().get(job_id)
+    if not isinstance(job, Job):
+        return f"no job {job_id}; nothing killed"
+    kill_job_group(session, job, group)
+    session.poke_monitor()
+    return (
+        f"killed those of the {group.count} subjob(s) of failure group {group.number} of "
+        f"job {job_id} ({group.reason}) that ran again"
     )

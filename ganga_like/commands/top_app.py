@@ -2,8 +2,9 @@
 
 The list shows each live job, and those that ended lately, with its progress, how many
 (sub)jobs end per minute and the time left; Enter opens a job (its stats: counts, slowest
-subjobs, failure groups, resources), o shows a subjob's output, k kills a job and r
-resubmits a failure group, each after a yes/no question; q quits. Everything it reads
+subjobs, failure groups, resources), o shows a subjob's output, k kills a job, r
+resubmits a failure group and x kills those of a group that run again, each after a
+yes/no question; q quits. Everything it reads
 and does goes through :class:`ganga_like.commands.top_source.TopSource`, on a thread of
 its own, so keys are answered while the repository is slow or away; the screen says so
 in one line.
@@ -21,10 +22,11 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
-from ganga_like.commands.top_actions import grown, kill_job, resubmit_group
+from ganga_like.commands.top_actions import grown, kill_group, kill_job, resubmit_group
 from ganga_like.commands.top_screens import ConfirmScreen, JobScreen, PeekScreen
 from ganga_like.commands.top_source import Snapshot, TopSource, output_tail
 from ganga_like.commands.top_text import JOB_COLUMNS, job_cells
+from ganga_like.runtime.session import Session
 from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.stats.board import BoardRow
 from ganga_like.runtime.stats.data import FailureGroup
@@ -96,6 +98,8 @@ class TopApp(App[None]):
         self.first_job = job
         self.job_screen: JobScreen | None = None
         self.peek_screen: PeekScreen | None = None
+        # Per job, the failure groups resubmitted from here (appended on the reading thread).
+        self.resubmitted_groups: dict[int, list[FailureGroup]] = {}
 
     # -- called from the reading thread: handed over as messages (thread-safe) -----------
 
@@ -252,13 +256,26 @@ class TopApp(App[None]):
         )
 
     def resubmit_group(self, job_id: int, group: FailureGroup) -> None:
+        def resubmit(session: Session) -> str:
+            line = resubmit_group(session, job_id, group)
+            self.resubmitted_groups.setdefault(job_id, []).append(group)
+            return line
+
         self.ask(
             f"resubmit the {group.count} subjob(s) of job {job_id} in failure group "
             f"{group.number} ({group.reason}){grown(group)}?",
-            lambda: self.source.act(
-                lambda session: resubmit_group(session, job_id, group), self._done
-            ),
+            lambda: self.source.act(resubmit, self._done),
         )
+
+    def kill_group(self, job_id: int, group: FailureGroup) -> None:
+        self.ask(
+            f"kill those of the {group.count} subjob(s) of job {job_id} in failure group "
+            f"{group.number} ({group.reason}) that run again?",
+            lambda: self.source.act(lambda session: kill_group(session, job_id, group), self._done),
+        )
+
+    def resubmitted(self, job_id: int) -> list[FailureGroup]:
+        return list(self.resubmitted_groups.get(job_id, ()))
 
     def ask(self, question: str, then: Callable[[], None]) -> None:
         def answered(yes: bool | None) -> None:

@@ -82,16 +82,20 @@ class Controls(Protocol):
     def peek(self, fqid: str) -> None: ...
     def kill(self, job_id: int) -> None: ...
     def resubmit_group(self, job_id: int, group: FailureGroup) -> None: ...
+    def kill_group(self, job_id: int, group: FailureGroup) -> None: ...
+    def resubmitted(self, job_id: int) -> list[FailureGroup]: ...
 
 
 class JobScreen(Screen[None]):
     """One job's stats: counts, time left, run times, resources; then its slowest
-    subjobs and its failure groups, as rows to pick (o: output, r: resubmit a group)."""
+    subjobs, its failure groups and the groups resubmitted from here, as rows to pick
+    (o: output, r: resubmit a group, x: kill those of a group that run again)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "back", "back"),
         Binding("o", "peek", "output"),
         Binding("r", "resubmit", "resubmit group"),
+        Binding("x", "kill_group", "kill group"),
         Binding("k", "kill", "kill job"),
         Binding("q", "app.quit", "quit"),
     ]
@@ -139,6 +143,15 @@ class JobScreen(Screen[None]):
                 group.reason,
                 key=f"group-{n}",
             )
+        # A resubmitted group leaves the failures while it runs again: kept here so that
+        # x can still kill it.
+        for n, group in enumerate(self.top.resubmitted(self.job_id)):
+            table.add_row(
+                f"resubmitted #{group.number} ({group.count})",
+                ", ".join(group.fqids[:SHOWN_IDS]),
+                f"{group.reason}; x kills those running again",
+                key=f"again-{n}",
+            )
         if table.row_count:
             table.move_cursor(row=min(kept, table.row_count - 1))
 
@@ -162,6 +175,8 @@ class JobScreen(Screen[None]):
         kind, index = picked
         if kind == "slow":
             fqid = self.stats.slowest[index].fqid
+        elif kind == "again":
+            fqid = self.top.resubmitted(self.job_id)[index].fqids[0]
         else:
             fqid = self.stats.failures[index].fqids[0]
         self.top.peek(fqid)
@@ -172,6 +187,21 @@ class JobScreen(Screen[None]):
             self.top.say("pick a failure group (a 'failed' row) to resubmit it")
             return
         self.top.resubmit_group(self.job_id, self.stats.failures[picked[1]])
+
+    def _picked_group(self, doing: str) -> FailureGroup | None:
+        """The failure group (or resubmitted group) under the cursor, or None, said."""
+        picked = self._picked()
+        if picked is not None and picked[0] == "group" and self.stats is not None:
+            return self.stats.failures[picked[1]]
+        if picked is not None and picked[0] == "again":
+            return self.top.resubmitted(self.job_id)[picked[1]]
+        self.top.say(f"pick a failure group (a 'failed' row) to {doing} it")
+        return None
+
+    def action_kill_group(self) -> None:
+        group = self._picked_group("kill")
+        if group is not None:
+            self.top.kill_group(self.job_id, group)
 
     def action_kill(self) -> None:
         self.top.kill(self.job_id)
