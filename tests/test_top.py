@@ -239,6 +239,25 @@ def test_a_kill_is_asked_first_and_done_on_yes(gated: GatedScript, gangadir: Pat
     asyncio.run(scenario())
 
 
+def test_ctrl_c_quits_like_q_from_the_list_a_job_and_a_question(
+    gated: GatedScript, gangadir: Path
+) -> None:
+    async def quit_from(keys: tuple[str, ...], screen: type | None) -> None:
+        app = top_app(gangadir)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: bool(app.rows), "the job")
+            await pilot.press(*keys)
+            assert isinstance(app.screen, screen) if screen else len(app.screen_stack) == 1
+            await pilot.press("ctrl+c")
+            await until(pilot, lambda: app.return_code is not None, "the app quitting")
+        assert app.return_code == 0
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(quit_from((), None))  # the list
+    asyncio.run(quit_from(("enter",), JobScreen))
+    asyncio.run(quit_from(("k",), ConfirmScreen))
+
+
 def test_bad_input_is_refused_in_one_line_before_the_screen_is_taken(
     env_for: dict[str, str],
 ) -> None:
@@ -249,7 +268,10 @@ def test_bad_input_is_refused_in_one_line_before_the_screen_is_taken(
     ]
     bad_interval = ganga(["top", "--interval", "0"], env_for)
     assert bad_interval.returncode == 2 and len(bad_interval.stderr.splitlines()) == 1
-    assert "expected seconds above 0, not '0'" in bad_interval.stderr
+    assert "expected a finite number of seconds above 0, not '0'" in bad_interval.stderr
+    endless = ganga(["top", "--interval", "inf"], env_for)
+    assert endless.returncode == 2 and len(endless.stderr.splitlines()) == 1
+    assert "expected a finite number of seconds above 0, not 'inf'" in endless.stderr
     unknown = ganga(["top", "41"], env_for)
     assert (unknown.returncode, unknown.stderr, unknown.stdout) == (3, "ganga: no job 41\n", "")
     subjob = ganga(["top", "4.1"], env_for)

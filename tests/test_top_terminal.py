@@ -1,6 +1,6 @@
 """``ganga top`` as a user runs it: a real process in a pseudo-terminal (pexpect), its
 screen read through a terminal emulator (pyte), while a second process runs the job it
-shows. Keys only, no mouse; the terminal is resized; q leaves it as it was."""
+shows. Keys only, no mouse; the terminal is resized; Ctrl-C or q leaves it as it was."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_ganga_top_in_a_terminal_follows_a_job_answers_keys_and_restores_the_ter
         term.until(lambda t: f"kill job {job} (2 of 4 not ended)?" in t, "the question")
         term.child.send("n")
         term.until(lambda t: "nothing done" in t, "declined")
-        term.child.send("q")
+        term.child.send("\x03")  # Ctrl-C quits as q does (q: the next test)
         term.child.expect(rb"EXIT=(\d+)")
         assert term.child.match.group(1) == b"0"
         leaving = bytes(term.raw) + term.child.before

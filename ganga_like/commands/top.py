@@ -23,8 +23,10 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds (a number), not {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds above 0, not {text!r}")
+    if not 0 < value < float("inf"):  # nan fails too
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds above 0, not {text!r}"
+        )
     return value
 
 

@@ -79,6 +79,9 @@ class TopApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("k", "kill_selected", "kill job"),
         Binding("q", "quit", "quit"),
+        # As in top and less: Ctrl-C leaves at once, from any screen, question or not
+        # (Textual's own answer is a hint to press Ctrl-Q instead).
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
     CSS = """
     #title { height: 1; background: $primary-background; }
