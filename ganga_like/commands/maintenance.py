@@ -64,18 +64,36 @@ def run_repository(args: argparse.Namespace) -> int:
     if args.target:
         raise UsageError(f"repository {args.action} takes no TO_URI (only migrate does)")
     if args.action == "recover":
-        print(repository_check.recover_repository(gangadir))
+        print(_recover(gangadir, settings.repository_url))
         return OK
     if args.action == "reset":
-        from ganga_like.repository.checks.reset import reset_orphans
+        from ganga_like.repository.checks import reset
 
-        print(reset_orphans(gangadir))
+        url = settings.repository_url
+        print(
+            reset.reset_orphans_in_database(gangadir, url) if url else reset.reset_orphans(gangadir)
+        )
         return OK
     report = repository_check.full_check(gangadir)
     for line in report.lines():
         print(line)
     print(report.summary())
     return OK if report.sound else ERROR
+
+
+def _recover(gangadir: Any, url: str) -> object:
+    """Rebuild a damaged Data.fs; a database server keeps its own data whole."""
+    if url:
+        from ganga_like.repository.postgres import server_of
+
+        return (
+            f"nothing to recover: the repository is in PostgreSQL ({server_of(url)}), whose "
+            "server recovers its own data after a crash; `recover` rebuilds a damaged Data.fs "
+            "only, and `ganga repository check` reads every record of the database"
+        )
+    from ganga_like.runtime import repository_check
+
+    return repository_check.recover_repository(gangadir)
 
 
 def _run_on_location(args: argparse.Namespace, settings: Any) -> int:
