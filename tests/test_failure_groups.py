@@ -100,12 +100,59 @@ def test_killing_a_group_kills_those_of_its_subjobs_that_run_again(
 
     os.unlink(gate)
     group = j.stats().failures[0]
-    with pytest.raises(JobError, match=r"none of failure group 1 \(exit code 3\) runs"):
-        j.kill(group=1)
+    with pytest.raises(
+        JobError, match=rf"^job {j.id}: kill\(\): none of failure group 1 \(exit code 3\) runs"
+    ):
+        j.kill(group=group)
     assert j.resubmit(group=group)
     assert j.kill(group=group)
     assert j.wait(timeout=60) == "failed"
     assert [sj.status for sj in j.subjobs] == ["killed", "failed", "killed"]
+
+
+def test_a_kill_takes_the_resubmitted_group_itself_never_a_number_that_moved(
+    session: Session, tmp_path: object
+) -> None:
+    gate = f"{tmp_path}/gate"
+    j = exiting([4, 4, 5, 0], gate)
+    open(gate, "w").close()
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    import os
+
+    os.unlink(gate)
+    resubmitted = j.stats().failures[0]
+    assert resubmitted.reason == "exit code 4"
+    assert j.resubmit(group=resubmitted)  # the two exit-4 subjobs run again, held by the gate
+    # Counted again, "group 1" is now the exit-5 one: a number is refused, in one line.
+    before = events(j)
+    for number in (1, 2):
+        with pytest.raises(
+            JobError,
+            match=rf"^job {j.id}: kill\(\): group= takes the group you resubmitted, not a "
+            rf"number \({number}; .*j.kill\(group=g\)$",
+        ):
+            j.kill(group=number)
+    assert events(j) == before
+    assert j.kill(group=resubmitted)
+    assert j.wait(timeout=60) == "failed"
+    assert [sj.status for sj in j.subjobs] == ["killed", "killed", "failed", "completed"]
+
+
+def test_a_group_whose_subjob_ran_and_failed_alike_again_is_stale(failed: Job) -> None:
+    j = failed
+    group = j.stats().failures[1]  # exit code 7: subjobs 2 and 5
+    assert j.resubmit(group=group)
+    assert j.wait(timeout=120) == "failed"  # both failed with exit code 7 again
+    before = events(j)
+    with pytest.raises(
+        JobError,
+        match=rf"^job {j.id}: resubmit\(\): failure group 2 \(exit code 7\) is stale: "
+        rf"{j.id}.2 ran and failed again since; take j.stats\(\) again \(nothing done\)$",
+    ):
+        j.resubmit(group=group)
+    assert events(j) == before
+    assert j.resubmit(group=j.stats().failures[1])  # taken again, it is the new failures
 
 
 @settings(

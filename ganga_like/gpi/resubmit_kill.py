@@ -26,8 +26,10 @@ def kill(
 
     ``dependents``: what becomes of the jobs waiting for it, "skip" or "keep"
     (waiting for a resubmission); needed when some wait (the shell asks).
-    ``group``: one failure group of ``stats()`` (its number, from 1, or itself): only
-    those of its subjobs that run again since (resubmitted) are killed."""
+    ``group``: the failure group of ``stats()`` that was resubmitted, itself (never its
+    number: numbers move once a group is resubmitted): only those of its subjobs that
+    run again since are killed (``g = j.stats().failures[0]; j.resubmit(group=g);
+    j.kill(group=g)``)."""
     job = self._live("kill()")
     session = current_session()
     if group is not None:

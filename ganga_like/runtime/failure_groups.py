@@ -1,9 +1,11 @@
 """Acting on one failure group of ``j.stats()``: resubmitting exactly its (sub)jobs, with
 more of what its cause ran out of, or killing those of them that run again.
 
-A group is what the stats saw when they were taken. Before anything is done its (sub)jobs
-are read again: a group whose (sub)jobs no longer all failed alike (one was resubmitted,
-removed, or failed otherwise since) is stale and refused, with nothing changed.
+A group is what the stats saw when they were taken. Before it is resubmitted its (sub)jobs
+are read again: a group whose (sub)jobs are no longer the failures it saw (one was
+resubmitted, even if it failed alike again, removed, or failed otherwise since) is stale
+and refused, with nothing changed. A kill takes the group itself, never its number: the
+numbers are counted again at each ``j.stats()`` and move once a group is resubmitted.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ganga_like.errors import GangaError, JobError
 from ganga_like.model.interfaces import IBackend
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
-from ganga_like.runtime.stats.compute import failure_key, job_stats
+from ganga_like.runtime.stats.compute import failure_key, job_stats, status_changes
 from ganga_like.runtime.stats.data import FailureGroup
 from ganga_like.runtime.submission import actions
 from ganga_like.runtime.submission.resubmit import backend_changes, run_again
@@ -69,14 +71,18 @@ def resubmit_job_group(
 
 
 def kill_job_group(session: Session, job: Job, group: Any) -> bool:
-    """``j.kill(group=N)``: those of group N of ``j.stats()`` (or of a FailureGroup of
-    it, checked to be of ``job``) that run again."""
+    """``j.kill(group=g)``: those of the FailureGroup ``g`` (checked to be of ``job``) that
+    run again. Never by number: numbers are counted again at each ``j.stats()``, and a
+    resubmitted group leaves them, so after ``j.resubmit(group=1)`` "group 1" is another."""
     where = f"job {job.fqid}: kill()"
     if not isinstance(group, FailureGroup):
-        session.refresh()
-        group = group_of(job_stats([job], job.fqid).failures, group, where)
+        raise JobError(
+            f"{where}: group= takes the group you resubmitted, not a number ({group!r}; "
+            "numbers move once a group is resubmitted): g = j.stats().failures[0]; "
+            "j.resubmit(group=g); j.kill(group=g)"
+        )
     _check_of(session, job, group)
-    return kill_group(session, group)
+    return kill_group(session, group, job)
 
 
 def _check_of(session: Session, job: Job, group: FailureGroup) -> None:
@@ -130,17 +136,15 @@ def resubmit_group(
     """Resubmit exactly ``group``'s (sub)jobs (of ``job``, when given). After
     out_of_memory their memory is doubled, after timeout their walltime, unless
     ``memory`` / ``walltime`` give the value; either may also be given for any cause."""
-    where = "resubmit(group=...)"
+    where = f"job {job.fqid}: resubmit()" if job is not None else "resubmit(group=...)"
     if not isinstance(group, FailureGroup):
         raise JobError(f"{where}: expected a FailureGroup of j.stats().failures, not {group!r}")
     session.refresh()
     members = _members(session, group, where)
     if job is not None:
         _check_of(session, job, group)
-    for member in members:
-        status = member.current_status()
-        if status is not Status.FAILED or failure_key(member) != (group.exit_code, group.reason):
-            now = f"is {status}" if status is not Status.FAILED else "failed otherwise"
+    for member, now in zip(members, _since(group, members), strict=True):
+        if now:
             raise JobError(
                 f"{where}: {_name(group)} is stale: {member.fqid} {now} since; take "
                 "j.stats() again (nothing done)"
@@ -153,6 +157,25 @@ def resubmit_group(
     for top_id, (top, targets) in grouped.items():
         run_again(session, top, targets, True, "resubmit", changes[top_id], master_too=False)
     return True
+
+
+def _since(group: FailureGroup, members: list[Job]) -> list[str]:
+    """For each member, what became of it since the group's stats were taken ("" for
+    nothing): a member that ran again is no longer the group's failure, even once it
+    failed alike again."""
+    changes: tuple[int | None, ...] = group.changes or (None,) * len(members)
+    since: list[str] = []
+    for member, then in zip(members, changes, strict=True):
+        status = member.current_status()
+        if status is not Status.FAILED:
+            since.append(f"is {status}")
+        elif failure_key(member) != (group.exit_code, group.reason):
+            since.append("failed otherwise")
+        elif then is not None and status_changes(member.history) != then:
+            since.append("ran and failed again")
+        else:
+            since.append("")
+    return since
 
 
 def _grown(top: Job, targets: list[Job], cause: str, memory: Any, walltime: Any) -> dict[str, Any]:
@@ -191,15 +214,16 @@ def _asked(backend: Any, name: str) -> float:
     return float(asked.get(name) or 0)
 
 
-def kill_group(session: Session, group: FailureGroup) -> bool:
-    """Kill those of ``group``'s (sub)jobs that run again (resubmitted since)."""
-    where = "kill(group=...)"
+def kill_group(session: Session, group: FailureGroup, job: Job | None = None) -> bool:
+    """Kill those of ``group``'s (sub)jobs (of ``job``, when given) that run again
+    (resubmitted since)."""
+    where = f"job {job.fqid}: kill()" if job is not None else "kill(group=...)"
     if not isinstance(group, FailureGroup):
         raise JobError(f"{where}: expected a FailureGroup of j.stats().failures, not {group!r}")
     session.refresh()
     active = [m for m in _members(session, group, where) if not m.current_status().final]
     if not active:
-        raise JobError(f"{where}: none of {_name(group)} runs; nothing to kill")
+        raise JobError(f"{where}: none of {_name(group)} runs again; nothing to kill")
     for member in active:
         actions.kill(session, member, True)
     return True

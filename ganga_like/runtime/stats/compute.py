@@ -31,7 +31,14 @@ from ganga_like.runtime.stats.data import (
 )
 from ganga_like.runtime.stats.histogram import Histogram
 
-__all__ = ["SLOWEST", "TIMELINE_POINTS", "failure_key", "job_stats", "plain_counts"]
+__all__ = [
+    "SLOWEST",
+    "TIMELINE_POINTS",
+    "failure_key",
+    "job_stats",
+    "plain_counts",
+    "status_changes",
+]
 
 # How many of the longest runs are named, and how many points the counts over time keep.
 SLOWEST = 5
@@ -56,6 +63,11 @@ def failure_reason(cause: str) -> str:
     return _BACKEND_PREFIX.sub("", last, count=1) or "failed"
 
 
+def status_changes(history: Any) -> int:
+    """How many status changes an event log holds: what identifies one run's failure."""
+    return sum(1 for _w, old, new, _c in history if old != new)
+
+
 def failure_key(job: Job, history: Any = None) -> tuple[int | None, str]:
     """What a failed (sub)job's failure group is known by: its exit code and the reason of
     its last failure (``failure_reason``)."""
@@ -78,6 +90,7 @@ class _Pass:
         self.first_start: float | None = None
         self.ended = 0
         self.failures: dict[tuple[int | None, str], list[str]] = {}
+        self.failed_changes: dict[tuple[int | None, str], list[int]] = {}  # by failure key
         self.causes: dict[tuple[int | None, str], str] = {}  # by failure key
         self.usage: list[SubjobResources] = []
         self.requests: dict[int, Requested] = {}  # by backend object: shared by subjobs
@@ -142,6 +155,7 @@ class _Pass:
             kind = type(backend) if isinstance(backend, IBackend) else IBackend
             self.causes[key] = kind.failure_cause(key[1])
         self.failures.setdefault(key, []).append(fqid)
+        self.failed_changes.setdefault(key, []).append(status_changes(history))
 
     def add_usage(self, job: Job, fqid: str) -> None:
         backend = job.backend
@@ -175,7 +189,14 @@ class _Pass:
             ),
             time_left=self.time_left(remaining),
             failures=tuple(
-                FailureGroup(code, reason, tuple(ids), self.causes[code, reason], number)
+                FailureGroup(
+                    code,
+                    reason,
+                    tuple(ids),
+                    self.causes[code, reason],
+                    number,
+                    tuple(self.failed_changes[code, reason]),
+                )
                 for number, ((code, reason), ids) in enumerate(
                     sorted(self.failures.items(), key=lambda item: (-len(item[1]), item[1][0])),
                     start=1,

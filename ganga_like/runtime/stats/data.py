@@ -89,6 +89,10 @@ class FailureGroup:
     # Its place in ``JobStats.failures``, from 1: how ``ganga resubmit ID --group N``
     # and ``j.resubmit(group=N)`` name it.
     number: int = 0
+    # Each (sub)job's failure, by the status changes its event log held when the stats
+    # were taken (in the order of ``fqids``): one with more since ran again, and so is no
+    # longer the failure the group saw, even once it failed alike again.
+    changes: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
