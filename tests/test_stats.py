@@ -91,7 +91,7 @@ def test_bad_input_is_refused_in_one_line(session: Session) -> None:
 
 def test_an_unsubmitted_job_has_stats_of_one_new_job(session: Session) -> None:
     stats = Job().stats()
-    assert (stats.total, stats.counts, stats.failures, stats.time_left) == (1, {"new": 1}, (), 0.0)
+    assert (stats.total, stats.counts, stats.failures, stats.time_left) == (1, {"new": 1}, (), None)
     assert stats.run_time.count == 0 and stats.resources.measured == 0
     assert "run time   -" in repr(stats)
 

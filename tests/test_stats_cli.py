@@ -69,6 +69,12 @@ def test_ganga_stats_refuses_bad_input_in_one_line(env_for: dict[str, str]) -> N
     assert bad.returncode == 2 and bad.stderr == "ganga: not a job id: 'x'; use 12 or 12.3\n"
     none = ganga(["stats"], env_for)
     assert none.returncode == 2 and len(none.stderr.splitlines()) == 1
+    for text in ("-1", "+1", "1_0"):
+        signed = ganga(["stats", text], env_for)
+        assert (signed.returncode, signed.stderr) == (
+            2,
+            f"ganga: not a job id: {text!r}; use 12 or 12.3\n",
+        )
 
 
 def test_ganga_resubmit_group_resubmits_the_subjobs_of_the_group_ganga_stats_numbers(

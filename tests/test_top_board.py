@@ -79,3 +79,6 @@ def test_rate_and_time_left_from_a_job_s_counts_and_times() -> None:
     assert ended.time_left(now=10_000.0) == 0.0
     nothing_yet = BoardRow(3, "z", "submitted", "Local", {"submitted": 5}, 0.0)
     assert nothing_yet.rate(now=60.0) is None and nothing_yet.time_left(now=60.0) is None
+    # Never submitted: nothing ended, so nothing to tell ("-"), not "done".
+    never = BoardRow(4, "n", "new", "Local", {"new": 3})
+    assert never.time_left(now=60.0) is None

@@ -17,11 +17,11 @@ _SEPARATORS = re.compile(r"[\s,]+")
 
 
 def find_job(session: Session, text: str) -> Job | None:
+    # Digits only: int() would also take "-1", "+1" and "1_0", none of them an id.
+    if not _ID.fullmatch(text.strip()):
+        raise UsageError(f"not a job id: {text!r}; use 12 or 12.3")
     head, _, tail = text.strip().partition(".")
-    try:
-        job_id, sub = int(head), int(tail) if tail else None
-    except ValueError:
-        raise UsageError(f"not a job id: {text!r}; use 12 or 12.3") from None
+    job_id, sub = int(head), int(tail) if tail else None
     found: Job | None = session.registry().lookup(job_id, sub)
     return found
 

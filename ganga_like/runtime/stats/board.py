@@ -71,9 +71,10 @@ class BoardRow:
         return self.done / max((until - self.started) / 60.0, 1e-6)
 
     def time_left(self, now: float) -> float | None:
-        """Seconds until the last ends at that rate: 0 when all have, None when unknown."""
+        """Seconds until the last ends at that rate: 0 when all have, None when unknown
+        (none ever submitted included)."""
         if not self.remaining:
-            return 0.0
+            return 0.0 if self.done else None
         rate = self.rate(now)
         return None if not rate else self.remaining / rate * 60.0
 

@@ -211,7 +211,9 @@ class _Pass:
 
     def time_left(self, remaining: int) -> float | None:
         if remaining <= 0:
-            return 0.0
+            # None still to end: all ended (0.0), or none ever submitted (no time to tell).
+            ended = sum(n for label, n in self.counts.items() if label in _FINAL)
+            return 0.0 if ended else None
         if not self.ended or self.first_start is None:
             return None
         rate = self.ended / max(self.now - self.first_start, 1e-6)
