@@ -272,6 +272,14 @@ class Repository:
     def abort(self) -> None:
         self.connection().transaction_manager.abort()
 
+    @property
+    def kind(self) -> str:
+        """How the shell's banner names the repository after the gangadir: the mode, or
+        the database server (without the password) for a repository in PostgreSQL."""
+        if self.on_server:
+            return f"repository in PostgreSQL {postgres.server_of(self.uri)}"
+        return self.mode
+
     def close(self) -> None:
         if self._closed:
             return

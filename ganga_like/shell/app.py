@@ -370,7 +370,7 @@ def banner(session: Session) -> str:
 
     lines = [
         f"ganga_like {ganga_like.__version__} · IPython {IPython.__version__} · Python {python}",
-        f"gangadir {session.repo.gangadir} ({session.repo.mode}) · jobs: {counts.total}"
+        f"gangadir {session.repo.gangadir} ({session.repo.kind}) · jobs: {counts.total}"
         + (f" ({summary(counts.jobs)})" if counts.total else "")
         + f" · monitor {monitor}",
         "Job? shows every attribute · %jobs, %monitor status · config shows the settings · "
