@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,39 @@ def keep_screenshot(app: TopApp, tmp_path: Path, name: str) -> Path:
     return shot
 
 
+def message(app: TopApp) -> str:
+    return str(app.query_one("#message", Static).render())
+
+
+def pick(app: TopApp, key: str) -> None:
+    picks = app.screen.query_one("#picks", DataTable)
+    picks.move_cursor(row=picks.get_row_index(key))
+
+
+def under_cursor(screen: JobScreen) -> str | None:
+    picks = screen.query_one("#picks", DataTable)
+    return picks.coordinate_to_cell_key(picks.cursor_coordinate).row_key.value
+
+
+async def slowest_rows_keep_their_items(pilot: Pilot[None], app: TopApp, screen: JobScreen) -> None:
+    """r on a slowest subjob says what r acts on, on the job's screen; when the slowest
+    reorder (a refresh while the job runs), the cursor stays on its subjob and o shows it."""
+    assert screen.stats is not None and len(screen.stats.slowest) >= 2
+    slowest = screen.stats.slowest
+    chosen = slowest[1].fqid
+    pick(app, f"slow:{chosen}")
+    await pilot.press("r")
+    assert app.screen is screen
+    assert shown(app, "#said") == (
+        "r resubmits a failure group: move to a 'failed #N' row (this is a slowest subjob)"
+    )
+    screen.show(replace(screen.stats, slowest=slowest[1:] + slowest[:1]))  # now first
+    assert under_cursor(screen) == f"slow:{chosen}"
+    await pilot.press("o")
+    assert isinstance(app.screen, PeekScreen) and app.screen.fqid == chosen
+    await pilot.press("escape")
+
+
 def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission(
     gated: GatedScript, gangadir: Path, tmp_path: Path
 ) -> None:
@@ -114,6 +148,12 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
             keep_screenshot(app, tmp_path, "top-list.svg")
             first_end = app.rows[0].ended
             assert first_end is not None
+            await pilot.press("k")  # nothing to kill: said, not asked
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert message(app) == (
+                f"job {gated.job_id} (failed): none of its 4 (sub)job(s) is still to end; "
+                "nothing to kill"
+            )
             await pilot.press("enter")
             assert isinstance(app.screen, JobScreen)
             screen = app.screen
@@ -124,8 +164,8 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
             assert "completed 2  failed 2" in shown(app, "#summary")
             keep_screenshot(app, tmp_path, "top-job.svg")
             # The failure group's row: o shows its first subjob's output.
-            picks = screen.query_one("#picks", DataTable)
-            picks.move_cursor(row=picks.get_row_index("group-0"))
+            await slowest_rows_keep_their_items(pilot, app, screen)
+            pick(app, "group:3:exit code 3")
             await pilot.press("o")
             assert isinstance(app.screen, PeekScreen)
             await until(pilot, lambda: "says hello" in shown(app, "#output"), "the output")
@@ -161,15 +201,6 @@ def test_a_job_opens_with_its_failure_groups_output_and_a_confirmed_resubmission
     asyncio.run(scenario())
 
 
-def message(app: TopApp) -> str:
-    return str(app.query_one("#message", Static).render())
-
-
-def pick(app: TopApp, key: str) -> None:
-    picks = app.screen.query_one("#picks", DataTable)
-    picks.move_cursor(row=picks.get_row_index(key))
-
-
 def test_a_failure_group_running_again_is_killed_after_a_yes(
     gated: GatedScript, gangadir: Path
 ) -> None:
@@ -182,7 +213,7 @@ def test_a_failure_group_running_again_is_killed_after_a_yes(
             assert isinstance(screen, JobScreen)
             await until(pilot, lambda: screen.stats is not None, "the job's stats")
             # A group none of which runs: refused in one line, nothing done.
-            pick(app, "group-0")
+            pick(app, "group:3:exit code 3")
             await pilot.press("x")
             assert shown(app, "#question") == (
                 f"kill those of the 2 subjob(s) of job {gated.job_id} in failure group 1 "
@@ -200,7 +231,7 @@ def test_a_failure_group_running_again_is_killed_after_a_yes(
             await until(pilot, lambda: message(app).startswith("resubmitted"), "resubmitted")
             await until(pilot, lambda: app.rows[0].status == "running", "running again")
             await until(pilot, lambda: screen.stats is not None and not screen.stats.failures, "")
-            pick(app, "again-0")
+            pick(app, "again:0")
             await pilot.press("x")
             assert isinstance(app.screen, ConfirmScreen)
             await pilot.press("n")

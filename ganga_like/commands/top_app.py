@@ -204,7 +204,10 @@ class TopApp(App[None]):
             self._show_problem("")
 
     def say(self, line: str) -> None:
+        """Under the list, and under the open job (which hides the list) too."""
         self.query_one("#message", Static).update(Text(line))
+        if self.job_screen is not None:
+            self.job_screen.say(line)
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -252,6 +255,12 @@ class TopApp(App[None]):
 
     def kill(self, job_id: int) -> None:
         row = next((r for r in self.rows if r.job_id == job_id), None)
+        if row is not None and not row.remaining:
+            self.say(
+                f"job {job_id} ({row.status}): none of its {row.total} (sub)job(s) is still "
+                "to end; nothing to kill"
+            )
+            return
         what = f" ({row.remaining} of {row.total} not ended)" if row is not None else ""
         self.ask(
             f"kill job {job_id}{what}?",

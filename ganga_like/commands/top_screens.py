@@ -14,11 +14,12 @@ from textual.widgets import DataTable, Footer, Static
 
 from ganga_like.commands.top_text import stats_lines
 from ganga_like.runtime.stats import JobStats
-from ganga_like.runtime.stats.data import FailureGroup, duration
+from ganga_like.runtime.stats.data import FailureGroup, SlowRun, duration
 
 __all__ = ["ConfirmScreen", "Controls", "JobScreen", "PeekScreen"]
 
 SHOWN_IDS = 8  # subjob ids shown in a failure group's row
+Row = tuple[str, str, str]  # what, subjob(s), detail
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -102,12 +103,15 @@ class JobScreen(Screen[None]):
     DEFAULT_CSS = """
     JobScreen #summary { height: auto; padding: 0 1; }
     JobScreen #picks { height: 1fr; }
+    JobScreen #said { height: auto; }
     """
 
     def __init__(self, job_id: int) -> None:
         super().__init__()
         self.job_id = job_id
         self.stats: JobStats | None = None
+        # What each row showed, by its key: what a key pressed on that row acts on.
+        self.shown: dict[str, SlowRun | FailureGroup] = {}
 
     @property
     def top(self) -> Controls:
@@ -116,6 +120,8 @@ class JobScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(f"job {self.job_id}: reading its stats…", id="summary", markup=False)
         yield DataTable(id="picks", cursor_type="row", zebra_stripes=True)
+        # What a key did or why it did nothing: this screen hides the list's own line.
+        yield Static("", id="said", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -124,78 +130,94 @@ class JobScreen(Screen[None]):
         table.focus()
 
     def show(self, stats: JobStats) -> None:
-        """New stats of the job: the summary and the rows again, the cursor kept."""
+        """New stats of the job: the summary and the rows again, the cursor kept on the
+        item it was on (the slowest reorder while the job runs), else on its row."""
         self.stats = stats
         self.query_one("#summary", Static).update(Text("\n".join(stats_lines(stats))))
         table = self.query_one("#picks", DataTable)
-        kept = table.cursor_row
+        kept, kept_key = table.cursor_row, self._cursor_key()
         table.clear()
-        for n, slow in enumerate(stats.slowest):
-            table.add_row(
-                "slowest", slow.fqid, f"{duration(slow.seconds)} {slow.status}", key=f"slow-{n}"
-            )
-        for n, group in enumerate(stats.failures):
+        self.shown = {}
+        for slow in stats.slowest:
+            detail = f"{duration(slow.seconds)} {slow.status}"
+            self._add(table, f"slow:{slow.fqid}", slow, ("slowest", slow.fqid, detail))
+        for group in stats.failures:
             shown = ", ".join(group.fqids[:SHOWN_IDS])
             more = f" … {group.count - SHOWN_IDS} more" if group.count > SHOWN_IDS else ""
-            table.add_row(
-                f"failed #{group.number} ({group.count})",
-                shown + more,
-                group.reason,
-                key=f"group-{n}",
-            )
+            cells = (f"failed #{group.number} ({group.count})", shown + more, group.reason)
+            # Named by what it is (its numbers shift as groups come and go).
+            self._add(table, f"group:{group.exit_code}:{group.reason}", group, cells)
         # A resubmitted group leaves the failures while it runs again: kept here so that
         # x can still kill it.
         for n, group in enumerate(self.top.resubmitted(self.job_id)):
-            table.add_row(
+            cells = (
                 f"resubmitted #{group.number} ({group.count})",
                 ", ".join(group.fqids[:SHOWN_IDS]),
                 f"{group.reason}; x kills those running again",
-                key=f"again-{n}",
             )
-        if table.row_count:
+            self._add(table, f"again:{n}", group, cells)
+        if kept_key in self.shown:
+            table.move_cursor(row=table.get_row_index(kept_key))
+        elif table.row_count:
             table.move_cursor(row=min(kept, table.row_count - 1))
 
-    def _picked(self) -> tuple[str, int] | None:
-        """(kind, index) of the row under the cursor: ("slow", n) or ("group", n)."""
+    def say(self, line: str) -> None:
+        if self.is_mounted:
+            self.query_one("#said", Static).update(Text(line))
+
+    def _add(
+        self, table: DataTable[str], key: str, item: SlowRun | FailureGroup, cells: Row
+    ) -> None:
+        if key not in self.shown:  # two groups alike would be one row's key twice
+            self.shown[key] = item
+            table.add_row(*cells, key=key)
+
+    def _cursor_key(self) -> str | None:
         table = self.query_one("#picks", DataTable)
-        if self.stats is None or not table.row_count:
+        if not table.row_count:
             return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
-        kind, _, index = key.partition("-")
-        return kind, int(index)
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+    def _picked(self) -> tuple[str, SlowRun | FailureGroup] | None:
+        """(kind, item) of the row under the cursor, as it was shown: ("slow", a
+        SlowRun), ("group", a FailureGroup) or ("again", a resubmitted FailureGroup)."""
+        key = self._cursor_key()
+        if key is None or key not in self.shown:
+            return None
+        return key.partition(":")[0], self.shown[key]
 
     def action_back(self) -> None:
         self.top.close_job()
 
     def action_peek(self) -> None:
         picked = self._picked()
-        if picked is None or self.stats is None:
+        if picked is None:
             self.top.say("no subjob to show: pick a slowest subjob or a failure group")
             return
-        kind, index = picked
-        if kind == "slow":
-            fqid = self.stats.slowest[index].fqid
-        elif kind == "again":
-            fqid = self.top.resubmitted(self.job_id)[index].fqids[0]
-        else:
-            fqid = self.stats.failures[index].fqids[0]
-        self.top.peek(fqid)
+        item = picked[1]
+        self.top.peek(item.fqid if isinstance(item, SlowRun) else item.fqids[0])
+
+    def _refuse_group_key(self, key: str, doing: str, kind: str | None) -> None:
+        """Say what the key acts on, and what the cursor is on instead."""
+        if self.stats is not None and not self.stats.failures and kind is None:
+            self.top.say(f"{key} {doing}s a failure group: job {self.job_id} has none")
+            return
+        on = {"slow": "a slowest subjob", "again": "a resubmitted group"}.get(kind or "", "no row")
+        self.top.say(f"{key} {doing}s a failure group: move to a 'failed #N' row (this is {on})")
 
     def action_resubmit(self) -> None:
         picked = self._picked()
-        if picked is None or picked[0] != "group" or self.stats is None:
-            self.top.say("pick a failure group (a 'failed' row) to resubmit it")
+        if picked is None or picked[0] != "group" or isinstance(picked[1], SlowRun):
+            self._refuse_group_key("r", "resubmit", picked[0] if picked else None)
             return
-        self.top.resubmit_group(self.job_id, self.stats.failures[picked[1]])
+        self.top.resubmit_group(self.job_id, picked[1])
 
     def _picked_group(self, doing: str) -> FailureGroup | None:
         """The failure group (or resubmitted group) under the cursor, or None, said."""
         picked = self._picked()
-        if picked is not None and picked[0] == "group" and self.stats is not None:
-            return self.stats.failures[picked[1]]
-        if picked is not None and picked[0] == "again":
-            return self.top.resubmitted(self.job_id)[picked[1]]
-        self.top.say(f"pick a failure group (a 'failed' row) to {doing} it")
+        if picked is not None and isinstance(picked[1], FailureGroup):
+            return picked[1]
+        self._refuse_group_key("x", doing, picked[0] if picked else None)
         return None
 
     def action_kill_group(self) -> None:
