@@ -222,7 +222,8 @@ def test_a_failure_group_running_again_is_killed_after_a_yes(
             await pilot.press("y")
             await until(pilot, lambda: "nothing to kill" in message(app), "the refusal")
             assert message(app) == (
-                "kill(group=...): none of failure group 1 (exit code 3) runs; nothing to kill"
+                f"job {gated.job_id}: kill(): none of failure group 1 (exit code 3) runs again; "
+                "nothing to kill"
             )
             # Their gates closed, the resubmitted subjobs run until killed.
             for index in (0, 2):
