@@ -15,7 +15,7 @@ from ganga_like import ArgSplitter, Executable, Job, config, jobs
 from ganga_like.model.status import Status
 from ganga_like.repository.connection import Repository
 from ganga_like.runtime.monitoring import cycle_hold, daemon
-from ganga_like.runtime.monitoring.lease import lease_holder
+from ganga_like.runtime.monitoring.lease import LeaseHolder, lease_holder
 from ganga_like.runtime.monitoring.monitor import CycleResult
 from ganga_like.runtime.session import close_session, open_session
 from ganga_like.runtime.settings import Settings
@@ -48,7 +48,7 @@ def test_only_the_lease_holder_polls(gangadir: Path, cleanup: list[subprocess.Po
     first, second = out.split("\n")[:2]
     assert first == "following", err
     assert second == "False 0"  # it never polled a backend
-    assert lease_holder(gangadir) == (os.getpid(), "session")
+    assert lease_holder(gangadir) == LeaseHolder(os.getpid(), "session", host="")
 
 
 def test_a_dead_holders_lease_is_taken_over_by_the_next_cycle(
@@ -75,7 +75,7 @@ def test_a_dead_holders_lease_is_taken_over_by_the_next_cycle(
     j.submit()
     assert wait_until(lambda: len(cycles) >= 2, 60)  # cycles while the holder lives
     assert not monitor.lease.held
-    assert lease_holder(gangadir) == (holder.pid, "session")
+    assert lease_holder(gangadir) == LeaseHolder(holder.pid, "session", host="")
     killed = time.monotonic()
     holder.send_signal(signal.SIGKILL)
     holder.wait()
@@ -135,7 +135,7 @@ def test_sessions_give_the_lease_to_the_daemon(
     session = open_session(shared_settings(gangadir))
     assert wait_until(lambda: session.monitor.lease.held, 5)
     pid = daemon.start(shared_settings(gangadir))
-    assert wait_until(lambda: lease_holder(gangadir) == (pid, "daemon"), 10)
+    assert wait_until(lambda: lease_holder(gangadir) == LeaseHolder(pid, "daemon", host=""), 10)
     assert not session.monitor.lease.held
     j = Job(application=Executable(exe="true"))
     j.submit()
