@@ -5,11 +5,14 @@
 kill: N subjobs that would each sleep 600 s are submitted (two run, the rest wait in the
 runner's queue), then ``j.kill()`` is timed; after it returns, how long the runner keeps
 working (its CPU time still growing, sampled every 0.2 s, until it stays flat for 1 s)
-and how much CPU it spends meanwhile.  remove: N ``/bin/true`` subjobs run to completion,
-then ``j.remove()`` is timed, and apart from it the time until the workspace is deleted
-(the removed workspace gone from ``workspace/``, and ``workspace/.removed`` empty, when
-the code deletes it behind).  Each round does both on new jobs; the load is printed with
-each round.  Compare two checkouts by running this script with each on ``PYTHONPATH``.
+and how much CPU it spends meanwhile; also the CPU it spent during the call (the kill
+request reaches it at the start of the call: what is left "after" depends on how long the
+call took) and how much of it all was the kernel's (creating files on a slow file system).
+remove: N ``/bin/true`` subjobs run to completion, then ``j.remove()`` is timed, and apart
+from it the time until the workspace is deleted (the removed workspace gone from
+``workspace/``, and ``workspace/.removed`` empty, when the code deletes it behind).  Each
+round does both on new jobs; the load is printed with each round.  Compare two checkouts
+by running this script with each on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ def cpu(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+def kernel_cpu(proc: psutil.Process) -> float:
+    """System time alone: file creation on a slow file system shows here, not in user."""
+    return float(proc.cpu_times().system)
+
+
 def until_flat(proc: psutil.Process) -> tuple[float, float]:
     """Seconds until the runner's CPU time stops growing, and the CPU spent meanwhile."""
     started, first = time.perf_counter(), cpu(proc)
@@ -53,7 +61,7 @@ def until_flat(proc: psutil.Process) -> tuple[float, float]:
     return flat_since - started, last - first
 
 
-def kill_round(n: int, gangadir: Path) -> tuple[float, float, float]:
+def kill_round(n: int, gangadir: Path) -> tuple[float, float, float, float, float]:
     from ganga_like import ArgSplitter, Executable, Job
 
     j = Job(
@@ -62,11 +70,13 @@ def kill_round(n: int, gangadir: Path) -> tuple[float, float, float]:
     )
     j.submit()
     proc = runner_process(gangadir)
+    before, kernel_before = cpu(proc), kernel_cpu(proc)
     started = time.perf_counter()
     j.kill()
     call = time.perf_counter() - started
+    during = cpu(proc) - before
     busy, spent = until_flat(proc)
-    return call, busy, spent
+    return call, during, busy, spent, kernel_cpu(proc) - kernel_before
 
 
 def remove_round(n: int, gangadir: Path) -> tuple[float, float]:
@@ -110,11 +120,12 @@ def main() -> None:
     for number in range(1, args.rounds + 1):
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         if args.only != "remove":
-            call, busy, spent = kill_round(args.n, gangadir)
+            call, during, busy, spent, kernel = kill_round(args.n, gangadir)
             kills.append(call)
             print(
-                f"round {number} (load {load}): kill() {call:.2f} s; the runner then worked "
-                f"{busy:.1f} s more ({spent:.1f} s CPU)"
+                f"round {number} (load {load}): kill() {call:.2f} s (runner {during:.1f} s "
+                f"CPU meanwhile); the runner then worked {busy:.1f} s more ({spent:.1f} s "
+                f"CPU; in the kernel {kernel:.1f} s of the {during + spent:.1f} s)"
             )
         if args.only != "kill":
             call, gone = remove_round(args.n, gangadir)
