@@ -420,6 +420,34 @@ def test_kill_queued_and_running_tasks_including_grandchildren(
         raise
 
 
+def test_no_killed_queued_task_ever_starts_when_its_slot_frees(
+    tmp_path: Path, runner_dir: Path, journal: Journal
+) -> None:
+    """One slot: the next task is handed to its thread ahead, the rest queue.  Killing all
+    while the first runs, then letting the first end, starts none of the others."""
+    release = tmp_path / "release"
+    first = make_task(
+        tmp_path, "first", sh(f"while [ ! -e {release} ]; do sleep 0.01; done"), journal
+    )
+    queued = [
+        make_task(tmp_path, f"q.{i}", sh(f"touch {tmp_path}/ran.q.{i}"), journal) for i in range(40)
+    ]
+    submit(runner_dir, [first, *queued], BASE_ENV, max_concurrent=1)
+    journal.wait(["first"], event="started")
+    keys = [task.key for task in queued]
+    kill(runner_dir, keys)
+    final = journal.wait(keys)
+    release.touch()  # the slot frees only now, every other task already killed
+    # First in, first out on the one slot: once this one has run, none of those before can.
+    last = make_task(tmp_path, "last", ["true"], journal)
+    submit(runner_dir, [last], BASE_ENV, max_concurrent=1)
+    assert journal.wait(["first", "last"])["first"].event == "completed"
+    assert {final[key].event for key in keys} == {"killed"}
+    assert all(journal.of(key) == ["killed"] for key in keys)
+    assert all(read_json(out(tmp_path, key) / "__run__")["pid"] is None for key in keys)
+    assert not list(tmp_path.glob("ran.*"))
+
+
 def test_runner_survives_the_submitting_process(
     tmp_path: Path, runner_dir: Path, journal: Journal
 ) -> None:
