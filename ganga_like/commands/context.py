@@ -23,6 +23,7 @@ __all__ = [
     "UsageError",
     "configured_settings",
     "error",
+    "monitoring_asked",
     "session_for",
     "using_settings",
 ]
@@ -66,9 +67,16 @@ def configured_settings() -> Settings:
     return _source()
 
 
+def monitoring_asked() -> bool:
+    """Whether the running subcommand may ask backends (``--no-monitor``, or
+    ``Monitor.enabled`` off, says no)."""
+    return configured_settings().monitoring
+
+
 @contextmanager
-def session_for(*, write: bool) -> Iterator[Session]:
-    """A session without a monitoring thread; one cycle brings statuses up to date.
+def session_for(*, write: bool, refresh: bool) -> Iterator[Session]:
+    """A session without a monitoring thread; with ``refresh``, one cycle brings statuses
+    up to date first, unless monitoring is off (``--no-monitor``): then no backend is asked.
 
     A read-only command on a repository another session holds reads a snapshot instead of
     failing; a command that changes jobs needs the repository (or shared mode)."""
@@ -76,6 +84,7 @@ def session_for(*, write: bool) -> Iterator[Session]:
     from ganga_like.runtime.session import close_session, open_session
 
     settings = configured_settings()
+    refresh = refresh and settings.monitoring
     settings.monitoring = False
     try:
         session = open_session(settings)
@@ -85,7 +94,7 @@ def session_for(*, write: bool) -> Iterator[Session]:
         settings.repository_mode = "readonly"
         session = open_session(settings)
     try:
-        if not session.repo.read_only:
+        if refresh and not session.repo.read_only:
             session.monitor.run_once()
             session.repo.abort()
         yield session

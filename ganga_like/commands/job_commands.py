@@ -20,6 +20,7 @@ from ganga_like.commands.context import (
     OK,
     UsageError,
     error,
+    monitoring_asked,
     session_for,
 )
 from ganga_like.commands.lookup import Selection, select
@@ -186,7 +187,7 @@ def _chosen(session: Session, args: argparse.Namespace, verb: str) -> Selection 
 
 
 def _run(args: argparse.Namespace, verb: str, action: Action, check: Check | None) -> int:
-    with session_for(write=True) as session:
+    with session_for(write=True, refresh=True) as session:
         chosen = _chosen(session, args, verb)
         if isinstance(chosen, int):
             return chosen
@@ -212,7 +213,8 @@ def _run(args: argparse.Namespace, verb: str, action: Action, check: Check | Non
                 failures += 1
                 error(f"job {job.fqid}: nothing done")
         print(f"{verb}: {len(found) - failures} of {len(found)} job(s) done")
-        session.monitor.run_once()
+        if monitoring_asked():
+            session.monitor.run_once()
         return ERROR if failures else OK
 
 

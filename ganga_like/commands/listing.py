@@ -37,7 +37,7 @@ def list_jobs(args: argparse.Namespace) -> int:
     the cache); the table of the whole registry is then written to the cache when the
     repository is settled."""
     stamp = None if args.query else jobs_cache.stamp_before_opening(configured_settings())
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=True) as session:
         chosen = select(session, args.query)
         found = chosen.jobs
         for missing in chosen.missing:
@@ -127,7 +127,7 @@ SHOWN_CHARS = 300  # of one value in `ganga show`: a 20,000-subjob splitter is 2
 
 
 def run_show(args: argparse.Namespace) -> int:
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=False) as session:
         job = find_job(session, args.id)
         if job is None:
             error(f"no job {args.id}")
@@ -236,7 +236,7 @@ def run_why(args: argparse.Namespace) -> int:
 
 def _about_one_job(fqid: str, text: Callable[[Session, Job], str]) -> int:
     """Print ``text`` of the job or subjob ``fqid``; NOTHING when there is none."""
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=False) as session:
         job = find_job(session, fqid)
         if job is None:
             error(f"no job {fqid}")
@@ -273,7 +273,7 @@ def status_parser(parser: argparse.ArgumentParser) -> Any:
 def run_status(args: argparse.Namespace) -> int:
     """Counts by status per backend (subjobs counted for split jobs), the time spent
     running, and what is still queued — all from masters' counters, no subjob loaded."""
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=True) as session:
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         seconds: dict[str, float] = defaultdict(float)
         for job in session.registry().jobs.values():

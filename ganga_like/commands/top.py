@@ -81,7 +81,7 @@ def _existing_job(text: str) -> int | None:
 
     if not text.isdigit():
         raise UsageError(f"not a job id: {text!r}; use 12 (ganga top opens a job, not a subjob)")
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=False) as session:
         found = find_job(session, text)
     if found is None:
         error(f"no job {text}")

@@ -21,7 +21,7 @@ def export_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    with session_for(write=False) as session:
+    with session_for(write=False, refresh=False) as session:
         job = find_job(session, args.id)
         if job is None:
             error(f"no job {args.id}")
@@ -49,7 +49,7 @@ def run_import(args: argparse.Namespace) -> int:
         error(f"cannot read {args.file}: its JSON is nested too deeply to be a job export")
         return ERROR
     job = from_json(document)
-    with session_for(write=True) as session:
+    with session_for(write=True, refresh=True) as session:
         session.repo.in_transaction(lambda: session.registry().add(job), what="importing a job")
         print(f"imported as job {job.id}")
     return OK
