@@ -231,7 +231,12 @@ def why_parser(parser: argparse.ArgumentParser) -> Any:
 
 
 def run_why(args: argparse.Namespace) -> int:
-    return _about_one_job(args.id, lambda session, job: explain(session.registry(), job))
+    return _about_one_job(
+        args.id,
+        lambda session, job: explain(
+            session.registry(), job, monitored=session.monitor.lease.anyone_holds()
+        ),
+    )
 
 
 def _about_one_job(fqid: str, text: Callable[[Session, Job], str]) -> int:

@@ -269,7 +269,7 @@ def why(job: Any) -> None:
         impl = registry.lookup(job_id, sub)
         if impl is None:
             raise JobError(f"no job {text}")
-    print(explain(registry, impl))
+    print(explain(registry, impl, monitored=current_session().monitor.lease.anyone_holds()))
 
 
 _ASKED = object()

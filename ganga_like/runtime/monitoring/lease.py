@@ -103,6 +103,14 @@ class MonitorLease:
     def held(self) -> bool:
         return self._fd is not None or (self._on_server is not None and self._on_server.held)
 
+    def anyone_holds(self) -> bool:
+        """Whether a monitor, of this process or another, holds the lease now."""
+        if self.held:
+            return True
+        if self._on_server is not None:
+            return self._on_server.someone_holds()
+        return lease_holder(self.gangadir) is not None
+
     def hold(self) -> bool:
         """Keep or take the lease, unless the daemon should have it; True when held."""
         if self.kind != "daemon" and self._daemon_alive():

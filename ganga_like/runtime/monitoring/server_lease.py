@@ -41,6 +41,9 @@ class ServerLease:
     def daemon_running(self) -> bool:
         return self._lookup.holder(DAEMON_KEY) is not None
 
+    def someone_holds(self) -> bool:
+        return self._lookup.holder(MONITOR_KEY) is not None
+
     def daemon_here(self) -> tuple[int, str] | None:
         """``(pid, "daemon")`` of the lease's holder when it is a daemon on this host (the
         one a signal can wake)."""

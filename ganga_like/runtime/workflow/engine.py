@@ -133,6 +133,10 @@ def condition_of(registry: Registry, job: Job) -> tuple[Verdict, str]:
     if decided is Verdict.NEVER:
         return decided, root_cause(registry, job)[1]
     shown = ", ".join(job.after)
+    if decided is Verdict.GO and job.when == "completed" and total.spoilt:
+        # Held despite failures allow_failed tolerates: say so, not "completed".
+        failed = f"{total.spoilt} failed of {total.total}"
+        return decided, f"{shown} ended, {failed} (allow_failed={job.allow_failed})"
     return decided, f"{shown} {job.when}"
 
 

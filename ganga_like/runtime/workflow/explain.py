@@ -7,13 +7,15 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.workflow import engine
+from ganga_like.runtime.workflow.condition import Verdict
 
 __all__ = ["dependency_line", "explain", "waits_for"]
 
 
-def explain(registry: Registry, job: Job) -> str:
+def explain(registry: Registry, job: Job, monitored: bool | None = None) -> str:
     """The chain from ``job`` to the root failure (a skipped job), or what it waits for
-    (a waiting one): one line per job on the way."""
+    (a waiting one): one line per job on the way. ``monitored``: whether a monitor holds
+    the lease (None: not known), said when the waiting job waits for one."""
     lines: list[str] = []
     current: Job | None = job
     seen: set[str] = set()
@@ -30,7 +32,8 @@ def explain(registry: Registry, job: Job) -> str:
                 current = engine.first_spoilt(current)
             continue
         if status is Status.WAITING:
-            lines.append(f"{current.fqid} waiting: {_waits_for(registry, current)}")
+            waits = _waits_for(registry, current, monitored)
+            lines.append(f"{current.fqid} waiting: {waits}")
             break
         code = f" (exit {current.exit_code})" if current.exit_code is not None else ""
         last = current.history[-1][3] if current.history else ""
@@ -39,8 +42,9 @@ def explain(registry: Registry, job: Job) -> str:
     return "\n".join(lines)
 
 
-def _waits_for(registry: Registry, job: Job) -> str:
-    """What a waiting job waits for and how far each upstream is."""
+def _waits_for(registry: Registry, job: Job, monitored: bool | None = None) -> str:
+    """What a waiting job waits for and how far each upstream is; when its condition is
+    already decided, that a monitor is to act on it (and whether one runs)."""
     parts = []
     for fqid in job.after:
         counts = engine.upstream_tally(registry, fqid)
@@ -50,7 +54,20 @@ def _waits_for(registry: Registry, job: Job) -> str:
             parts.append(
                 f"{fqid} ({counts.done} done, {counts.spoilt} failed, {counts.pending} to go)"
             )
-    return f"for {', '.join(parts)} to be {job.when}"
+    said = f"for {', '.join(parts)} to be {job.when}"
+    if job._held:
+        return said  # its condition held: it waits for room in its workflow
+    decided, reason = engine.condition_of(registry, job)
+    if decided is Verdict.WAIT:
+        return said
+    # Decided, not acted on yet: only a monitor's cycle submits or skips a waiting job.
+    if decided is Verdict.GO:
+        said += f"; that holds ({reason}): a monitor is to submit it"
+    else:
+        said += f"; that can no longer hold ({reason}): a monitor is to skip it"
+    if monitored is False:
+        said += ", and none is running (a session or `ganga monitor start` runs one)"
+    return said
 
 
 def waits_for(registry: Registry, job: Job) -> str:
