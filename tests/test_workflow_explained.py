@@ -48,3 +48,26 @@ def test_a_decided_waiting_job_says_its_condition_holds_and_a_monitor_is_to_subm
     )
     logged = [cause for *_, cause in unwrap(b).history if "to be submitted" in cause]
     assert logged == [f"monitor: {a.id} ended, 1 failed of 3 (allow_failed=1): to be submitted"]
+
+
+def test_why_a_split_job_failed_names_its_failed_subjobs_and_the_first_ones_cause(
+    session: Session,
+) -> None:
+    args = [["-c", f"exit {code}"] for code in (0, 3, 0, 3, 7, 3, 3, 3, 3)]
+    j = Job(application=Executable(exe="/bin/sh"), splitter=ArgSplitter(args=args))
+    j.submit()
+
+    def ended() -> bool:
+        session.monitor.run_once()
+        return j.status == "failed"
+
+    wait_for(ended, 120, "the split job to end")
+    lines = explain(session.registry(), unwrap(j)).splitlines()
+    assert lines[0] == (
+        f"{j.id} failed: 7 of 9 subjobs failed or were killed: {j.id}.1 (exit 3), "
+        f"{j.id}.3 (exit 3), {j.id}.4 (exit 7), {j.id}.5 (exit 3), "
+        f"{j.id}.6 (exit 3), and 2 more"
+    )
+    first = unwrap(j.subjobs[1])
+    assert lines[1] == f"{j.id}.1 failed (exit 3): {first.history[-1][3]}"
+    assert len(lines) == 2

@@ -11,6 +11,10 @@ from ganga_like.runtime.workflow.condition import Verdict
 
 __all__ = ["dependency_line", "explain", "waits_for"]
 
+_SPOILT = ("failed", "killed", "failed_frozen")
+# How many of a master's failed subjobs `why` names (the rest are counted).
+_NAMED = 5
+
 
 def explain(registry: Registry, job: Job, monitored: bool | None = None) -> str:
     """The chain from ``job`` to the root failure (a skipped job), or what it waits for
@@ -35,11 +39,48 @@ def explain(registry: Registry, job: Job, monitored: bool | None = None) -> str:
             waits = _waits_for(registry, current, monitored)
             lines.append(f"{current.fqid} waiting: {waits}")
             break
-        code = f" (exit {current.exit_code})" if current.exit_code is not None else ""
-        last = current.history[-1][3] if current.history else ""
-        lines.append(f"{current.fqid} {status.label}{code}" + (f": {last}" if last else ""))
+        if current.is_master and status.label in _SPOILT:
+            lines.extend(_spoilt_master(current, status))
+            break
+        lines.append(_ended(current, status))
         break
     return "\n".join(lines)
+
+
+def _ended(job: Job, status: Status) -> str:
+    """``12 failed (exit 3): <the last line of its log>``."""
+    code = f" (exit {job.exit_code})" if job.exit_code is not None else ""
+    last = job.history[-1][3] if job.history else ""
+    return f"{job.fqid} {status.label}{code}" + (f": {last}" if last else "")
+
+
+def _spoilt_master(master: Job, status: Status) -> list[str]:
+    """A failed (or killed) master: its subjobs that failed or were killed, the first few
+    named with their exit codes and how many in all, then the first one's line as the
+    root cause. Only those few subjobs are loaded (the rest are read from status chunks)."""
+    labels = master.subjob_statuses()
+    if labels is None:
+        labels = [sj.status for sj in master.iter_subjobs()]
+    spoilt = [i for i, label in enumerate(labels) if label in _SPOILT]
+    named: list[str] = []
+    first: Job | None = None
+    for index_ in spoilt[:_NAMED]:
+        sub = master.find_subjob(index_)
+        if sub is None:
+            continue
+        first = first or sub
+        said = Status.parse(sub.status).label
+        if sub.exit_code is not None:  # "exit 3" says failed; "killed, exit -9" says more
+            said = f"exit {sub.exit_code}" if said == "failed" else f"{said}, exit {sub.exit_code}"
+        named.append(f"{sub.fqid} ({said})")
+    more = f", and {len(spoilt) - len(named)} more" if len(spoilt) > len(named) else ""
+    summary = (
+        f"{master.fqid} {status.label}: {len(spoilt)} of {len(labels)} subjobs failed or "
+        f"were killed: {', '.join(named)}{more}"
+    )
+    if first is None:
+        return [summary]
+    return [summary, _ended(first, Status.parse(first.status))]
 
 
 def _waits_for(registry: Registry, job: Job, monitored: bool | None = None) -> str:
