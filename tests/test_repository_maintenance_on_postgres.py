@@ -55,3 +55,23 @@ def test_reset_moves_aside_only_the_workspaces_the_database_never_gave_out(
     assert all((workspace / str(i)).is_dir() for i in ids)
     assert not (workspace / "500").exists()
     assert len(list(gangadir.glob("workspace-orphaned-*/500"))) == 1
+
+
+def test_a_database_that_lost_jobs_is_refused_in_one_line_and_reset_makes_it_usable(
+    gangadir: Path, postgres_repository: str
+) -> None:
+    """A new database beside a workspace that holds jobs (as a restore of an older dump
+    leaves it): the opening says so, and reset moves the unknown directories aside."""
+    for job_id in (0, 1):
+        (gangadir / "workspace" / str(job_id)).mkdir(parents=True)
+    env = child_env(gangadir, postgres_repository)
+    refused = ganga(["jobs"], env)
+    assert refused.returncode != 0
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert "the repository in PostgreSQL" in lines[0] and "has lost jobs" in lines[0]
+    assert "2 job directories (ids 0-1)" in lines[0] and "Data.fs" not in lines[0]
+    moved = ganga(["repository", "reset"], env)
+    assert moved.stdout.startswith("moved 2 orphaned workspace directories (ids 0-1)"), moved
+    listed = ganga(["jobs"], env)
+    assert listed.returncode == 0 and listed.stdout.startswith("jobs: 0"), listed

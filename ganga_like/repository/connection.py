@@ -140,7 +140,8 @@ class Repository:
                     if self.mode != "readonly":
                         if self.on_server:
                             check_shared_workspace(conn.root(), self.workspace, self.uri)
-                        check_after_open(conn.root(), path, self.workspace)
+                        database = postgres.server_of(self.uri) if self.on_server else ""
+                        check_after_open(conn.root(), path, self.workspace, database)
                         Registry.initialise(conn.root())
                         resume_removals(conn.root(), self.workspace)
                 if self.mode != "readonly":

@@ -70,8 +70,9 @@ def check_before_open(path: Path, workspace: Path) -> None:
         raise _lost(path, f"{path.name} {state}", ids)
 
 
-def check_after_open(root: Any, path: Path, workspace: Path) -> None:
-    """Refuse a repository whose next id already has a workspace.
+def check_after_open(root: Any, path: Path, workspace: Path, database: str = "") -> None:
+    """Refuse a repository whose next id already has a workspace (``database``: the
+    server and database a repository in PostgreSQL is in, as messages name it).
 
     Cheap at every opening: one ``stat``; the workspace is listed only when the job table
     is empty.
@@ -82,22 +83,36 @@ def check_after_open(root: Any, path: Path, workspace: Path) -> None:
     if jobs is not None and len(jobs) and not (workspace / str(next_id)).exists():
         return
     orphaned = [i for i in job_dirs(workspace) if i >= next_id]
+    if orphaned and database:
+        raise RepositoryError(
+            f"the repository in PostgreSQL {database} has lost jobs: its next job id is "
+            f"{next_id} but the workspace holds {_directories(orphaned)} it does not know "
+            "(a database restored from an older dump?). Nothing was changed. Either restore "
+            f"a newer dump, or run {_RESET}"
+        )
     if orphaned:
         raise _lost(path, f"its next job id is {next_id}", orphaned)
 
 
 def _lost(path: Path, state: str, ids: list[int]) -> RepositoryError:
-    shown = id_ranges(ids)
     backups = _backups(path)
     found = f" (found beside it: {', '.join(backups)})" if backups else ""
     return RepositoryError(
         f"repository {path.parent} has lost jobs: {state} but the workspace holds "
-        f"{len(ids)} job director{'y' if len(ids) == 1 else 'ies'} ({shown}) the "
-        f"repository does not know. Nothing was changed. With every session closed, "
-        f"either put back a copy of {path.name}{found} and delete {path.name}.index, or run "
-        "`ganga repository reset` to move those directories aside (into "
-        "workspace-orphaned-<time>/) and use the repository as it is"
+        f"{_directories(ids)} the repository does not know. Nothing was changed. With every "
+        f"session closed, either put back a copy of {path.name}{found} and delete "
+        f"{path.name}.index, or run {_RESET}"
     )
+
+
+_RESET = (
+    "`ganga repository reset` to move those directories aside (into "
+    "workspace-orphaned-<time>/) and use the repository as it is"
+)
+
+
+def _directories(ids: list[int]) -> str:
+    return f"{len(ids)} job director{'y' if len(ids) == 1 else 'ies'} ({id_ranges(ids)})"
 
 
 def id_ranges(ids: list[int]) -> str:
