@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like import Job, SchemaError, jobs
+from ganga_like import Job, JobError, SchemaError, jobs
 from ganga_like.runtime.session import Session
 
 from .test_stats import RUNS, hungry_job
@@ -71,7 +71,23 @@ def test_bad_report_paths_are_refused_in_one_line_and_nothing_is_written(
         SchemaError, match=r"^j.report\(\): no directory .*/nowhere to write run.html in$"
     ):
         j.report(tmp_path / "nowhere" / "run.html")
+    with pytest.raises(SchemaError) as empty:
+        j.report("")
+    assert str(empty.value) == "j.report(): path is empty; give a file name such as 'run.html'"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="no /proc (not Linux)")
+def test_a_report_its_directory_takes_no_file_in_is_refused_naming_the_path_given(
+    session: Session,
+) -> None:
+    # /proc takes no new file, even from root: what the report writes first cannot be made.
+    with pytest.raises(JobError) as refused:
+        Job().report("/proc/version")
+    assert str(refused.value) == (
+        "j.report(): cannot write /proc/version: /proc took no new file "
+        "(No such file or directory); nothing written"
+    )
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no chromium (apt-get install chromium)")

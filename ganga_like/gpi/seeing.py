@@ -47,6 +47,8 @@ def _report_path(where: str, path: object) -> Path:
         raise SchemaError(
             f"{where}: path expected a file name such as 'run.html', not {given(path)}"
         )
+    if not os.fspath(path):
+        raise SchemaError(f"{where}: path is empty; give a file name such as 'run.html'")
     target = Path(path).expanduser().absolute()
     if target.is_dir():
         raise SchemaError(
@@ -66,7 +68,15 @@ def write(jobs: Jobs, title: str, path: object, where: str) -> str:
         raise JobError(f"{where} {NEEDS_PLOTLY}") from missing
     current_session().refresh()
     stats, grid = _reader(jobs, title)()
-    return str(write_report(target, stats, grid))
+    try:
+        return str(write_report(target, stats, grid))
+    except OSError as failed:
+        # Said of the path given: the file written aside first is the report's own affair.
+        reason = failed.strerror or type(failed).__name__
+        raise JobError(
+            f"{where}: cannot write {target}: {target.parent} took no new file ({reason}); "
+            "nothing written"
+        ) from None
 
 
 def show(jobs: Jobs, title: str, interval: object, where: str, obj: str) -> Any:

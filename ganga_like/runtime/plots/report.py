@@ -178,6 +178,10 @@ def write_report(path: Path, stats: JobStats, grid: SubjobGrid) -> Path:
     """Write the report to ``path`` (written aside, then renamed: never seen half-written)."""
     text = report_html(stats, grid)
     aside = path.with_name(f".{path.name}.part")
-    aside.write_text(text, encoding="utf-8")
-    aside.replace(path)
+    try:
+        aside.write_text(text, encoding="utf-8")
+        aside.replace(path)
+    except OSError:
+        aside.unlink(missing_ok=True)  # nothing left behind of a report not written
+        raise
     return path
