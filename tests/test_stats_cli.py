@@ -107,3 +107,14 @@ def test_ganga_resubmit_group_resubmits_the_subjobs_of_the_group_ganga_stats_num
     assert [len(sj.history) for sj in j.subjobs] == after
     local = ganga(["resubmit", str(j.id), "--group", "1", "--memory", "4G", "--yes"], env_for)
     assert "its Local backend has no memory to give (nothing done)" in local.stderr
+    # What would be refused is refused before anything is asked, bad usage with status 2.
+    ids = str(j.id)
+    for argv, status, line in (
+        (["--memory", "6G"], 2, "ganga: --memory and --walltime go with --group N"),
+        (["--group", "1", "--memory", "banana"], 2, "cannot read memory size 'banana'"),
+        (["--group", "1", "--memory", "4G"], 1, "its Local backend has no memory to give"),
+    ):
+        asked = ganga(["resubmit", ids, *argv], env_for, stdin="y\n")
+        assert (asked.returncode, asked.stdout) == (status, ""), asked.stderr
+        assert len(asked.stderr.splitlines()) == 1 and line in asked.stderr
+    assert [len(sj.history) for sj in j.subjobs] == after

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ganga_like.batch.quantities import parse_memory
 from ganga_like.commands.context import (
     DECLINED,
     ERROR,
@@ -102,32 +103,53 @@ def resubmit_parser(parser: argparse.ArgumentParser) -> Any:
         help="only the subjobs of failure group N (as `ganga stats ID` numbers them), with "
         "twice the memory after out_of_memory, twice the walltime after timeout",
     )
-    parser.add_argument("--memory", help="with --group: the memory to ask for, e.g. 4G")
+    parser.add_argument(
+        "--memory", type=_memory, help="with --group: the memory to ask for, e.g. 4G"
+    )
     parser.add_argument("--walltime", help="with --group: the walltime to ask for, e.g. 2:00:00")
     given: dict[str, Any] = {}
 
     groups: dict[str, FailureGroup] = {}
 
-    def find_group(session: Session, job: Job) -> None:
+    def sizes() -> dict[str, Any]:
+        return {k: given.get(k) for k in ("memory", "walltime")}
+
+    def check_group(session: Session, job: Job) -> None:
         if given.get("group") is not None:
             where = f"job {job.fqid}: resubmit()"
             failures = job_stats([job], job.fqid).failures
-            groups[job.fqid] = failure_groups.group_of(failures, given["group"], where)
+            group = failure_groups.group_of(failures, given["group"], where)
+            more = sizes()
+            failure_groups.planned_resubmission(
+                session, group, more["memory"], more["walltime"], job
+            )
+            groups[job.fqid] = group
 
     def resubmit(session: Session, job: Job) -> bool:
-        group, sizes = given.get("group"), {k: given.get(k) for k in ("memory", "walltime")}
-        if group is None and not any(sizes.values()):
+        group = given.get("group")
+        if group is None:
             return job_actions.resubmit(session, job, keep_going=True)
         chosen = groups.get(job.fqid, group)
-        return failure_groups.resubmit_job_group(session, job, chosen, None, sizes)
+        return failure_groups.resubmit_job_group(session, job, chosen, None, sizes())
 
-    run = _parser(parser, "resubmit", resubmit, find_group)
+    run = _parser(parser, "resubmit", resubmit, check_group)
 
     def run_resubmit(args: argparse.Namespace) -> int:
+        if args.group is None and (args.memory is not None or args.walltime is not None):
+            raise UsageError("--memory and --walltime go with --group N (a failure group)")
         given.update(group=args.group, memory=args.memory, walltime=args.walltime)
         return int(run(args))
 
     return run_resubmit
+
+
+def _memory(text: str) -> str:
+    """``--memory``: a size as the backends take it (4G), refused as bad usage otherwise."""
+    try:
+        parse_memory(text)
+    except ValueError as bad:
+        raise argparse.ArgumentTypeError(str(bad)) from None
+    return text
 
 
 def remove_parser(parser: argparse.ArgumentParser) -> Any:

@@ -31,6 +31,7 @@ __all__ = [
     "group_of",
     "kill_group",
     "kill_job_group",
+    "planned_resubmission",
     "resubmit_group",
     "resubmit_job_group",
 ]
@@ -136,6 +137,26 @@ def resubmit_group(
     """Resubmit exactly ``group``'s (sub)jobs (of ``job``, when given). After
     out_of_memory their memory is doubled, after timeout their walltime, unless
     ``memory`` / ``walltime`` give the value; either may also be given for any cause."""
+    grouped, changes = planned_resubmission(session, group, memory, walltime, job)
+    for top_id, (top, targets) in grouped.items():
+        run_again(session, top, targets, True, "resubmit", changes[top_id], master_too=False)
+    return True
+
+
+Plan = tuple[dict[int, tuple[Job, list[Job]]], dict[int, dict[str, Any]]]
+
+
+def planned_resubmission(
+    session: Session,
+    group: FailureGroup,
+    memory: Any = None,
+    walltime: Any = None,
+    job: Job | None = None,
+) -> Plan:
+    """What ``resubmit_group`` would do, nothing changed: the group's (sub)jobs by master
+    and each master's backend changes. A JobError when it would be refused (a stale group,
+    a group of another job, a resource the backend has not, a bad value), so that a
+    command can refuse before it asks for a confirmation."""
     where = f"job {job.fqid}: resubmit()" if job is not None else "resubmit(group=...)"
     if not isinstance(group, FailureGroup):
         raise JobError(f"{where}: expected a FailureGroup of j.stats().failures, not {group!r}")
@@ -154,9 +175,7 @@ def resubmit_group(
         top_id: _grown(top, targets, group.cause, memory, walltime)
         for top_id, (top, targets) in grouped.items()
     }
-    for top_id, (top, targets) in grouped.items():
-        run_again(session, top, targets, True, "resubmit", changes[top_id], master_too=False)
-    return True
+    return grouped, changes
 
 
 def _since(group: FailureGroup, members: list[Job]) -> list[str]:
