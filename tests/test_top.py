@@ -252,6 +252,34 @@ def test_a_failure_group_running_again_is_killed_after_a_yes(
     asyncio.run(scenario())
 
 
+def test_a_job_that_ended_long_ago_opened_has_nothing_to_kill_and_is_not_asked_about(
+    gated: GatedScript, gangadir: Path
+) -> None:
+    async def scenario() -> None:
+        settings = Settings(gangadir=gangadir, repository_mode="shared", monitoring=False)
+        app = TopApp(settings, 0.2, 0.001, gated.job_id)  # ended jobs leave the list at once
+        async with app.run_test(size=(140, 30)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, JobScreen)
+            for index in range(len(CODES)):
+                gated.open_gate(index)
+            await until(
+                pilot,
+                lambda: screen.stats is not None and screen.stats.counts.get("failed") == 2,
+                "the job's stats, every subjob ended",
+            )
+            await until(pilot, lambda: not app.rows, "the job gone from the list")
+            await pilot.press("k")
+            assert app.screen is screen
+            assert shown(app, "#said") == (
+                f"job {gated.job_id}: none of its 4 (sub)job(s) is still to end; nothing to kill"
+            )
+            await pilot.press("q")
+        assert app.source.stop(30), "the reading thread ended"
+
+    asyncio.run(scenario())
+
+
 def test_a_kill_is_asked_first_and_done_on_yes(gated: GatedScript, gangadir: Path) -> None:
     async def scenario() -> None:
         app = top_app(gangadir)

@@ -28,7 +28,7 @@ from ganga_like.commands.top_source import Snapshot, TopSource, output_tail
 from ganga_like.commands.top_text import JOB_COLUMNS, job_cells
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.settings import Settings
-from ganga_like.runtime.stats.board import BoardRow
+from ganga_like.runtime.stats.board import LIVE, BoardRow
 from ganga_like.runtime.stats.data import FailureGroup
 
 __all__ = ["TopApp"]
@@ -255,10 +255,15 @@ class TopApp(App[None]):
 
     def kill(self, job_id: int) -> None:
         row = next((r for r in self.rows if r.job_id == job_id), None)
-        if row is not None and not row.remaining:
+        # Not listed (it ended long ago): the open job's stats tell as much.
+        open_job = self.job_screen
+        stats = open_job.stats if open_job is not None and open_job.job_id == job_id else None
+        counts = row.counts if row is not None else stats.counts if stats is not None else None
+        if counts is not None and not any(n for label, n in counts.items() if label in LIVE):
+            status = f" ({row.status})" if row is not None else ""
             self.say(
-                f"job {job_id} ({row.status}): none of its {row.total} (sub)job(s) is still "
-                "to end; nothing to kill"
+                f"job {job_id}{status}: none of its {sum(counts.values())} (sub)job(s) is "
+                "still to end; nothing to kill"
             )
             return
         what = f" ({row.remaining} of {row.total} not ended)" if row is not None else ""
