@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ from ganga_like.runtime.stats import job_stats
 from ganga_like.runtime.stats.compute import failure_reason
 from ganga_like.runtime.stats.grid import subjob_grid as cells
 from ganga_like.runtime.submission import actions
+from ganga_like.runtime.workflow import engine
 from ganga_like.web.grid_bytes import grid_payload
 
 __all__ = [
     "TAIL_BYTES",
     "TAIL_LINES",
+    "check",
     "find",
     "job_summary",
     "jobs_table",
@@ -49,6 +52,11 @@ def find(session: Session, job_id: int, sub: int | None = None) -> Job:
         fqid = f"{job_id}" if sub is None else f"{job_id}.{sub}"
         raise JobError(f"no job {fqid}")
     return found
+
+
+def check(session: Session, job_id: int, sub: int | None = None) -> None:
+    """Nothing when the job or subjob is there; a JobError (a 404) when it is not."""
+    find(session, job_id, sub)
 
 
 def jobs_table(session: Session) -> list[dict[str, Any]]:
@@ -78,7 +86,9 @@ def job_summary(session: Session, job_id: int) -> dict[str, Any]:
         json.loads(make(stats).to_json())
         for make in (figures.status_over_time, figures.run_time_histogram, figures.failure_groups)
     ]
-    return {"id": job.id, "row": row, "stats": plain, "figures": shown}
+    # The jobs waiting for it: a kill asks what becomes of them.
+    waiting = engine.waiting_dependents(session.registry(), job)
+    return {"id": job.id, "row": row, "stats": plain, "figures": shown, "dependents": waiting}
 
 
 def subjob_grid(session: Session, job_id: int) -> dict[str, Any]:
@@ -127,16 +137,23 @@ def _tail(path: Path) -> list[str] | None:
     return lines[-TAIL_LINES:]
 
 
-def kill(session: Session, job_id: int, sub: int | None) -> str:
+def kill(session: Session, job_id: int, sub: int | None, options: Mapping[str, Any]) -> str:
+    """Kill the (sub)job; ``options["dependents"]`` ("skip" or "keep") says what becomes
+    of the jobs that wait for it (without it, a kill of a job others wait for is refused)."""
     job = find(session, job_id, sub)
     done = workflow.kill(
-        session, job, True, None, f"ganga kill {job.fqid} --dependents skip (or keep)"
+        session,
+        job,
+        True,
+        options.get("dependents"),
+        'choose "skip" or "keep" (the body\'s "dependents")',
     )
     session.poke_monitor()
     return f"job {job.fqid} killed" if done is not False else f"job {job.fqid}: nothing done"
 
 
-def resubmit(session: Session, job_id: int, sub: int | None) -> str:
+def resubmit(session: Session, job_id: int, sub: int | None, options: Mapping[str, Any]) -> str:
+    """Resubmit the (sub)job (``options``: none so far)."""
     job = find(session, job_id, sub)
     done = actions.resubmit(session, job, keep_going=True)
     session.poke_monitor()

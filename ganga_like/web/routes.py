@@ -8,8 +8,9 @@
     GET  /api/detail/FQID       a (sub)job's status, exit code and cause
     GET  /api/output/FQID       the last lines of its stdout and stderr
     GET  /api/events            Server-Sent Events: "change" after every commit
-    POST /api/kill/FQID         {"confirmed": true} and the token in the header
-    POST /api/resubmit/FQID     the same
+    POST /api/kill/FQID         {"confirmed": true} (and "dependents": "skip" or "keep")
+                                with the token in the header
+    POST /api/resubmit/FQID     {"confirmed": true} with the token in the header
 
 Every route is behind the token (``access.TokenGate``), which wraps the whole app.
 """
@@ -17,20 +18,31 @@ Every route is behind the token (``access.TokenGate``), which wraps the whole ap
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ganga_like.errors import GangaError, JobError
+from ganga_like.errors import GangaError
 from ganga_like.web import job_data
 from ganga_like.web.access import TokenGate
+from ganga_like.web.answers import (
+    DEPENDENTS,
+    action_body,
+    error_json,
+    error_page,
+    http_error,
+    job_id,
+    job_ids,
+    server_error,
+    status_of,
+)
 from ganga_like.web.reader import Reader, StatsCache
 
 __all__ = ["KEEP_ALIVE", "POLL", "STATIC", "build_app"]
@@ -46,7 +58,8 @@ STATIC = {
     "job.js": "text/javascript; charset=utf-8",
     "grid.js": "text/javascript; charset=utf-8",
 }
-_FQID = re.compile(r"([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+# What each action's body may hold besides "confirmed", and what it takes.
+KILL_KEYS = {"dependents": DEPENDENTS}
 
 
 def _static(name: str) -> Response:
@@ -61,24 +74,6 @@ def _static(name: str) -> Response:
     return Response(data, media_type=kind)
 
 
-def _fqid(text: str) -> tuple[int, int | None]:
-    found = _FQID.fullmatch(text)
-    if found is None:
-        raise ValueError(f"not a job id: {text!r}; use 12 or 12.3")
-    return int(found[1]), int(found[2]) if found[2] is not None else None
-
-
-def _error(exc: Exception) -> JSONResponse:
-    """One line saying why: 400 a malformed request, 404 no such job, 409 refused."""
-    if isinstance(exc, ValueError):
-        status = 400
-    elif isinstance(exc, JobError) and str(exc).startswith("no job "):
-        status = 404
-    else:
-        status = 409
-    return JSONResponse({"error": str(exc)}, status_code=status)
-
-
 class _Routes:
     """The handlers, sharing the reader and the stats kept between requests."""
 
@@ -89,8 +84,15 @@ class _Routes:
         self.stats = StatsCache()
 
     async def page(self, request: Request) -> Response:
-        """A page, its scripts and style named with the token (URL-safe: no escaping)."""
-        name = "job.html" if "job_id" in request.path_params else "jobs.html"
+        """A page, its scripts and style named with the token (URL-safe: no escaping);
+        a job's page only for a job there is."""
+        name = "jobs.html"
+        if "job_id" in request.path_params:
+            name = "job.html"
+            try:
+                await self.reader.run(job_data.check, job_id(request.path_params["job_id"]))
+            except (GangaError, ValueError) as exc:
+                return error_page(str(exc), status_of(exc), self.token)
         html = resources.files("ganga_like.web").joinpath("static", name).read_text()
         return HTMLResponse(html.replace("__TOKEN__", self.token))
 
@@ -101,28 +103,35 @@ class _Routes:
         try:
             return JSONResponse(await self.reader.run(read, *args))
         except (GangaError, ValueError) as exc:
-            return _error(exc)
+            return error_json(exc)
 
     async def jobs(self, request: Request) -> Response:
         return await self.read(job_data.jobs_table)
 
     async def job(self, request: Request) -> Response:
-        job_id: int = request.path_params["job_id"]
+        try:
+            number = job_id(request.path_params["job_id"])
+        except ValueError as exc:
+            return error_json(exc)
         commit = self.reader.last_commit()
-        kept = self.stats.fresh(job_id, commit)
+        kept = self.stats.fresh(number, commit)
         if kept is not None:
             summary, current = kept
             return JSONResponse(summary if current else {**summary, "stale": True})
         started = time.monotonic()
         try:
-            summary = await self.reader.run(job_data.job_summary, job_id)
+            summary = await self.reader.run(job_data.job_summary, number)
         except GangaError as exc:
-            return _error(exc)
-        self.stats.keep(job_id, commit, time.monotonic() - started, summary)
+            return error_json(exc)
+        self.stats.keep(number, commit, time.monotonic() - started, summary)
         return JSONResponse(summary)
 
     async def grid(self, request: Request) -> Response:
-        return await self.read(job_data.subjob_grid, request.path_params["job_id"])
+        try:
+            number = job_id(request.path_params["job_id"])
+        except ValueError as exc:
+            return error_json(exc)
+        return await self.read(job_data.subjob_grid, number)
 
     async def detail(self, request: Request) -> Response:
         return await self.read_of(request, job_data.subjob_detail)
@@ -133,29 +142,30 @@ class _Routes:
     async def read_of(self, request: Request, read: Callable[..., Any]) -> Response:
         """``read`` of the (sub)job the path's FQID names."""
         try:
-            job_id, sub = _fqid(request.path_params["fqid"])
+            number, sub = job_ids(request.path_params["fqid"])
         except ValueError as exc:
-            return _error(exc)
-        return await self.read(read, job_id, sub)
+            return error_json(exc)
+        return await self.read(read, number, sub)
 
     async def kill(self, request: Request) -> Response:
-        return await self.act(request, job_data.kill)
+        return await self.act(request, job_data.kill, KILL_KEYS)
 
     async def resubmit(self, request: Request) -> Response:
-        return await self.act(request, job_data.resubmit)
+        return await self.act(request, job_data.resubmit, {})
 
-    async def act(self, request: Request, action: Callable[..., str]) -> Response:
-        """Kill or resubmit, once the page's confirmation was given."""
+    async def act(
+        self, request: Request, action: Callable[..., str], keys: Mapping[str, tuple[str, ...]]
+    ) -> Response:
+        """Kill or resubmit, once the page's confirmation was given: the (sub)job is
+        looked for first (404), then the body read (400), then the action tried (409)."""
         try:
-            job_id, sub = _fqid(request.path_params["fqid"])
-            if request.headers.get("content-type", "").split(";")[0] != "application/json":
-                raise ValueError('expected a JSON body: {"confirmed": true}')
-            body = await request.json()
-            if not isinstance(body, dict) or body.get("confirmed") is not True:
-                raise ValueError('not confirmed: nothing done (send {"confirmed": true})')
-            said = await self.reader.act(action, job_id, sub)
+            number, sub = job_ids(request.path_params["fqid"])
+            await self.reader.run(job_data.check, number, sub)
+            body = action_body(await request.body(), keys)
+            options = {key: body[key] for key in keys if key in body}
+            said = await self.reader.act(action, number, sub, options)
         except (GangaError, ValueError) as exc:
-            return _error(exc)
+            return error_json(exc)
         return JSONResponse({"done": said})
 
     async def events(self, request: Request) -> Response:
@@ -189,16 +199,17 @@ def build_app(
     app = Starlette(
         routes=[
             Route("/", routes.page),
-            Route("/job/{job_id:int}", routes.page),
+            Route("/job/{job_id}", routes.page),
             Route("/static/{name}", routes.static),
             Route("/api/jobs", routes.jobs),
-            Route("/api/jobs/{job_id:int}", routes.job),
-            Route("/api/jobs/{job_id:int}/grid", routes.grid),
+            Route("/api/jobs/{job_id}", routes.job),
+            Route("/api/jobs/{job_id}/grid", routes.grid),
             Route("/api/detail/{fqid}", routes.detail),
             Route("/api/output/{fqid}", routes.output),
             Route("/api/events", routes.events),
             Route("/api/kill/{fqid}", routes.kill, methods=["POST"]),
             Route("/api/resubmit/{fqid}", routes.resubmit, methods=["POST"]),
-        ]
+        ],
+        exception_handlers={HTTPException: http_error(token), Exception: server_error},
     )
     return TokenGate(app, token, hosts)

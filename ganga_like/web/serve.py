@@ -32,19 +32,23 @@ class WebError(GangaError):
 
 
 def bind(port: int) -> socket.socket:
-    """A listening socket on the loopback interface (``port`` 0: a free one)."""
+    """A listening socket on the loopback interface (``port`` 0: a free one).
+
+    SO_REUSEADDR lets a server stopped a moment ago start again on its port, which the
+    connections it closed (open pages) keep in TIME-WAIT for a minute; Linux still
+    refuses a port another socket listens on."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((HOST, port))
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise WebError(
-                f"ganga web: port {port} of {HOST} is in use; give another --port, or none "
-                "for a free one"
+                f"port {port} of {HOST} is in use; give another --port, or none for a free one"
             ) from None
-        raise WebError(f"ganga web: cannot listen on {HOST}:{port}: {exc.strerror}") from None
-    sock.listen(128)
+        raise WebError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
     sock.setblocking(False)
     return sock
 

@@ -16,13 +16,14 @@ async function getJSON(path) {
   return body;
 }
 
-// A change is sent in the header with the token (never in the address) and a JSON body
-// saying it was confirmed: a form of another site can send neither.
-async function postAction(path) {
+// A change is sent with the token in the header (never in the address), which a form
+// of another site cannot send, and a JSON body saying it was confirmed (with the
+// action's options, such as "dependents" of a kill).
+async function postAction(path, options) {
   const answer = await fetch(path, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-Ganga-Token": TOKEN },
-    body: JSON.stringify({ confirmed: true }),
+    body: JSON.stringify({ confirmed: true, ...(options || {}) }),
   });
   const body = await answer.json();
   if (!answer.ok) throw new Error(body.error || answer.statusText);

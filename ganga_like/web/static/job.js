@@ -108,20 +108,28 @@ async function refresh() {
   if (!summaryTimer) await refreshSummary();
 }
 
-// An action is asked for in a dialog first; only "Yes" sends it.
+// An action is asked for in a dialog first; only "Yes" sends it. A kill of a job others
+// wait for asks too what becomes of them: skipped, or kept waiting for a resubmission.
 function confirmThen(verb) {
   const dialog = document.getElementById("confirm");
   const total = lastSummary ? lastSummary.stats.total : 0;
   const what = total > 1 ? ` and its ${total} subjobs` : "";
   document.getElementById("confirm-text").textContent = `${verb} job ${JOB_ID}${what}?`;
+  const waiting = verb === "Kill" && lastSummary ? lastSummary.dependents || [] : [];
+  const choice = document.getElementById("confirm-dependents");
+  choice.hidden = waiting.length === 0;
+  document.getElementById("confirm-dependents-text").textContent =
+    `job(s) ${waiting.join(", ")} wait for it:`;
   const yes = document.getElementById("confirm-yes");
   yes.textContent = verb;
   yes.onclick = async () => {
     dialog.close();
     const message = document.getElementById("message");
     message.textContent = verb + "…";
+    const options = {};
+    if (waiting.length) options.dependents = choice.querySelector("input:checked").value;
     try {
-      message.textContent = (await postAction(`/api/${verb.toLowerCase()}/${JOB_ID}`)).done;
+      message.textContent = (await postAction(`/api/${verb.toLowerCase()}/${JOB_ID}`, options)).done;
     } catch (error) {
       message.textContent = error.message;
     }
