@@ -2,8 +2,8 @@
 scripts/install-chromium.sh installs it): the pages load with the token and are refused
 without it, show real jobs run on Local, draw the subjob grid in the statuses' colours,
 name the subjob under the pointer, follow a job another process changes, and kill only
-after the confirmation. Screenshots are kept in the test's directory (and in
-``$GANGA_WEB_SCREENSHOTS`` when set)."""
+after the confirmation (asking what becomes of the jobs that wait for it). Screenshots
+are kept in the test's directory (and in ``$GANGA_WEB_SCREENSHOTS`` when set)."""
 
 from __future__ import annotations
 
@@ -278,3 +278,37 @@ def _master_with_statuses(session: Session, labels: list[str]) -> int:
 
     session.repo.in_transaction(build, what="building a master")
     return made[0]
+
+
+def test_a_kill_of_a_job_others_wait_for_asks_what_becomes_of_them(
+    session: Session, env_for: dict[str, str], page: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "go"
+    first = gated_job(marker, [None])
+    first.submit()
+    second = Job(application=Executable(exe="/bin/true"), after=first)
+    second.submit()
+    try:
+        wait_for(lambda: first.subjobs.stats().counts == {"running": 1}, WAIT, "it running")
+        with running_web(env_for) as web:
+            page.goto(f"{web.base}/job/{first.id}?token={web.token}")
+            until(page, "document.getElementById('facts').rows.length > 3", "the job's facts")
+            page.click("#kill")
+            assert page.locator("#confirm-dependents").is_visible()
+            assert page.inner_text("#confirm-dependents legend") == (
+                f"job(s) {second.id} wait for it:"
+            )
+            page.check("#confirm-dependents input[value=keep]")
+            page.click("#confirm-yes")
+            until(
+                page,
+                f"document.getElementById('message').innerText === 'job {first.id} killed'",
+                "kill",
+            )
+            wait_for(lambda: first.status == "killed", WAIT, "the job killed")
+            assert second.status == "waiting"  # kept waiting for a resubmission
+            page.click("#resubmit")
+            assert not page.locator("#confirm-dependents").is_visible()
+            page.click("#confirm-no")
+    finally:
+        marker.touch()
