@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from ganga_like.errors import JobError, WaitTimeoutError
 from ganga_like.model import status_column
+from ganga_like.model.callbacks import due_table
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.repository.changes import CommitSignal
@@ -34,6 +36,7 @@ __all__ = [
     "RECHECK",
     "SubjobGroup",
     "Watch",
+    "callbacks_due",
     "finished",
     "nothing_to_wait_for",
     "watch",
@@ -53,11 +56,27 @@ RECHECK = 1.0
 
 def finished(job: Job) -> bool:
     """A top-level job's run is over: a final status, and, completed, its postprocessors
-    (mergers, checkers) have run, which may still turn it failed."""
+    (mergers, checkers) have run, which may still turn it failed; and the callbacks
+    (``j.on``) of the status it reached have been called, which may resubmit it."""
     status = job.current_status()
     if not status.final:
         return False
-    return not (status is Status.COMPLETED and job.postprocessing_pending())
+    if status is Status.COMPLETED and job.postprocessing_pending():
+        return False
+    return not callbacks_due(job)
+
+
+def callbacks_due(job: Job) -> bool:
+    """Whether a callback of top-level ``job`` is due or being called (an entry of the
+    repository's due table): only its own entries are read, O(log n)."""
+    jar = getattr(job, "_p_jar", None)
+    if not job._callbacks or jar is None:
+        return False
+    table = due_table(jar.root())
+    if table is None:
+        return False
+    entries = table.values(min=(job.id, 0), max=(job.id, sys.maxsize))
+    return any(entry[0] == "call" for entry in entries)
 
 
 def nothing_to_wait_for(session: Any, job: Job, status: Status) -> str | None:
