@@ -1,18 +1,21 @@
 """``j.report("run.html")``: one self-contained HTML file with a job's plots and tables,
-written from a real Local run; opened by a real headless Chromium where one is installed."""
+written from a real Local run; opened by a real headless Chromium where one is installed,
+which takes the picture of it (kept: :mod:`tests.screenshots`)."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ganga_like import Job, JobError, SchemaError, jobs
+from ganga_like import ArgSplitter, Executable, Job, JobError, SchemaError, jobs
 from ganga_like.runtime.session import Session
 
+from .screenshots import keep
 from .test_stats import RUNS, hungry_job
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -90,34 +93,56 @@ def test_a_report_its_directory_takes_no_file_in_is_refused_naming_the_path_give
     )
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no chromium (apt-get install chromium)")
-def test_the_report_draws_its_plots_in_a_headless_browser_with_no_network(
-    session: Session, tmp_path: Path
-) -> None:
-    j = Job()
-    report = Path(j.report(tmp_path / "one.html"))
-    profile = tmp_path / "profile"
-    dom = subprocess.run(
+def headless_chromium(page: Path, profile: Path, *asked: str) -> str:
+    """Chromium opening ``page`` with no network (any fetch would fail), given time to
+    run its scripts; its standard output."""
+    return subprocess.run(
         [
             CHROMIUM,
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
             "--disable-dev-shm-usage",
+            "--hide-scrollbars",
             f"--user-data-dir={profile}",
-            "--proxy-server=127.0.0.1:9",  # any fetch would fail
+            "--proxy-server=127.0.0.1:9",
             "--virtual-time-budget=10000",
-            "--dump-dom",
-            report.as_uri(),
+            *asked,
+            page.as_uri(),
         ],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no chromium (apt-get install chromium)")
+def test_the_report_draws_its_plots_in_a_headless_browser_with_no_network(
+    session: Session, tmp_path: Path
+) -> None:
+    # Five subjobs; two exit with 3, one with 7: two failure groups.
+    j = Job(
+        name="report me",
+        application=Executable(exe=sys.executable),
+        splitter=ArgSplitter(
+            args=[["-c", f"import sys; sys.exit({code})"] for code in (0, 0, 3, 3, 7)]
+        ),
+    )
+    j.submit()
+    assert j.wait(timeout=120) == "failed"
+    report = Path(j.report(tmp_path / "report.html"))
+    dom = headless_chromium(report, tmp_path / "profile", "--dump-dom")
     # Plotly drew each figure: its SVG root is in the page.
     assert dom.count('class="main-svg"') >= 4
-    assert f"stats of job {j.id}: 1 job" in dom
+    assert f"stats of job {j.id}: 5 subjobs" in dom and "exit code 3" in dom
+    # The picture of the report (docs/seeing-jobs.md shows it).
+    shot = tmp_path / "report.png"
+    headless_chromium(
+        report, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1100,1900"
+    )
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    keep(shot)
 
 
 def test_outside_a_notebook_the_dashboard_says_what_to_use_in_one_line(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from ganga_like.runtime.settings import Settings
 from ganga_like.runtime.stats.data import FailureGroup
 
 from .gated_script import GatedScript
+from .screenshots import keep
 from .test_cli import ganga
 from .waiting import wait_for
 
@@ -94,15 +94,10 @@ async def all_ended(pilot: Pilot[None], app: TopApp, gated: GatedScript) -> None
 
 
 def keep_screenshot(app: TopApp, tmp_path: Path, name: str) -> Path:
-    """The screen as SVG; also copied to ``$GANGA_TOP_SCREENSHOTS`` when set (the
-    pictures of docs/top.md are made so)."""
+    """The screen as SVG, kept (:mod:`tests.screenshots`: the pictures of docs/top.md)."""
     shot = Path(app.save_screenshot(name, str(tmp_path)))
     assert shot.read_text().startswith("<svg")
-    kept = os.environ.get("GANGA_TOP_SCREENSHOTS")
-    if kept:
-        Path(kept).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(kept) / name)
-    return shot
+    return keep(shot)
 
 
 def message(app: TopApp) -> str:

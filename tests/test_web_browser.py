@@ -3,11 +3,11 @@ scripts/install-chromium.sh installs it): the pages load with the token and are 
 without it, show real jobs run on Local, draw the subjob grid in the statuses' colours,
 name the subjob under the pointer, follow a job another process changes, and kill only
 after the confirmation (asking what becomes of the jobs that wait for it). Screenshots
-are kept in the test's directory (and in ``$GANGA_WEB_SCREENSHOTS`` when set)."""
+are kept in the test's directory (and in ``$GANGA_SCREENSHOTS`` when set:
+:mod:`tests.screenshots`)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -21,6 +21,7 @@ from ganga_like import ArgSplitter, Executable, Job
 from ganga_like.runtime.plots.figures import STATUS_COLOURS
 from ganga_like.runtime.session import Session
 
+from .screenshots import keep
 from .test_cli import ganga
 from .waiting import wait_for
 from .web_server import CHROMIUM, WebServer, launch_chromium, master_with_statuses, running_web
@@ -77,11 +78,7 @@ def until(page: Any, script: str, what: str, timeout: float = WAIT) -> Any:
 def keep_screenshot(page: Any, tmp_path: Path, name: str) -> Path:
     shot = tmp_path / name
     page.screenshot(path=str(shot), full_page=True)
-    kept = os.environ.get("GANGA_WEB_SCREENSHOTS")
-    if kept:
-        Path(kept).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(kept) / name)
-    return shot
+    return keep(shot)
 
 
 def rgb(hex_colour: str) -> list[int]:
