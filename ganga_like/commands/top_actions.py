@@ -46,7 +46,7 @@ def resubmit_group(session: Session, job_id: int, group: FailureGroup) -> str:
 
 def kill_group(session: Session, job_id: int, group: FailureGroup) -> str:
     """Kill those (sub)jobs of failure group ``group`` of job ``job_id`` that run again
-    (resubmitted since), as ``j.kill(group=N)`` does; none running is refused."""
+    (resubmitted since), as ``j.kill(group=g)`` does; none running is refused."""
     job = session.registry().get(job_id)
     if not isinstance(job, Job):
         return f"no job {job_id}; nothing killed"
