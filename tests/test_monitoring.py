@@ -16,7 +16,7 @@ from ganga_like.model.interfaces import StatusReport
 from ganga_like.model.job import Job as JobImpl
 from ganga_like.model.status import Status
 from ganga_like.runtime.monitoring.monitor import FINISHING_INTERVAL, CycleResult, next_interval
-from ganga_like.runtime.monitoring.status_engine import apply_report
+from ganga_like.runtime.monitoring.status_engine import Applied, apply_report
 from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
@@ -77,6 +77,23 @@ def test_engine_is_idempotent_and_ignores_stale_reports() -> None:
     assert apply_report(sj, StatusReport("0.0", Status.RUNNING, 6.0), "X").path == ()
     assert sj.history == before
     assert master.current_status() is Status.FAILED
+
+
+def test_what_an_ended_run_used_never_moves_a_subjob_retried_since_back_to_its_end() -> None:
+    master = _master(2)
+    retried, ended = master.subjob(0), master.subjob(1)
+    for sj in (retried, ended):
+        apply_report(sj, StatusReport(sj.fqid, Status.FAILED, 5.0, exit_code=3), "X")
+    retried.change_status(Status.SUBMITTING, "monitor: retry 1 of 1 after failed")
+    before = retried.history
+    late = [
+        StatusReport(sj.fqid, Status.FAILED, 5.0, usage=(2048, 1.0, 0.5), usage_only=True)
+        for sj in (retried, ended)
+    ]
+    assert apply_report(retried, late[0], "X") == Applied(retried.fqid, ())
+    assert retried.history == before and retried.resources_used() is None
+    assert apply_report(ended, late[1], "X").used_only
+    assert ended.resources_used() is not None and ended.status == "failed"
 
 
 def test_engine_applies_ten_thousand_changes_in_well_under_a_second_of_cpu() -> None:

@@ -296,7 +296,12 @@ def _usage_reports(
             status = Status.parse(entry.status)
             reports.append(
                 StatusReport(
-                    entry.fqid, status, entry.ended, usage=(kib, user, system), wall=elapsed
+                    entry.fqid,
+                    status,
+                    entry.ended,
+                    usage=(kib, user, system),
+                    wall=elapsed,
+                    usage_only=True,
                 )
             )
     if following or poller.unaccounted.value:

@@ -200,6 +200,10 @@ class StatusReport:
     # The run's wall-clock seconds, where the backend measured them (else they are taken
     # from its running state to the report's time).
     wall: float | None = None
+    # Only what an ended run used, read after its end was reported (Slurm's steps): it is
+    # kept on a (sub)job still in that end and never changes a status, for the (sub)job
+    # may have been retried or resubmitted since.
+    usage_only: bool = False
 
 
 @dataclass

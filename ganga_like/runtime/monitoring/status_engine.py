@@ -47,6 +47,8 @@ def apply_report(job: Job, report: StatusReport, backend: str) -> Applied:
     if ended_as_said and report.usage is not None and job.resources_used() is None:
         _record_use(job, report)
         return Applied(job.fqid, (), used_only=True)
+    if report.usage_only:
+        return Applied(job.fqid, ())  # it moved on since (a retry): its old end is no news
     if path:
         cause = describe(backend, report)
         for step in path:
