@@ -163,7 +163,7 @@ def test_the_configuring_environment_variables_are_read_in_one_module() -> None:
         if reading.search(path.read_text()) and path.name != "environment.py"
     )
     assert readers == [], "read them through ganga_like.config.environment"
-    assert set(ENVIRONMENT) == {"GANGA_DIR", "GANGA_REPOSITORY_MODE"}
+    assert set(ENVIRONMENT) == {"GANGA_DIR", "GANGA_REPOSITORY_MODE", "GANGA_REPOSITORY"}
 
 
 def test_settings_and_the_configuration_take_the_gangadir_from_the_environment(

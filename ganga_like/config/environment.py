@@ -1,6 +1,7 @@
 """The environment variables that configure ganga, read here and nowhere else.
 
-``XDG_CONFIG_HOME`` says where the config file is (:func:`config_home`).
+``XDG_CONFIG_HOME`` says where the config file is (:func:`config_home`), ``XDG_CACHE_HOME``
+where this host keeps caches of its own (:func:`cache_home`).
 
 ``GANGA_DIR``, ``GANGA_REPOSITORY_MODE`` and ``GANGA_REPOSITORY`` are a layer of the
 configuration, between the config file and the command line (a one-off
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ENVIRONMENT", "config_home", "environment_values", "fingerprint"]
+__all__ = ["ENVIRONMENT", "cache_home", "config_home", "environment_values", "fingerprint"]
 
 # Variable -> the (section, option) it sets.
 ENVIRONMENT: dict[str, tuple[str, str]] = {
@@ -40,6 +41,12 @@ def config_home() -> Path:
     value."""
     base = os.environ.get("XDG_CONFIG_HOME", "")
     return Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+
+
+def cache_home() -> Path:
+    """``$XDG_CACHE_HOME``, or ``~/.cache`` (a relative value is ignored, as above)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
 
 
 def fingerprint() -> tuple[str | None, ...]:

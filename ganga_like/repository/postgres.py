@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ganga_like.config.environment import cache_home
 from ganga_like.errors import RepositoryError
 
 __all__ = [
@@ -123,10 +124,8 @@ def _missing_extra(uri: str) -> RepositoryError:
 def cache_dir(uri: str) -> Path:
     """Where this host keeps RelStorage's persistent client cache of ``uri``'s database:
     on a local disk (``$XDG_CACHE_HOME``), never in a gangadir that other hosts share."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
     key = hashlib.sha256(server_of(uri).encode()).hexdigest()[:16]
-    return root / "ganga_like" / "relstorage" / key
+    return cache_home() / "ganga_like" / "relstorage" / key
 
 
 def open_relstorage(
