@@ -14,7 +14,7 @@ thread of this process, and nothing waits for it:
 A crash after 1 leaves the id recorded, after 2 the directory in ``.removed/``: the next
 opening of the repository (any session, any command that may write) sets aside the
 workspaces still recorded and deletes ``.removed/`` behind it again.  Ids whose
-workspace is gone are dropped from the record at the next removal or opening.  A job id
+workspace is gone are dropped from the record at the next removal.  A job id
 is never given again (``checks.orphans.first_free_id``), so a recorded id never names a
 newer job.  Several processes deleting the same directory at once is harmless.
 """
@@ -128,12 +128,11 @@ def _delete_tree(path: Path, pause: Callable[[], None] | None) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def resume_removals(root: Any, workspace: Path) -> bool:
-    """At an opening, in its transaction: set aside the workspaces still recorded (a crash
-    came between a removal's commit and its rename); True if the record changed."""
+def resume_removals(root: Any, workspace: Path) -> None:
+    """At an opening: set aside the workspaces still recorded (a crash came between a
+    removal's commit and its rename). The record is left as it is (the next removal
+    forgets what is gone): an opening that wrote would make a new transaction each time
+    one is opened after a removal, and the jobs table's cache would never answer."""
     recorded: IdSet | None = root.get(TO_DELETE_KEY)
-    if not recorded:
-        return False
-    for job_id in list(recorded):
+    for job_id in list(recorded or ()):
         set_aside(workspace, job_id)
-    return _forget_deleted(recorded, workspace)
