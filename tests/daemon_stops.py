@@ -23,6 +23,17 @@ def kill_daemon_at(
     held = dict(env, **{STOP_VARIABLE: f"{point}:{stopped}"})
     assert ganga(["monitor", "start"], held).returncode == 0
     release()
-    wait_for(stopped.exists, 120, f"the daemon to reach {point}")
-    os.kill(int(stopped.read_text()), signal.SIGKILL)
+    # The stop point writes its pid into the file it creates: read once it is there whole.
+    wait_for(lambda: _pid_in(stopped) is not None, 120, f"the daemon to reach {point}")
+    pid = _pid_in(stopped)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
     wait_for(lambda: "not running" in ganga(["monitor", "status"], env).stdout, 30, "exit")
+
+
+def _pid_in(path: Path) -> int | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.strip().isdigit() and text.endswith("\n") else None
