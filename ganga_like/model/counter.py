@@ -12,7 +12,7 @@ index then change a few times per run, not twice per subjob.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -70,10 +70,14 @@ class StatusCounter(Persistent):  # type: ignore[misc]
     # How many times the pending labels were written into the chunks (a conflict tells a
     # side that wrote them from one that only added to them).
     folds: int = 0
+    # How many kills in bulk changed the counts (model.bulk_kill): such a kill writes no
+    # subjob record, so a concurrent change of one of its subjobs would merge here
+    # unnoticed; a change of this number makes every concurrent change a conflict.
+    kills: int = 0
 
     # Stored as a tuple of these (model.compact_state): the record every subjob change
     # rewrites carries no attribute names. Append-only.
-    _state_fields = ("counts", "run_seconds", "started", "pending", "folds")
+    _state_fields = ("counts", "run_seconds", "started", "pending", "folds", "kills")
 
     def __init__(self) -> None:
         super().__init__()
@@ -134,6 +138,28 @@ class StatusCounter(Persistent):  # type: ignore[misc]
         elif "pending" in self.__dict__:
             del self.pending  # none: back to the class default, not stored
 
+    def kill_in_bulk(
+        self,
+        chunks: tuple[status_column.StatusChunk, ...],
+        labels: Sequence[str],
+        moved: Mapping[Status, int],
+    ) -> None:
+        """Subjobs are killed (``moved``: how many from each status): counted so, and
+        ``labels`` (every subjob's, the killed ones' killed) written into ``chunks``, the
+        pending labels with them."""
+        counts = dict(self.counts)
+        for old, n in moved.items():
+            counts[old.label] = counts.get(old.label, 0) - n
+            if not counts[old.label]:
+                del counts[old.label]
+            counts[Status.KILLED.label] = counts.get(Status.KILLED.label, 0) + n
+        self.counts = counts
+        self._note_started()
+        status_column.rewrite(chunks, labels)
+        self._set_pending({})
+        self.folds += 1
+        self.kills += 1
+
     def column(self, chunks: tuple[status_column.StatusChunk, ...]) -> status_column.StatusColumn:
         """The master's subjob statuses as a reader sees them (``chunks`` and the pending
         labels over them)."""
@@ -193,6 +219,10 @@ def _read(stored: Any) -> dict[str, Any]:
 
 def _merge(old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """Two sides' changes of a counter (its attribute dicts) from a common old state."""
+    if committed.get("kills", 0) != old.get("kills", 0) or new.get("kills", 0) != old.get(
+        "kills", 0
+    ):
+        raise ConflictError("subjobs killed in bulk while others changed")
     o, c, n = old["counts"], committed["counts"], new["counts"]
     merged = {}
     for label in set(o) | set(c) | set(n):
@@ -215,6 +245,8 @@ def _merge(old: dict[str, Any], committed: dict[str, Any], new: dict[str, Any]) 
     counts = {Status.parse(label): n for label, n in merged.items() if n}
     if _shows_running(counts, started):
         state["started"] = True
+    if committed.get("kills"):
+        state["kills"] = committed["kills"]  # the same on every side (see above)
     folds, pending = _merge_pending(old, committed, new)
     if folds:
         state["folds"] = folds

@@ -310,6 +310,15 @@ class IBackend(GangaObject):
         """Kill the jobs; return fqid -> error message for those that could not be killed."""
         raise NotImplementedError
 
+    def kill_subjobs(
+        self, ctx: SubmitContext, master: Job, ids: Sequence[int], every_active: bool
+    ) -> dict[str, str]:
+        """Kill subjobs ``ids`` of ``master`` (``every_active``: they are all its subjobs
+        still queued or running), as :meth:`kill_bulk`. This loads them and calls
+        :meth:`kill_bulk`; a backend that can name them without loading them (a prefix
+        of their keys) does so."""
+        return self.kill_bulk(ctx, [master.subjob(index) for index in ids])
+
     def monitor_data(self, job: Job) -> Mapping[str, Any]:
         """What the poll needs to know about ``job`` (e.g. the scheduler's id)."""
         return {}

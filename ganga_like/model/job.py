@@ -18,6 +18,7 @@ from persistent import Persistent
 
 from ganga_like.errors import JobError
 from ganga_like.model.base import Component, ComponentList, GangaObject
+from ganga_like.model.bulk_kill import KilledInBulkView
 from ganga_like.model.callbacks import Reacting, note_status
 from ganga_like.model.counter import StatusCounter
 from ganga_like.model.dependencies import workflow_schema
@@ -40,7 +41,7 @@ from ganga_like.model.times import ROUND_ENDS, JobTimes, end_of_run
 __all__ = ["Job"]
 
 
-class Job(GangaObject, Reacting):
+class Job(GangaObject, Reacting, KilledInBulkView):
     """A unit of work; split, it becomes a master of subjobs."""
 
     _category = "jobs"
@@ -139,7 +140,6 @@ class Job(GangaObject, Reacting):
     id: int
     name: str
     comment: str
-    status: str
     application: Any
     backend: Any
     splitter: Any
@@ -204,6 +204,10 @@ class Job(GangaObject, Reacting):
         """The event log, oldest entry first: the older chunks' entries, then the recent
         ones this record holds."""
         recent: tuple[Entry, ...] = self.stored().get("history", ())
+        killed = self._bulk_kill()
+        if killed is not None:  # not written into its record yet (model.bulk_kill)
+            stored = self.__dict__.get("status", "new")
+            recent = (*recent, make_entry(killed[0], stored, Status.KILLED.label, killed[1]))
         older = self._history_older
         return recent if older is None else (*older.all_entries(), *recent)
 
@@ -214,6 +218,7 @@ class Job(GangaObject, Reacting):
 
     def _log(self, entry: Entry) -> None:
         """Append ``entry`` to the event log, rewriting only its recent part."""
+        self._write_bulk_kill()  # its kill first, in order
         self._keep_recent((*self.stored().get("history", ()), entry))
         if entry[1] != entry[2] and (self._callbacks or self._iteration_of is not None):
             note_status(self, entry[2])
@@ -299,6 +304,7 @@ class Job(GangaObject, Reacting):
 
     def change_status(self, new: Status, cause: str, when: float | None = None) -> None:
         """Move to ``new`` if the transition table allows it; log it; update the master."""
+        self._write_bulk_kill()
         old = Status.parse(self.status)
         if old is new:
             return

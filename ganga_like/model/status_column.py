@@ -38,6 +38,7 @@ __all__ = [
     "all_statuses",
     "build_chunks",
     "extend_chunks",
+    "rewrite",
     "set_status",
     "status_of",
 ]
@@ -168,6 +169,15 @@ def set_status(chunks: tuple[StatusChunk, ...], index: int, label: str) -> None:
     chunk, position = divmod(index, CHUNK)
     if 0 <= chunk < len(chunks) and position < len(chunks[chunk].labels):
         chunks[chunk].set(position, label)
+
+
+def rewrite(chunks: tuple[StatusChunk, ...], labels: Sequence[str]) -> None:
+    """The chunks hold ``labels`` (every subjob's, in order): those that differ are
+    rewritten, each at once."""
+    for number, chunk in enumerate(chunks):
+        written = list(labels[number * CHUNK : number * CHUNK + len(chunk.labels)])
+        if written != chunk.labels:
+            chunk.labels = written  # a new list: the record is rewritten
 
 
 def all_statuses(column: StatusColumn | tuple[StatusChunk, ...]) -> list[str]:

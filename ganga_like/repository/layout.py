@@ -56,6 +56,9 @@ EXPECTED: dict[str, type] = {
     # Created by the first removal (ganga_like.repository.workspace_removal): removed jobs
     # whose workspace may still be there, deleted behind the removal.
     "workspaces_to_delete": IITreeSet,
+    # Created by the first kill in bulk (ganga_like.runtime.submission.master_kill):
+    # masters whose killed subjobs the monitor has still to stop following.
+    "unfollow_killed": IITreeSet,
 }
 # Every repository that holds anything has these; the others were added later and are
 # created by Registry.initialise when missing (the indexes all three at once).
@@ -71,6 +74,7 @@ CREATED_ON_USE = frozenset(
         "workflow_pending",
         "workflow_due",
         "workspaces_to_delete",
+        "unfollow_killed",
     }
 )
 _INDEXES = ("by_status", "status_of", "by_name")

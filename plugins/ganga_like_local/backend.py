@@ -56,6 +56,9 @@ def runner_dir(gangadir: Path) -> Path:
     return gangadir / "local-runner"
 
 
+UNREACHABLE = "the Local runner could not be reached"
+
+
 def task_key(job: Job) -> str:
     return f"{job.fqid}@{job.submit_count}"
 
@@ -172,7 +175,19 @@ class Local(IBackend):
         try:
             runner_client.kill(runner_dir(ctx.gangadir), [task_key(j) for j in jobs])
         except OSError as exc:
-            return {j.fqid: f"the Local runner could not be reached: {exc}" for j in jobs}
+            return {j.fqid: f"{UNREACHABLE}: {exc}" for j in jobs}
+        return {}
+
+    def kill_subjobs(
+        self, ctx: SubmitContext, master: Job, ids: Sequence[int], every_active: bool
+    ) -> dict[str, str]:
+        if not every_active:
+            return super().kill_subjobs(ctx, master, ids, every_active)
+        # Every task of the master: named by the prefix of their keys, none loaded.
+        try:
+            runner_client.kill(runner_dir(ctx.gangadir), [f"{master.id}."])
+        except OSError as exc:
+            return {f"{master.id}.{index}": f"{UNREACHABLE}: {exc}" for index in ids}
         return {}
 
     @classmethod

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ganga_like_runner import batch_kills
 from ganga_like_runner.protocol import (
     RUN_FILE,
     TAKEN_OVER_NAME,
@@ -60,9 +61,12 @@ def recover(runner: Engine) -> None:
             runner.reject(path, exc)
             continue
         tasks = runner.add_batch(data, path, recovering=True)
+        killed = batch_kills.killed_in(path)
         for task in tasks:
             record = read_json(os.path.join(task.output_dir, RUN_FILE))
             batch_id = task.batch.id
+            if record.get("batch") != batch_id and task.key in killed:
+                record = {**killed[task.key], "batch": batch_id}  # killed while queued
             if record.get("batch") == batch_id and "state" in record:
                 replay_final_event(runner, task, record, journal_cache)
                 runner.retire(task)

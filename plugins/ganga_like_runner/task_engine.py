@@ -23,6 +23,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ganga_like_runner import batch_kills
 from ganga_like_runner.journal import Journals, append_whole
 from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
@@ -47,6 +48,9 @@ from ganga_like_runner.task_files import (
 from ganga_like_runner.tasks import Batch, Task, TaskSetupError, submission_time
 
 DEFAULT_IDLE_EXIT_SECONDS = 30.0
+# A kill request's key ending so names every task whose key starts with it.
+KEY_PREFIX_END = "."
+KILLED_REASON = "killed by user"
 # A killed task gets this long between SIGTERM and SIGKILL.
 KILL_GRACE_SECONDS = 3.0
 # Upcoming tasks prepared ahead (four open files each): as many as run at once, at most this.
@@ -148,22 +152,52 @@ class Engine:
         return tasks
 
     def kill_keys(self, keys: list[str]) -> None:
-        for key in keys:
+        """Kill the tasks with these keys; a key ending in ``.`` names every task whose key
+        starts with it (every subjob of a master: ``"12."``)."""
+        prefixes = tuple(key for key in keys if key.endswith(KEY_PREFIX_END))
+        named = [key for key in keys if not key.endswith(KEY_PREFIX_END)]
+        if prefixes:
+            named.extend(key for key in self.active if key.startswith(prefixes))
+        queued: list[Task] = []
+        for key in named:
             for task in list(self.active.get(key, ())):
                 if task.pid is None and self.slots.withdraw(task):
                     # Still queued (skipped when its turn comes) or handed to the slots
                     # (skipped by the slot that takes it).
-                    if task.record_fd is not None:  # handed: its files are task.files
-                        self.unhand(task)
-                        task.record_fd = None
+                    if task.record_fd is None:
+                        discard_files(task)
+                        queued.append(task)
+                        continue
+                    self.unhand(task)  # handed: its files are task.files
+                    task.record_fd = None
                     discard_files(task)
-                    self.finish(task, "killed", None, "killed by user")
+                    self.finish(task, "killed", None, KILLED_REASON)
                 elif task.pid is None:
                     task.kill_requested = True  # being started: signalled once it runs
                 elif not task.kill_requested:
                     task.kill_requested = True
                     signal_group(task.pid, signal.SIGTERM)
                     self.kill_deadlines[task.pid] = time.monotonic() + KILL_GRACE_SECONDS
+        if queued:
+            self.finish_queued(queued)
+
+    def finish_queued(self, tasks: list[Task]) -> None:
+        """Record the end of tasks killed before they started: one record per batch
+        (``batch_kills``), then a journal line per task."""
+        end = time.time()
+        by_batch: dict[int, list[Task]] = {}
+        for task in tasks:
+            by_batch.setdefault(id(task.batch), []).append(task)
+        for members in by_batch.values():
+            batch = members[0].batch
+            try:
+                batch_kills.record_kill(batch.path, [t.key for t in members], end, KILLED_REASON)
+            except OSError as exc:
+                self.log(f"batch {batch.id}: cannot record the kill of its queued tasks: {exc}")
+        for task in tasks:
+            task.finished = True
+            self.emit(task, "killed", end, None, KILLED_REASON)
+            self.retire(task)
 
     def enforce_kill_deadlines(self) -> None:
         now = time.monotonic()
@@ -331,7 +365,7 @@ class Engine:
 
     def task_ended(self, task: Task, code: int, end: float) -> None:
         if task.kill_requested:
-            self.finish(task, "killed", code, "killed by user", end)
+            self.finish(task, "killed", code, KILLED_REASON, end)
         elif code > 0:
             note = failure_note(task.workdir) if code == 1 else None
             if note is not None:  # the program's wrapper failed (a transfer): its reason
@@ -408,6 +442,7 @@ class Engine:
             pass
         except OSError as exc:
             self.log(f"cannot delete finished batch {batch.path}: {exc}")
+        batch_kills.forget(batch.path)  # after the batch: its tasks stay ended
         # Journals are reopened on demand, so one that was removed and created again
         # between batches is written to under its current name.
         self.journals.close()

@@ -46,6 +46,7 @@ from ganga_like.repository.registry import Registry, active_key
 from ganga_like.runtime import postprocessing, retrying
 from ganga_like.runtime.monitoring import cycle_hold
 from ganga_like.runtime.monitoring.active_view import ActiveView
+from ganga_like.runtime.monitoring.killed_followed import unfollow_killed
 from ganga_like.runtime.monitoring.lease import MonitorLease
 from ganga_like.runtime.monitoring.status_engine import apply_report
 from ganga_like.runtime.workflow import engine as workflow
@@ -266,6 +267,7 @@ class Monitor:
                 # bring no invalidations: read the index again.
                 self.view.resync(registry.active)
             self._followed_here = False
+            self._unfollow_killed(registry)
             self._cycle(registry, result, polled, unfollowed)
             cycle_hold.before_commit(self._tm, result.changed)
             with write_errors(self.repo.gangadir):
@@ -302,6 +304,17 @@ class Monitor:
         self.stale_backends = result.stale_backends
         self.cycles += 1
         return result
+
+    def _unfollow_killed(self, registry: Registry) -> None:
+        """Subjobs killed in bulk are followed no more (killed_followed), before any poll
+        reads the ends of their runs: committed at once, then the cycle goes on in a new
+        transaction."""
+        dropped = unfollow_killed(registry)
+        if dropped:
+            with write_errors(self.repo.gangadir):
+                self._tm.commit()
+            self.view.discard(dropped)
+            self._tm.begin()
 
     def _follow(self) -> CycleResult:
         """Without the lease: notice commits of other processes, so readers refresh."""

@@ -12,6 +12,7 @@ from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.repository.workspace_removal import delete_behind, record_removal, set_aside
 from ganga_like.runtime.submission.handover import check_components
+from ganga_like.runtime.submission.master_kill import HELD_CAUSE, KILL_CAUSE, kill_master
 from ganga_like.runtime.submission.recording import record
 from ganga_like.runtime.workflow import engine as workflow
 
@@ -23,9 +24,27 @@ __all__ = ["force_status", "kill", "remove"]
 log = logging.getLogger("ganga_like")
 
 
-def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
-    """Kill a job, a subjob, or every active subjob of a master."""
+def kill(session: Session, job: Job, keep_going: bool = True, in_bulk: bool = True) -> bool:
+    """Kill a job, a subjob, or every active subjob of a master: those still queued in
+    bulk (``master_kill``) when the master keeps its subjobs' statuses in chunks, unless
+    ``in_bulk`` is false (each subjob's record written in the call)."""
     check_components(job, "kill")
+    statuses = job.subjob_statuses() if in_bulk and job.is_master else None
+    if statuses is not None:
+        errors = kill_master(session, job, statuses)
+    else:
+        errors = _kill_one_by_one(session, job)
+    if errors:
+        fqid, message = next(iter(errors.items()))
+        text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
+        if not keep_going:
+            raise JobError(text)
+        log.warning(text)
+    return True
+
+
+def _kill_one_by_one(session: Session, job: Job) -> dict[str, str]:
+    """Kill a job, a subjob or a master's active subjobs, writing each one's record."""
     subjobs = list(job.iter_subjobs()) if job.is_master else [job]
     targets = [sj for sj in subjobs if Status.parse(sj.status).active]
     # Subjobs held waiting by their workflow's throttle never reached the backend.
@@ -39,23 +58,17 @@ def kill(session: Session, job: Job, keep_going: bool = True) -> bool:
         registry = session.repo.registry()
         for subjob in held:
             if subjob.status == Status.WAITING.label:
-                subjob.change_status(Status.KILLED, "user: kill (held by its workflow's throttle)")
+                subjob.change_status(Status.KILLED, HELD_CAUSE)
         for target in targets:
             if target.fqid in errors:
                 target.log_event(f"kill failed: {errors[target.fqid]}")
                 continue
             if Status.parse(target.status).active:
-                target.change_status(Status.KILLED, "user: kill")
+                target.change_status(Status.KILLED, KILL_CAUSE)
             registry.unfollow(target)
 
     record(session, job.master or job, record_kill, f"recording the kill of job {job.fqid}")
-    if errors:
-        fqid, message = next(iter(errors.items()))
-        text = f"job {job.fqid}: {len(errors)} kill(s) failed, first {fqid}: {message}"
-        if not keep_going:
-            raise JobError(text)
-        log.warning(text)
-    return True
+    return errors
 
 
 def remove(session: Session, job: Job) -> bool:
