@@ -9,10 +9,10 @@ file system with the session.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import glob
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,8 +20,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
+
+from ganga_like_dask.watchdog import MARK_VARIABLE
 
 __all__ = [
     "STARTED_ATTRIBUTE",
@@ -50,26 +51,56 @@ TASKS_ATTRIBUTE = "_ganga_like_tasks"
 
 
 class WorkerTasks:
-    """Of one worker: key -> the running program, and the keys killed (so that one killed
-    just before its program starts never starts it)."""
+    """Of one worker: key -> the running program, the keys killed (so that one killed
+    just before its program starts never starts it), and the worker's watchdog (which
+    ends the running programs' process groups when the worker dies)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.running: dict[str, subprocess.Popen[bytes]] = {}
         self.killed: set[str] = set()
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        # In every program's environment: what the watchdog finds one by that it was not
+        # told of yet when the worker died.
+        self.mark = f"{os.getpid()}-{secrets.token_hex(8)}"
+
+    def guard(self) -> None:
+        """Have the watchdog running, before a program starts (a watchdog that is gone
+        is replaced, and told of every running program). Called with ``lock`` held."""
+        if self.watchdog is not None and self.watchdog.poll() is None:
+            return
+        self.watchdog = _start_watchdog(self.mark)
+        self._tell(b"".join(f"+{p.pid}\n".encode() for p in self.running.values()))
+
+    def watch(self, group: int, started: bool) -> None:
+        """Tell the watchdog that the process group ``group`` started (or was reaped).
+        Called with ``lock`` held."""
+        self._tell(f"{'+' if started else '-'}{group}\n".encode())
+
+    def _tell(self, lines: bytes) -> None:
+        watchdog = self.watchdog
+        if watchdog is None or not lines:
+            return  # none could start: the programs run on, as without it
+        try:
+            os.write(watchdog.stdin.fileno(), lines)  # type: ignore[union-attr]
+        except OSError:  # it died meanwhile: the next program starts another
+            self.watchdog = None
+
+
+# The WorkerTasks of a process that calls ``run`` directly, not on a worker.
+_DIRECT = WorkerTasks()
 
 
 def _tasks_of(worker: Any) -> WorkerTasks:
     """The worker's WorkerTasks, made on first use (``setdefault`` makes one even when
-    two of its threads ask at once); a new one when not called on a worker (directly:
-    nothing else can kill what it runs)."""
+    two of its threads ask at once); the process's own when not called on a worker."""
     if worker is None:
         try:
             from distributed import get_worker
 
             worker = get_worker()
         except (ImportError, ValueError):
-            return WorkerTasks()
+            return _DIRECT
     tasks: WorkerTasks = vars(worker).setdefault(TASKS_ATTRIBUTE, WorkerTasks())
     return tasks
 
@@ -157,8 +188,12 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             if key in tasks.killed:
                 result["state"] = "killed"
                 return result
+            tasks.guard()
+            env[MARK_VARIABLE] = tasks.mark
             try:
-                # Its own process group, so a kill reaches the program's children too.
+                # Its own process group, so a kill reaches the program's children too;
+                # nothing run in the child before the exec, so that it is spawned, not
+                # forked from the whole worker.
                 proc = subprocess.Popen(
                     payload["argv"],
                     cwd=work,
@@ -167,7 +202,6 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
-                    preexec_fn=_ends_with_its_worker(),
                 )
             except FileNotFoundError:
                 result["reason"] = f"program not found: {payload['argv'][0]}"
@@ -176,15 +210,13 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                 result["reason"] = f"program is not executable: {payload['argv'][0]}"
                 return result
             tasks.running[key] = proc
+            tasks.watch(proc.pid, started=True)
         result["start"] = time.time()
-        watchdog = _watch(proc)
-        try:
-            code, result["usage"] = _reap(proc)
-        finally:
-            _stop(watchdog)
+        code, result["usage"] = _reap(proc)
         result["end"] = time.time()
         with tasks.lock:
             tasks.running.pop(key, None)
+            tasks.watch(proc.pid, started=False)
             killed = key in tasks.killed
         result["exit_code"] = code
         result["stdout"] = _read(out_path)
@@ -242,56 +274,23 @@ def _failure_note(work: str) -> tuple[str, int | None] | None:
     return reason, code
 
 
-# prctl(2): the signal a process gets when the thread that started it dies.
-PR_SET_PDEATHSIG = 1
-
-
-def _ends_with_its_worker() -> Callable[[], None] | None:
-    """What the program's process does before it starts (Linux): ask for SIGKILL when the
-    worker thread that started it, and waits for it, dies. Killed with its worker (or its
-    whole cluster), a program in a process group of its own would otherwise run on unseen,
-    beside a second attempt of its subjob; its children are the watchdog's (``_watch``)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    worker = os.getpid()
-
-    def arrange() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != worker:  # the worker died before the request was in place
-            os._exit(137)
-
-    return arrange
-
-
-# Beside the program: kills its process group when the worker dies (see that file).
+# Beside each worker: kills its programs' process groups when it dies (see that file).
 WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
 
 
-def _watch(proc: subprocess.Popen[bytes]) -> subprocess.Popen[bytes] | None:
-    """Start the program's watchdog: the program's own death signal ends only the program,
-    and a worker killed with SIGKILL (or with its whole cluster) can kill nothing, so the
-    program's children would outlive it. None where it cannot start (the program runs
-    on, as without it)."""
+def _start_watchdog(mark: str) -> subprocess.Popen[bytes] | None:
+    """The worker's watchdog, fed on its stdin (the worker's end of that pipe closes
+    when the worker dies, however); None where it cannot start."""
     try:
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", WATCHDOG, str(os.getpid()), str(proc.pid)],
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-I", "-S", WATCHDOG, mark],
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # out of the program's group, which a kill signals
+            start_new_session=True,  # out of the programs' groups, which a kill signals
         )
     except OSError:
         return None
-
-
-def _stop(watchdog: subprocess.Popen[bytes] | None) -> None:
-    if watchdog is not None:
-        watchdog.kill()
-        watchdog.wait()
 
 
 def _environment(payload: dict[str, Any]) -> dict[str, str]:

@@ -1,15 +1,18 @@
-"""Beside a subjob's program on a Dask worker: ends the program's whole process group when
-the worker dies.
+"""Beside a Dask worker: ends the process groups of the programs it runs when it dies.
 
-    python -I -S watchdog.py WORKER_PID GROUP
+    python -I -S watchdog.py MARK
 
-The worker starts the program (in a process group of its own, GROUP) and then this, in a
-session of its own, and ends it once the program has ended. It asks the kernel for SIGTERM
-when the worker dies (Linux) and then sends SIGKILL to the group. A worker killed with
-SIGKILL (or with its whole cluster) can kill nothing, and the program's own death signal
-reaches only the program: its children would run on, unseen, beside a second attempt of
-the subjob. Other signals, while the worker lives, are ignored. Run as a file with ``-S``:
-it imports only the standard library, and starts in milliseconds.
+A worker starts one of these on first use (:func:`ganga_like_dask.task.run`) and tells it on
+its stdin, a line each, ``+GROUP`` when a program starts (in a process group of its own,
+GROUP) and ``-GROUP`` once it has reaped it. When the worker dies, however (SIGKILL, or with
+its whole cluster), the kernel closes its end of the pipe: this then sends SIGKILL to every
+group still registered, and exits. A worker killed with SIGKILL can kill nothing, and its
+programs, in groups of their own, would otherwise run on, unseen, beside a second attempt of
+their subjobs. A program the worker started but had not yet told of when it died is found by
+the variable ``GANGA_DASK_WORKER=MARK`` the worker puts in every program's environment, which
+its children inherit. Signals are ignored: the end of the pipe is what ends it. One per worker, not
+per program: starting an interpreter costs many times what a short program does. Run as a
+file with ``-S``: it imports only the standard library.
 """
 
 from __future__ import annotations
@@ -19,39 +22,58 @@ import os
 import signal
 import sys
 
-# prctl(2): the signal a process gets when the thread that started it dies.
-PR_SET_PDEATHSIG = 1
-DEATH_SIGNAL = signal.SIGTERM
-HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+IGNORED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# The variable that marks the programs of one worker (and their children).
+MARK_VARIABLE = "GANGA_DASK_WORKER"
+# Passes over /proc for marked processes: one more while the last found any (a process
+# found may have started another meanwhile).
+MARKED_PASSES = 5
 
 
 def main(argv: list[str]) -> None:
-    worker, group = int(argv[1]), int(argv[2])
-
-    def on_signal(signum: int, frame: object) -> None:
-        if os.getppid() != worker:  # the worker is gone: so is all its program started
+    for signum in IGNORED:
+        signal.signal(signum, signal.SIG_IGN)
+    groups: set[int] = set()
+    pending = b""
+    # Read to the end: what the worker wrote before it died is still in the pipe, so a
+    # worker that dies before this has even started still has its programs ended.
+    while chunk := os.read(0, 65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                group = int(line[1:])
+                if line.startswith(b"+"):
+                    groups.add(group)
+                else:
+                    groups.discard(group)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    mark = f"{MARK_VARIABLE}={argv[1]}".encode() if len(argv) > 1 else None
+    for _ in range(MARKED_PASSES if mark else 0):
+        found = _marked(mark)  # type: ignore[arg-type]
+        for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
-            os._exit(0)
-
-    for signum in HANDLED:
-        signal.signal(signum, on_signal)
-    _ask_for_death_signal()
-    on_signal(0, None)  # the worker died before the request was in place
-    while True:
-        signal.pause()
+                os.kill(pid, signal.SIGKILL)
+        if not found:
+            break
 
 
-def _ask_for_death_signal() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return
-    prctl(PR_SET_PDEATHSIG, int(DEATH_SIGNAL), 0, 0, 0)
+def _marked(mark: bytes) -> list[int]:
+    """The processes whose environment holds ``mark`` (none where there is no /proc)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    environ = handle.read()
+            except OSError:
+                continue  # gone, or not ours
+            if mark in environ.split(b"\0"):
+                found.append(int(name))
+    return found
 
 
 if __name__ == "__main__":
