@@ -13,6 +13,10 @@ a directory of its own, gathered to the end, and (b) a job of N ``/bin/echo`` su
 printed last is the median of the rounds' ratios. Per round: CPU of this process (the client
 side: the map's client, or the session with its monitor), of the scheduler and of the
 workers (with the processes they started), the monitor's cycles, and the load average.
+With ``--task-map``, each round also maps the backend's own task function (what runs on a
+worker for a subjob: the claim of its start at the scheduler, the watchdog, stdout and
+stderr back in the result): the worker side of the job without the session's part
+(holding the keys, polling, writing the outcomes).
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ def main() -> None:
     parser.add_argument("n", nargs="?", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--job-first", action="store_true", help="the job before the map")
+    parser.add_argument(
+        "--task-map", action="store_true", help="also a map of the backend's own task"
+    )
     args = parser.parse_args()
     n = args.n
     tmp = Path(tempfile.mkdtemp(prefix="bench-dask-"))
@@ -121,6 +128,27 @@ def main() -> None:
         assert not any(codes)
         del futures
 
+    def task_map() -> None:
+        """The backend's own task (claim, watchdog, files back in the result) in a plain
+        map: what the worker side costs, without holding, polling or writing outcomes."""
+        from ganga_like_dask import task
+
+        token = f"{time.monotonic_ns()}"
+        payloads = [
+            {
+                "key": f"bench-{token}-{i}",
+                "argv": ["/bin/echo", str(i)],
+                "env": {},
+                "inputs": [],
+                "output_patterns": [],
+            }
+            for i in range(n)
+        ]
+        futures = client.map(task.run, payloads, key=[p["key"] for p in payloads], pure=False)
+        results = client.gather(futures)
+        assert all(r["state"] == "completed" for r in results)
+        del futures
+
     def job() -> None:
         j = Job(
             application=Executable(exe="/bin/echo"),
@@ -139,10 +167,13 @@ def main() -> None:
         base.mkdir()
         cycles0, monitor0 = session.monitor.cycles, session.monitor.cpu_seconds
         order = ["job", "map"] if args.job_first else ["map", "job"]
+        if args.task_map:
+            order.append("task")
         figures: dict[str, tuple[float, tuple[float, ...], str]] = {}
         for what in order:
             before = load()
-            wall, cpu = timed(meter, job if what == "job" else functools.partial(plain_map, base))
+            run = {"job": job, "task": task_map, "map": functools.partial(plain_map, base)}
+            wall, cpu = timed(meter, run[what])
             figures[what] = (wall, cpu, before)
         cycles = session.monitor.cycles - cycles0
         monitor_cpu = session.monitor.cpu_seconds - monitor0
@@ -152,12 +183,18 @@ def main() -> None:
             f"round {number}: client.map {map_wall:.2f} s; ganga_like Dask, submit->completed "
             f"{job_wall:.2f} s (submit() {job.submitted:.2f} s); "  # type: ignore[attr-defined]
             f"ratio {job_wall / map_wall:.2f}"
+            + (
+                f"; the backend's task in a plain map {figures['task'][0]:.2f} s, ratio "
+                f"{figures['task'][0] / map_wall:.2f}"
+                if "task" in figures
+                else ""
+            )
         )
         for what in order:
             wall, (mine, sched, workers), before = figures[what]
             print(
-                f"  {what:3}: CPU ms per task: client process {1000 * mine / n:.2f}, "
-                f"scheduler {1000 * sched / n:.2f}, workers (+ their children) "
+                f"  {what:4}: CPU ms per task: client process {1000 * mine / n:.2f}, "
+                f"scheduler {1000 * sched / n:.2f}, workers (+ what they ran) "
                 f"{1000 * workers / n:.2f}; total {(mine + sched + workers) / wall:.2f} "
                 f"cores over the wall; load before {before}"
             )
