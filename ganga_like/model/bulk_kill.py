@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from persistent import Persistent
 from ZODB.POSException import ConflictError
@@ -99,22 +99,19 @@ class KilledInBulkView:
 
     # A master's subjobs killed without their own records written.
     _killed_in_bulk: KilledInBulk | None = None
-    # Of the job (declared for the type checker).
-    _master: Any
-    _counter: Any
-    _status_chunks: Any
-    id: int
-    __dict__: dict[str, Any]
+    if TYPE_CHECKING:  # of the job
+        _master: Any
+        _counter: Any
+        _status_chunks: Any
+        id: int
+        __dict__: dict[str, Any]
 
-    @property
-    def fqid(self) -> str:
-        raise NotImplementedError
+        @property
+        def fqid(self) -> str: ...
 
-    def stored(self) -> dict[str, Any]:
-        raise NotImplementedError
+        def stored(self) -> dict[str, Any]: ...
 
-    def _keep_recent(self, recent: tuple[Any, ...]) -> None:
-        raise NotImplementedError
+        def _keep_recent(self, recent: tuple[Any, ...]) -> None: ...
 
     @property
     def status(self) -> str:

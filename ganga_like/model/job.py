@@ -41,7 +41,7 @@ from ganga_like.model.times import ROUND_ENDS, JobTimes, end_of_run
 __all__ = ["Job"]
 
 
-class Job(GangaObject, Reacting, KilledInBulkView):
+class Job(KilledInBulkView, GangaObject, Reacting):
     """A unit of work; split, it becomes a master of subjobs."""
 
     _category = "jobs"

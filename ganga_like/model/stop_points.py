@@ -48,6 +48,11 @@ And those of a job's removal (``runtime/submission/removal``):
   place;
 * ``workspace-deleting``: the workspace is set aside and partly deleted, by the
   background thread.
+
+And that of a master's kill (``runtime/submission/master_kill``):
+
+* ``kill-requested``: the backend was asked to kill the subjobs, the kill is not
+  recorded yet.
 """
 
 from __future__ import annotations

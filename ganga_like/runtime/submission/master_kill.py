@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ganga_like.errors import JobError
 from ganga_like.model.job import Job
 from ganga_like.model.status import Status
+from ganga_like.model.stop_points import stop_point
 from ganga_like.repository.registry import Registry
 from ganga_like.runtime.monitoring.killed_followed import to_unfollow
 from ganga_like.runtime.submission.recording import record
@@ -49,6 +50,7 @@ def kill_master(session: Session, master: Job, statuses: Sequence[str]) -> dict[
     # it would read the ends of the killed runs and record each subjob's on its own.
     with session.repo.action_lock:
         errors = backend.kill_subjobs(ctx, master, targets, True) if targets else {}
+        stop_point("kill-requested")
         when = time.time()
 
         def recorded() -> None:
