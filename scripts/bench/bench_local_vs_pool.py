@@ -45,15 +45,41 @@ def idle_share(before: tuple[int, int] | None, after: tuple[int, int] | None) ->
 
 
 def plain_pool(n: int, workers: int, outdir: Path) -> float:
+    """The reference: a thread per slot, each task a directory of its own holding its
+    stdout and stderr, written by ``subprocess``."""
+
     def run(i: int) -> int:
-        with open(outdir / f"{i}.out", "wb") as out:
-            return subprocess.run(["/bin/echo", str(i)], stdout=out, check=False).returncode
+        taskdir = os.path.join(outdir, str(i))
+        os.mkdir(taskdir)
+        with (
+            open(os.path.join(taskdir, "stdout"), "wb") as out,
+            open(os.path.join(taskdir, "stderr"), "wb") as err,
+        ):
+            return subprocess.run(["/bin/echo", str(i)], stdout=out, stderr=err).returncode
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         codes = list(pool.map(run, range(n)))
     assert not any(codes)
     return time.perf_counter() - started
+
+
+def cpu_of(process: psutil.Process | None, children: bool = False) -> float:
+    """User + system CPU seconds of a process itself (or of its reaped children)."""
+    if process is None:
+        return 0.0
+    times = process.cpu_times()
+    if children:
+        return float(times.children_user + times.children_system)
+    return float(times.user + times.system)
+
+
+def repository_server(gangadir: Path) -> psutil.Process | None:
+    """The repository's server process (default mode), None when embedded."""
+    from ganga_like.repository.zeo.shared import server_pid
+
+    pid = server_pid(gangadir / "repository")
+    return None if pid is None else psutil.Process(pid)
 
 
 def main() -> None:
@@ -80,18 +106,21 @@ def main() -> None:
     warm.wait(timeout=60)
     rdir = runner_dir(tmp / "gangadir")
     runner = psutil.Process(runner_client.runner_pid(rdir))
+    server = repository_server(tmp / "gangadir")
     me = psutil.Process()
     print(f"subjobs: {n}, concurrency: {workers}")
-    ratios = []
+    ratios, own_per_subjob = [], []
     for round_number in range(1, args.rounds + 1):
         outdir = tmp / f"pool-{round_number}"
         outdir.mkdir()
         print(f"round {round_number}: {describe(tmp)}")
-        ticks0 = cpu_ticks()
+        ticks0, pool_cpu0 = cpu_ticks(), cpu_of(me)
         pool_wall = plain_pool(n, workers, outdir)
         pool_idle = idle_share(ticks0, cpu_ticks())
+        pool_cpu = cpu_of(me) - pool_cpu0
 
-        runner_cpu0, my_cpu0 = runner.cpu_times(), me.cpu_times()
+        cpu0 = {"submit": cpu_of(me), "runner": cpu_of(runner), "server": cpu_of(server)}
+        children0 = cpu_of(runner, children=True)
         monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
         j = Job(
             application=Executable(exe="/bin/echo"),
@@ -101,19 +130,20 @@ def main() -> None:
         ticks0 = cpu_ticks()
         started = time.perf_counter()
         j.submit()
-        status = j.wait(timeout=600)
+        status = j.wait(timeout=3600)
         ganga_wall = time.perf_counter() - started
         job_idle = idle_share(ticks0, cpu_ticks())
-        runner_cpu, my_cpu = runner.cpu_times(), me.cpu_times()
+        spent = {
+            "submit": cpu_of(me) - cpu0["submit"],
+            "runner": cpu_of(runner) - cpu0["runner"],
+            "server": cpu_of(server) - cpu0["server"],
+        }
+        children = cpu_of(runner, children=True) - children0
         assert status == "completed", status
         monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
         cycles = session.monitor.cycles - cycles0
-
-        own = (my_cpu.user + my_cpu.system) - (my_cpu0.user + my_cpu0.system)
-        run = (runner_cpu.user + runner_cpu.system) - (runner_cpu0.user + runner_cpu0.system)
-        children = (runner_cpu.children_user + runner_cpu.children_system) - (
-            runner_cpu0.children_user + runner_cpu0.children_system
-        )
+        own = sum(spent.values())
+        own_per_subjob.append(1000 * own / n)
         ratios.append(ganga_wall / pool_wall)
         print(
             f"round {round_number}: plain subprocess pool {pool_wall:.2f} s wall; "
@@ -121,12 +151,18 @@ def main() -> None:
             f"ratio {ganga_wall / pool_wall:.2f}"
         )
         print(
-            f"  CPU per subjob: submitting process + monitor {1000 * own / n:.2f} ms, "
-            f"runner {1000 * run / n:.2f} ms, total {1000 * (own + run) / n:.2f} ms "
+            f"  CPU per subjob: submitting process + monitor {1000 * spent['submit'] / n:.2f} ms "
+            f"(monitor {1000 * monitor_cpu / n:.2f}), runner {1000 * spent['runner'] / n:.2f} ms, "
+            f"repository server {1000 * spent['server'] / n:.2f} ms, "
+            f"total {1000 * own / n:.2f} ms; the pool's own {1000 * pool_cpu / n:.2f} ms "
             f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
-            f"monitor: {cycles} cycles, {monitor_cpu:.2f} s CPU"
+            f"monitor: {cycles} cycles"
         )
         print(f"  CPU left idle: pool {pool_idle}, ganga_like {job_idle}")
+    print(
+        f"the project's CPU per subjob: median {statistics.median(own_per_subjob):.2f} ms "
+        f"(rounds {', '.join(f'{v:.2f}' for v in own_per_subjob)})"
+    )
     print(f"ratio: {statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     close_session()
     runner_client.stop(rdir)
