@@ -1,6 +1,6 @@
 """The default (shared) mode against ``embedded``, in interleaved rounds.
 
-    python scripts/bench/bench_sessions.py [ROUNDS] [SUBJOBS]
+    python scripts/bench/bench_sessions.py [ROUNDS] [SUBJOBS] [--only NAME[,NAME]]
 
 Each round runs every measurement once per mode, in a fresh process and a fresh gangadir,
 alternating the modes, so that a machine shared with other work weighs on both alike:
@@ -17,7 +17,10 @@ alternating the modes, so that a machine shared with other work weighs on both a
 4. 1,000 ``/bin/true`` subjobs from ``submit()`` to ``completed``. Budget: default <=
    1.1x embedded.
 
-Prints each round's figures, then the medians and the ratios.
+Prints each round's figures, then the medians and the ratios, and the median of the
+rounds' own ratios (each round measures both modes one after the other).  ``--only`` runs
+the measurements named (``submit``, ``seen``, ``list``, ``complete``) and no other, for more
+rounds of one figure in the same time.
 """
 
 from __future__ import annotations
@@ -198,8 +201,14 @@ def stop_everything(gangadir: Path) -> None:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
+    args = sys.argv[1:]
+    only: set[str] | None = None
+    if "--only" in args:
+        at = args.index("--only")
+        only = set(args[at + 1].split(","))
+        del args[at : at + 2]
+    rounds = int(args[0]) if args else 3
+    n = int(args[1]) if len(args) > 1 else 10_000
     base = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
     figures: dict[tuple[str, str], list[float]] = {}
     for r in range(rounds):
@@ -216,6 +225,8 @@ def main() -> None:
                 ("list", listing),
                 ("complete", lambda g, m: run(COMPLETE, environment(g, m))),
             ):
+                if only is not None and name not in only:
+                    continue
                 gangadir = base / f"{r}-{mode}-{name}" / "gangadir"
                 gangadir.parent.mkdir(parents=True)
                 try:
@@ -232,9 +243,17 @@ def main() -> None:
         "complete": "1,000 subjobs submit -> completed (s)",
     }
     for name, label in labels.items():
+        if (name, "default") not in figures:
+            continue
         emb = statistics.median(figures[(name, "embedded")])
         dflt = statistics.median(figures[(name, "default")])
-        print(f"{label}: default {dflt:.4f}, embedded {emb:.4f}, ratio {dflt / emb:.2f}")
+        pairs = zip(figures[(name, "default")], figures[(name, "embedded")], strict=True)
+        paired = [d / e for d, e in pairs]
+        print(
+            f"{label}: default {dflt:.4f}, embedded {emb:.4f}, ratio {dflt / emb:.2f}; "
+            f"rounds' own ratios: median {statistics.median(paired):.2f} "
+            f"({', '.join(f'{v:.2f}' for v in paired)})"
+        )
 
 
 if __name__ == "__main__":
