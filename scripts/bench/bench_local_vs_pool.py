@@ -86,6 +86,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("n", nargs="?", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--skip-pool", action="store_true", help="the job alone: its CPU per subjob, no ratio"
+    )
     args = parser.parse_args()
     n = args.n
     workers = os.cpu_count() or 1
@@ -115,7 +118,7 @@ def main() -> None:
         outdir.mkdir()
         print(f"round {round_number}: {describe(tmp)}")
         ticks0, pool_cpu0 = cpu_ticks(), cpu_of(me)
-        pool_wall = plain_pool(n, workers, outdir)
+        pool_wall = float("nan") if args.skip_pool else plain_pool(n, workers, outdir)
         pool_idle = idle_share(ticks0, cpu_ticks())
         pool_cpu = cpu_of(me) - pool_cpu0
 
