@@ -123,6 +123,7 @@ def main() -> None:
         pool_cpu = cpu_of(me) - pool_cpu0
 
         cpu0 = {"submit": cpu_of(me), "runner": cpu_of(runner), "server": cpu_of(server)}
+        runner_system0 = runner.cpu_times().system
         children0 = cpu_of(runner, children=True)
         monitor_cpu0, cycles0 = session.monitor.cpu_seconds, session.monitor.cycles
         j = Job(
@@ -142,6 +143,7 @@ def main() -> None:
             "server": cpu_of(server) - cpu0["server"],
         }
         children = cpu_of(runner, children=True) - children0
+        runner_system = runner.cpu_times().system - runner_system0
         assert status == "completed", status
         monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
         cycles = session.monitor.cycles - cycles0
@@ -155,7 +157,8 @@ def main() -> None:
         )
         print(
             f"  CPU per subjob: submitting process + monitor {1000 * spent['submit'] / n:.2f} ms "
-            f"(monitor {1000 * monitor_cpu / n:.2f}), runner {1000 * spent['runner'] / n:.2f} ms, "
+            f"(monitor {1000 * monitor_cpu / n:.2f}), runner {1000 * spent['runner'] / n:.2f} ms "
+            f"({1000 * runner_system / n:.2f} of it in the kernel), "
             f"repository server {1000 * spent['server'] / n:.2f} ms, "
             f"total {1000 * own / n:.2f} ms; the pool's own {1000 * pool_cpu / n:.2f} ms "
             f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
