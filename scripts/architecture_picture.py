@@ -40,6 +40,7 @@ PROCESSES: tuple[tuple[str, str, str], ...] = (
     ("session: ganga shell, script, notebook", "ganga_like.cli", ""),
     ("repository server, one per gangadir", "ganga_like.repository.zeo.server", "detached"),
     ("monitor daemon", "ganga_like.runtime.monitoring.daemon", "ganga monitor start"),
+    ("jobs-table server, one per gangadir", "ganga_like.commands.table_server", "ganga jobs"),
     ("Local runner", "ganga_like_runner", "detached"),
     ("the runner inside a Slurm allocation (pilot)", "ganga_like_runner", "sbatch"),
     ("Dask cluster of the gangadir", "ganga_like_dask.cluster_process", "detached"),

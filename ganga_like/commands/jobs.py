@@ -1,7 +1,8 @@
 """``ganga jobs``: the jobs table, from the jobs-table cache when it can answer.
 
-Only the listing of every job can come from the cache (:mod:`ganga_like.commands.jobs_cache`);
-ids and queries, and any cache that does not match the repository, take the plain path
+Only the listing of every job can come from the cache (:mod:`ganga_like.commands.jobs_cache`),
+or else from the jobs-table server (:mod:`ganga_like.commands.table_client`); ids and
+queries, and any answer that does not match the repository, take the plain path
 (:func:`ganga_like.commands.listing.list_jobs`), which imports the model and opens the
 repository. Nothing heavier than the configuration is imported before the cache is asked.
 """
@@ -31,7 +32,12 @@ def run_jobs(args: argparse.Namespace) -> int:
     if not args.query:
         from ganga_like.commands.jobs_cache import cached_answer
 
-        shown = cached_answer(configured_settings(), as_json=args.json)
+        settings = configured_settings()
+        shown = cached_answer(settings, as_json=args.json)
+        if shown is None:
+            from ganga_like.commands.table_client import asked_answer
+
+            shown = asked_answer(settings, as_json=args.json)
         if shown is not None:
             print(shown)
             return OK

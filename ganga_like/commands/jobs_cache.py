@@ -62,17 +62,22 @@ __all__ = [
     "FORMAT",
     "cache_path",
     "cached_answer",
+    "code_unchanged",
+    "gangadir_of",
+    "loaded_code",
+    "opens_as_before",
     "repository_file",
     "save",
     "settings_key",
     "stamp_before_opening",
+    "well_formed",
 ]
 
 CACHE_NAME = "jobs-table.json"
 FORMAT = 1
 
 
-def _gangadir(settings: Settings) -> Path:
+def gangadir_of(settings: Settings) -> Path:
     return Path(settings.gangadir).expanduser().resolve()  # as the Repository has it
 
 
@@ -97,7 +102,7 @@ def stamp_before_opening(settings: Settings) -> FileStamp | None:
     a database server, which other hosts change without a file here saying so)."""
     if settings.repository_mode == "readonly" or settings.repository_url:
         return None
-    return file_stamp(repository_file(_gangadir(settings)))
+    return file_stamp(repository_file(gangadir_of(settings)))
 
 
 # -- the code that computed the rows ----------------------------------------------------
@@ -111,7 +116,7 @@ def _standard_library() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(os.path.join(d, "") for d in stdlib), tuple(os.path.join(d, "") for d in sites)
 
 
-def _loaded_code() -> list[list[Any]]:
+def loaded_code() -> list[list[Any]]:
     """Every loaded module file outside the standard library: (path, size, mtime)."""
     stdlib, sites = _standard_library()
     files: set[str] = set()
@@ -126,7 +131,7 @@ def _loaded_code() -> list[list[Any]]:
     return found
 
 
-def _code_unchanged(files: Any) -> bool:
+def code_unchanged(files: Any) -> bool:
     if not isinstance(files, list):
         return False
     for entry in files:
@@ -161,7 +166,7 @@ def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
     say (then the plain path answers). Never raises for a bad or stale cache."""
     if settings.repository_mode == "readonly" or settings.repository_url:
         return None
-    gangadir = _gangadir(settings)
+    gangadir = gangadir_of(settings)
     try:
         cached = json.loads(cache_path(gangadir).read_bytes())
     except (OSError, ValueError, RecursionError):  # missing, unreadable, cut, not JSON
@@ -170,7 +175,7 @@ def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
         return None
     columns: Any = cached.get("columns")
     rows: Any = cached.get("rows")
-    if not (_well_formed(columns, rows) and isinstance(cached.get("next_id"), int)):
+    if not (well_formed(columns, rows) and isinstance(cached.get("next_id"), int)):
         return None
     data = repository_file(gangadir)
     stamp = file_stamp(data)
@@ -178,16 +183,16 @@ def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
         return None
     if cached.get("settings") != settings_key(settings):
         return None
-    if cached.get("interpreter") != _interpreter() or not _code_unchanged(cached.get("code")):
+    if cached.get("interpreter") != _interpreter() or not code_unchanged(cached.get("code")):
         return None
-    if not _opens_as_before(gangadir, data, cached["next_id"]):
+    if not opens_as_before(gangadir, data, cached["next_id"]):
         return None
     if as_json:
         return json.dumps(rows, indent=1)
     return render_table(rows, columns)
 
 
-def _well_formed(columns: Any, rows: Any) -> bool:
+def well_formed(columns: Any, rows: Any) -> bool:
     return (
         isinstance(columns, list)
         and all(isinstance(c, str) for c in columns)
@@ -198,7 +203,7 @@ def _well_formed(columns: Any, rows: Any) -> bool:
     )
 
 
-def _opens_as_before(gangadir: Path, data: Path, next_id: int) -> bool:
+def opens_as_before(gangadir: Path, data: Path, next_id: int) -> bool:
     """The checks opening the repository makes of things outside its file: the plain
     path would refuse to open (and say why) if one of them failed now."""
     workspace = gangadir / "workspace"
@@ -234,7 +239,7 @@ def save(
             "stamp": stamp.as_list(),
             "settings": settings_key(settings),
             "interpreter": _interpreter(),
-            "code": _loaded_code(),
+            "code": loaded_code(),
             "next_id": next_id,
             "columns": list(columns),
             "rows": list(rows),

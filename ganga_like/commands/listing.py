@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ganga_like.commands import jobs_cache
+from ganga_like.commands import jobs_cache, table_client
 from ganga_like.commands.context import NOTHING, OK, configured_settings, error, session_for
 from ganga_like.commands.lookup import find_job, select
 from ganga_like.errors import JobError
@@ -29,7 +29,15 @@ from ganga_like.runtime.stats import job_stats
 from ganga_like.runtime.workflow import index as workflow_index
 from ganga_like.runtime.workflow.explain import dependency_line, explain
 
-__all__ = ["list_jobs", "log_parser", "show_parser", "stats_parser", "status_parser"]
+__all__ = [
+    "list_jobs",
+    "log_parser",
+    "show_parser",
+    "snapshot_tid",
+    "stats_parser",
+    "status_parser",
+    "table_of",
+]
 
 
 def list_jobs(args: argparse.Namespace) -> int:
@@ -54,6 +62,9 @@ def list_jobs(args: argparse.Namespace) -> int:
             return NOTHING  # the ones found are listed; a script still learns of the others
         if stamp is not None:
             _cache_if_settled(session, stamp, rows)
+    if stamp is not None:
+        # The next listing after a change asks it instead of reading every job again.
+        table_client.start_server(configured_settings())
     return OK
 
 
@@ -75,9 +86,26 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
     if repo.read_only or uri.scheme != "file" or Path(unquote(uri.path)) != Path(stamp.path):
         return  # a read-only view, or not the file the stamp is of
     conn = repo.connection()
-    if _snapshot_tid(conn) != stamp.tid:
+    if snapshot_tid(conn) != stamp.tid:
         return  # a commit came between the stamp and the read
-    root = conn.root()
+    if _settled(session, rows):
+        next_id = conn.root()["ids"].next_id
+        jobs_cache.save(repo.gangadir, stamp, session.settings, next_id, COLUMNS, rows)
+
+
+def table_of(session: Session) -> tuple[int, list[dict[str, Any]]] | None:
+    """(the next job id, the rows of every job) as ``ganga jobs`` reads them in the
+    session's current transaction, or None unless the repository is settled."""
+    rows = [_json_row(job) for job in select(session, []).jobs]
+    if not _settled(session, rows):
+        return None
+    return session.repo.connection().root()["ids"].next_id, rows
+
+
+def _settled(session: Session, rows: list[dict[str, Any]]) -> bool:
+    """Whether opening the repository and a monitoring cycle would change nothing of
+    these rows (the jobs-table cache's condition)."""
+    root = session.repo.connection().root()
     registry = session.registry()
     if (
         not registry.jobs
@@ -88,12 +116,10 @@ def _cache_if_settled(session: Session, stamp: FileStamp, rows: list[dict[str, A
         or root.get(workflow_index.PENDING_KEY)
         or root.get(DUE_KEY)
     ):
-        return
-    if any(_broken(row) for row in rows):
-        # A class that does not load now may load later without a stored change (its
-        # plugin installed or mended): such a table is read afresh every time.
-        return
-    jobs_cache.save(repo.gangadir, stamp, session.settings, root["ids"].next_id, COLUMNS, rows)
+        return False
+    # A class that does not load now may load later without a stored change (its
+    # plugin installed or mended): such a table is read afresh every time.
+    return not any(_broken(row) for row in rows)
 
 
 def _broken(row: dict[str, Any]) -> bool:
@@ -103,7 +129,7 @@ def _broken(row: dict[str, Any]) -> bool:
     )
 
 
-def _snapshot_tid(conn: Any) -> str | None:
+def snapshot_tid(conn: Any) -> str | None:
     """The id of the last transaction the connection's current snapshot holds, in hex
     (ZODB's MVCC adapter reads "before" the transaction after it); None if unknown."""
     start = getattr(getattr(conn, "_storage", None), "_start", None)

@@ -117,7 +117,7 @@ class Repository:
             packer = maybe_pack_in_background(self.db.storage, path, policy)
             if packer is not None:
                 self._background.append(packer)
-        elif self.effective_mode == "shared":
+        elif self.effective_mode == "shared" and not self.options.follower:
             from ganga_like.repository.zeo.shared import ServerKeeper
 
             keeper = ServerKeeper(self.db.storage, self.gangadir / "repository", self.options)

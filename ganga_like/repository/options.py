@@ -34,6 +34,10 @@ class StorageOptions:
     pack_keep_days: float = 7.0
     # Seconds to wait for a shared server to start or answer.
     connect_timeout: float = 30.0
+    # A client that keeps nothing alive (the jobs-table server): the shared server does
+    # not count it as a session (it leaves when idle, or for maintenance, with it
+    # connected), and nothing restarts the server when it is gone.
+    follower: bool = False
 
 
 def ensure_private_dir(path: Path, read_only: bool = False) -> None:

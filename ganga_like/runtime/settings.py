@@ -82,6 +82,8 @@ class Settings:
     # How a master's status is derived while some subjobs wait and others run
     # (config.choices.MASTER_STATUS_ORDERS).
     master_status_order: str = default(Jobs, "master_status_order")
+    # Not an option: a session of the jobs-table server (StorageOptions.follower).
+    repository_follower: bool = False
 
     def storage_options(self) -> StorageOptions:
         return StorageOptions(
@@ -90,6 +92,7 @@ class Settings:
             cache_mb=self.zeo_cache_mb,
             pack_threshold_mb=self.pack_threshold_mb,
             pack_keep_days=self.pack_keep_days,
+            follower=self.repository_follower,
         )
 
     def applied_to(self, config: ConfigSnapshot) -> ConfigSnapshot:

@@ -500,12 +500,18 @@ def live_clients(server: Any) -> int:
         for zs in list(clients):
             connection = getattr(zs, "connection", None)
             if connection is not None and connection.connected:
-                live += 1
+                live += not _follower(zs)
             elif connection is not None and not getattr(zs, "ganga_forgotten", False):
                 zs.ganga_forgotten = True
                 with contextlib.suppress(RuntimeError):  # the loop is already closed
                     server.acceptor.event_loop.call_soon_threadsafe(zs.notify_disconnected)
     return live
+
+
+def _follower(zs: Any) -> bool:
+    """A client that keeps nothing alive (``StorageOptions.follower``): its label is
+    ``ganga pid N follower``."""
+    return str(getattr(zs, "log_label", "")).split()[3:4] == ["follower"]
 
 
 def _wait_until_idle(server: Any, idle_exit: float, stop: threading.Event, repo_dir: Path) -> None:
@@ -556,7 +562,12 @@ def client_pids(server: Any) -> list[int]:
     for clients in list(server.zeo_storages_by_storage_id.values()):
         for zs in list(clients):
             words = str(getattr(zs, "log_label", "")).split()
-            if len(words) >= 3 and words[:2] == ["ganga", "pid"] and words[2].isdigit():
+            if (
+                len(words) >= 3
+                and words[:2] == ["ganga", "pid"]
+                and words[2].isdigit()
+                and not _follower(zs)
+            ):
                 pids.append(int(words[2]))
     return sorted(set(pids))
 

@@ -350,7 +350,7 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
             if not spawn:
                 return None
             ensure_server(repo_dir, options)
-        cache = _cache_slot(repo_dir, options.cache_mb)
+        cache = _cache_slot(repo_dir, options.cache_mb, options.follower)
         _forget_if_ahead_of(cache, path)
         try:
             # The server answered just now: a short first wait tells a server that went
@@ -359,7 +359,7 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
                 address,
                 cache=cache,
                 wait_timeout=min(5.0, options.connect_timeout),
-                client_label=f"ganga pid {os.getpid()}",
+                client_label=f"ganga pid {os.getpid()}{' follower' if options.follower else ''}",
             )
         except ClientDisconnected:
             cache.close()
@@ -380,11 +380,14 @@ def open_client(path: Path, options: StorageOptions, spawn: bool) -> Any:
 _caches: dict[str, Any] = {}
 
 
-def _cache_slot(repo_dir: Path, cache_mb: float) -> Any:
-    """A persistent client cache in the first free slot (each file has a lock)."""
+def _cache_slot(repo_dir: Path, cache_mb: float, follower: bool = False) -> Any:
+    """A persistent client cache in the first free slot (each file has a lock); a
+    follower's is temporary: it holds no slot a maintenance command would wait for."""
     from ganga_like.repository.zeo.client_cache import ResilientClientCache as ClientCache
 
     size = int(cache_mb * 1024 * 1024)
+    if follower:
+        return ClientCache(None, size)
     cache_dir = repo_dir / CACHE_DIR
     with contextlib.suppress(FileExistsError):
         cache_dir.mkdir(mode=0o700)
