@@ -65,6 +65,7 @@ __all__ = [
     "runner_pid",
     "stop",
     "submit",
+    "write_batch",
 ]
 
 # Request names start with a zero-padded nanosecond clock so that sorting the queue
@@ -94,10 +95,23 @@ def submit(
     elsewhere = runner_elsewhere(runner_dir)
     if elsewhere is not None:
         raise RunnerOnAnotherHost(runner_dir, elsewhere)
+    if write_batch(runner_dir, tasks, base_env, max_concurrent, idle_exit_seconds):
+        ensure_runner(runner_dir, always=True)
+
+
+def write_batch(
+    runner_dir: Path,
+    tasks: Iterable[TaskSpec],
+    base_env: Mapping[str, str],
+    max_concurrent: int,
+    idle_exit_seconds: float,
+) -> bool:
+    """The batch file of ``tasks`` put in the runner's queue, written as they come (no
+    runner is started); False, and no file, when there are none."""
     rows = (task_row(task) for task in tasks)
     first = next(rows, None)
     if first is None:
-        return
+        return False
     queue = _queue_dir(runner_dir)
     name = _request_name(BATCH_SUFFIX)
     head = dumps(
@@ -118,7 +132,7 @@ def submit(
         yield b"]}"
 
     write_atomic(queue, name, chunks())
-    ensure_runner(runner_dir, always=True)
+    return True
 
 
 def kill(runner_dir: Path, keys: Sequence[str]) -> None:

@@ -1,15 +1,19 @@
-"""Submit a 10,000-subjob job (Executable /bin/true, Local) and time submit() until it returns.
+"""Submit an N-subjob job (Executable /bin/true, Local) and time submit() until it returns.
 
-    python scripts/bench/bench_submit.py [N] [--kill]
+    python scripts/bench/bench_submit.py [N] [--kill] [--json] [--embedded]
 
 Prints the wall time and CPU of submit(), the repository growth per subjob, and (after the
 job completed) the process's peak RSS. With ``--kill`` the peak RSS is that of the submission
 alone: as soon as submit() returned the runner is killed (1,000,000 subjobs would run for
-most of an hour) and the gangadir removed.
+most of an hour) and the gangadir removed. ``--json`` (with ``--kill``) prints one line of
+figures for ``bench_submit_floor.py``: the CPU the repository server and the runner spent
+during the call, and the bytes of one subjob's own records (what the floor's records
+weigh). ``--embedded``: the repository file opened by this process, no server.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -18,14 +22,47 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+
+def process_cpu(pid: int | None) -> float:
+    """User + system CPU seconds of a live process (0 when there is none)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def subjob_record_bytes(job: Any) -> int:
+    """The bytes of the first subjob's record and of the records only it refers to (its
+    own application, when the splitter varied it), as the repository stores them."""
+    from persistent import Persistent
+
+    from ganga_like.gpi.proxy import unwrap
+
+    master = unwrap(job)
+    subjob = master._subjobs[0]
+    storage = subjob._p_jar._storage
+    shared = {id(master)} | {id(v) for v in master.stored().values()}
+    own = [subjob] + [
+        v for v in subjob.stored().values() if isinstance(v, Persistent) and id(v) not in shared
+    ]
+    return sum(len(storage.load(obj._p_oid)[0]) for obj in own)
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 10_000
-    kill = "--kill" in sys.argv
+    kill = "--kill" in sys.argv or "--json" in sys.argv
+    as_json = "--json" in sys.argv
     gangadir = Path(tempfile.mkdtemp(prefix="bench-submit-")) / "gangadir"
     os.environ["GANGA_DIR"] = str(gangadir)
+    if "--embedded" in sys.argv:
+        os.environ["GANGA_REPOSITORY_MODE"] = "embedded"
     from ganga_like import ArgSplitter, Executable, Job, Local
+    from ganga_like.repository.zeo import shared
     from ganga_like.runtime.session import current_session
     from ganga_like_local.backend import runner_dir
     from ganga_like_runner import client as runner_client
@@ -37,24 +74,42 @@ def main() -> None:
         backend=Local(),
     )
     data = gangadir / "repository" / "Data.fs"
+    server = shared.server_pid(gangadir / "repository")
     size_before = data.stat().st_size
+    server_cpu = process_cpu(server)
     started, cpu = time.perf_counter(), time.process_time()
     j.submit()
     submit_wall, submit_cpu = time.perf_counter() - started, time.process_time() - cpu
+    server_cpu = process_cpu(server) - server_cpu
+    runner = runner_client.runner_pid(runner_dir(gangadir))
+    runner_cpu = process_cpu(runner)  # started by the call
     size_after_submit = data.stat().st_size
-    print(f"submit() of {n} subjobs: {submit_wall:.2f} s wall, {submit_cpu:.2f} s CPU", flush=True)
-    print(f"repository growth at submit: {(size_after_submit - size_before) / n:.0f} B/subjob")
+    growth = (size_after_submit - size_before) / n
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if as_json:
+        figures = {
+            "wall": submit_wall,
+            "cpu": submit_cpu,
+            "server_cpu": server_cpu,
+            "runner_cpu": runner_cpu,
+            "rss_mib": rss,
+            "growth": growth,
+            "record_bytes": subjob_record_bytes(j),
+            "code": str(Path(sys.modules["ganga_like"].__file__ or "").parent.parent),
+        }
+        print(json.dumps(figures), flush=True)
+    else:
+        print(f"submit() of {n} subjobs: {submit_wall:.2f} s wall, {submit_cpu:.2f} s CPU")
+        print(f"repository growth at submit: {growth:.0f} B/subjob", flush=True)
     if kill:
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak RSS of the submitting process: {rss:.0f} MB", flush=True)
+        if not as_json:
+            print(f"peak RSS of the submitting process: {rss:.0f} MB", flush=True)
         # Everything goes with the gangadir: the runner is ended, not each subjob killed
         # (killing a million records takes longer than submitting them).
         session.close()  # first: its monitor would start the runner again
         pid = runner_client.runner_pid(runner_dir(gangadir))
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
-        from ganga_like.repository.zeo import shared
-
         shared.stop_server(gangadir / "repository")
         shutil.rmtree(gangadir.parent, ignore_errors=True)
         return
