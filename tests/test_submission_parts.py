@@ -21,7 +21,7 @@ from ZODB.utils import p64
 
 from ganga_like import ArgSplitter, Executable, GenericSplitter, Job
 from ganga_like.errors import JobError
-from ganga_like.repository.savepoints import _Table, write_out
+from ganga_like.repository.savepoints import _AppendingStore, _Table, write_out
 from ganga_like.runtime.session import Session
 from ganga_like.runtime.submission.split_submission import (
     ONE_PART_MAX,
@@ -215,6 +215,67 @@ def test_what_was_written_out_is_dropped_whole_by_an_abort(db: ZODB.DB) -> None:
     conn.root()["after"] = 1  # the connection goes on working
     tm.commit()
     conn.close()
+
+
+def _write_calls() -> int:
+    with open("/proc/self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("syscw:"))
+
+
+def test_a_part_written_out_takes_a_few_writes_not_one_per_record(db: ZODB.DB) -> None:
+    from BTrees.IOBTree import IOBTree
+    from persistent.mapping import PersistentMapping
+
+    tm = transaction.TransactionManager()
+    conn = db.open(transaction_manager=tm)
+    tree = conn.root()["tree"] = IOBTree()
+    for i in range(3000):
+        tree[i] = PersistentMapping(value=i)
+    before = _write_calls()
+    write_out(conn)
+    assert _write_calls() - before < 300  # 3,000 records of about 100 B each
+    tm.commit()
+    assert [conn.root()["tree"][i]["value"] for i in range(0, 3000, 7)] == list(range(0, 3000, 7))
+    conn.close()
+
+
+# Stores (an oid of 8 bytes, data) and loads of an oid stored before, in any order.
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("store"), st.integers(0, 20), st.binary(max_size=300)),
+        st.tuples(st.just("load"), st.integers(0, 20), st.just(b"")),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_STEPS)
+def test_an_appending_store_holds_what_zodbs_temporary_store_holds(
+    steps: list[tuple[str, int, bytes]],
+) -> None:
+    from ZODB.Connection import TmpStore
+    from ZODB.MappingStorage import MappingStorage
+
+    stores = [TmpStore(MappingStorage()), _AppendingStore(MappingStorage())]
+    try:
+        for action, number, data in steps:
+            oid = p64(number)
+            for store in stores:
+                if action == "store":
+                    store.store(oid, None, data, "", None)
+                elif oid in store.index:
+                    store.load(oid)
+            loads = [s.load(oid) for s in stores] if oid in stores[0].index else []
+            assert loads[:1] == loads[1:]
+        contents = []
+        for store in stores:
+            store._file.seek(0)
+            contents.append((store._file.read(), store.position, dict(store.index)))
+        assert contents[0] == contents[1]
+    finally:
+        for store in stores:
+            store.close()
 
 
 @settings(max_examples=50, deadline=None)

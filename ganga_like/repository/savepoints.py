@@ -24,7 +24,7 @@ from typing import Any
 from ZODB.Connection import Connection, TmpStore
 from ZODB.fsIndex import fsIndex
 from ZODB.mvccadapter import MVCCAdapterInstance
-from ZODB.utils import u64
+from ZODB.utils import p64, u64, z64
 
 from ganga_like.errors import RepositoryError
 
@@ -69,12 +69,38 @@ class _Table(fsIndex):  # type: ignore[misc]
         return _NoRollback()
 
 
+class _AppendingStore(TmpStore):  # type: ignore[misc]
+    """A TmpStore that appends each record in one write, without a seek: a seek of the
+    buffered file flushes its buffer, so ZODB's store made a system call per record."""
+
+    _at_end = True
+
+    def store(self, oid: bytes, serial: bytes | None, data: bytes, version: str, txn: Any) -> bytes:
+        if not self._at_end:
+            self._file.seek(self.position)
+            self._at_end = True
+        if serial is None:
+            serial = z64
+        self._file.write(b"".join((p64(len(oid)), oid, serial, p64(len(data)), data)))
+        self.index[oid] = self.position
+        self.position += 24 + len(oid) + len(data)
+        return serial
+
+    def load(self, oid: bytes, version: str = "") -> Any:
+        self._at_end = False  # reading moves the file's position
+        return super().load(oid, version)
+
+    def reset(self, position: int, index: Any, creating: Any) -> None:
+        self._at_end = False
+        super().reset(position, index, creating)
+
+
 def write_out(connection: Connection) -> None:
     """Write the changes of ``connection``'s transaction so far to its savepoint file and
     let every object not changed since leave memory (``cacheMinimize``); the commit (or
     the abort) of the transaction takes the file as usual."""
     if connection._savepoint_storage is None:
-        store = TmpStore(connection._normal_storage)
+        store = _AppendingStore(connection._normal_storage)
         store.index = _Table()
         store.creating = _Table()
         connection._savepoint_storage = connection._storage = store
@@ -124,6 +150,7 @@ def _latest_records(src: TmpStore) -> Iterator[tuple[bytes, bytes, bytes]]:
     ids' order: a quarter of a large commit's time); an earlier version of a record
     written again by a later savepoint is skipped."""
     file, index, end = src._file, src.index, src.position
+    src._at_end = False
     file.flush()
     file.seek(0)
     read = file.read
