@@ -68,6 +68,9 @@ def test_what_the_one_pass_accepts_the_ordinary_check_accepts_as_the_same_value(
         return
     slow = trait._validate(checker, value)  # raises if the one pass accepted too much
     assert _same_shape(fast, slow)
+    # In the stored form the inner lists may come as tuples: the same value stored.
+    stored = _storable(checked_list(trait, checker, value, inner_tuples=True))
+    assert _same_shape(stored, _storable(slow))
 
 
 def _ordinary(cls: type[GangaObject], value: Any) -> Any:
@@ -104,3 +107,37 @@ def test_a_loaded_export_holds_what_the_ordinary_check_gives_or_is_refused(
     (loaded,) = load(path)
     job = unwrap(loaded)
     assert _same_shape((job.application.args, job.splitter.args), expected)
+
+
+def test_a_splitter_given_many_argument_lists_holds_one_more_copy_of_them_at_most() -> None:
+    import tracemalloc
+
+    splitter = plugin_registry.find("ArgSplitter")
+    points = [[str(i)] for i in range(50_000)]
+    from ganga_like import ArgSplitter
+
+    tracemalloc.start()
+    try:
+        made = ArgSplitter(args=points)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # What it holds is one copy (tuples); on their way in the lists were copied twice more.
+    assert peak < 2 * held
+    assert unwrap(made).args == _storable(points)
+    assert isinstance(unwrap(made), splitter)
+
+
+def test_a_list_given_to_an_object_is_copied_and_can_change_after(session: Session) -> None:
+    from ganga_like import ArgSplitter, Executable
+
+    points, args = [["a"], ["b", "c"]], ["x", "y"]
+    splitter, app = ArgSplitter(args=points), Executable(exe="/bin/echo", args=args)
+    points[1].append("d")
+    points.append(["e"])
+    args[0] = "changed"
+    assert unwrap(splitter).args == (("a",), ("b", "c"))
+    assert unwrap(app).args == ("x", "y")
+    app.args = args
+    args.append("later")
+    assert unwrap(app).args == ("changed", "y")

@@ -88,10 +88,19 @@ def unwrap(value: Any) -> Any:
     if isinstance(value, GPIDict):
         return {k: unwrap(value[k]) for k in value}
     if isinstance(value, list | tuple):
-        return type(value)(unwrap(v) for v in value)
+        return _kept_if_same(value, [unwrap(v) for v in value])
     if isinstance(value, dict):
         return {k: unwrap(v) for k, v in value.items()}
     return value
+
+
+def _kept_if_same(value: Any, items: list[Any]) -> Any:
+    """``value`` itself when ``items`` are its own elements, else ``items`` as its type:
+    a splitter's million argument lists are not copied twice on their way in (what is
+    stored is a copy made by the validation)."""
+    if all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return items if type(value) is list else type(value)(items)
 
 
 def current_session() -> Session:
@@ -297,8 +306,10 @@ def _adopt(owner: GPIObject, value: Any) -> Any:
             object.__setattr__(value, "_owner", owner)
             return value
         return wrap(object.__getattribute__(value, "_impl")._copy(), owner=owner)
-    if isinstance(value, GPIList | list | tuple):
+    if isinstance(value, GPIList | tuple):
         return [_adopt(owner, v) for v in value]
+    if isinstance(value, list):
+        return _kept_if_same(value, [_adopt(owner, v) for v in value])
     if isinstance(value, GPIDict):
         return {k: _adopt(owner, value[k]) for k in value}
     if isinstance(value, dict):

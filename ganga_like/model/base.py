@@ -192,7 +192,7 @@ class GangaObject(Persistent):  # type: ignore[misc]
             )
         try:
             checker = cls._checker()
-            checked = checked_list(trait, checker, value)
+            checked = checked_list(trait, checker, value, inner_tuples=True)
             if checked is UNDECIDED:
                 checked = trait._validate(checker, value)
         except traitlets.TraitError as exc:

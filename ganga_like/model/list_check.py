@@ -20,9 +20,15 @@ import traitlets
 UNDECIDED: Any = object()
 
 
-def checked_list(trait: traitlets.TraitType[Any, Any], checker: Any, value: Any) -> Any:
+def checked_list(
+    trait: traitlets.TraitType[Any, Any], checker: Any, value: Any, inner_tuples: bool = False
+) -> Any:
     """What ``trait._validate(checker, value)`` returns, for an exact ``traitlets.List``
-    given a list or tuple whose every element its element trait accepts; else UNDECIDED."""
+    given a list or tuple whose every element its element trait accepts; else UNDECIDED.
+
+    ``inner_tuples``: the lists inside the list come as tuples, the form they are stored
+    in, so that storing them copies none (a splitter's million points made a million
+    lists, then a million tuples from them, both held at once)."""
     if type(trait) is not traitlets.List or type(value) not in (list, tuple):
         return UNDECIDED
     if not trait._minlen <= len(value) <= trait._maxlen:
@@ -36,7 +42,7 @@ def checked_list(trait: traitlets.TraitType[Any, Any], checker: Any, value: Any)
             got = checked_list(element, checker, item)
             if got is UNDECIDED:
                 return UNDECIDED
-            inner.append(got)
+            inner.append(tuple(got) if inner_tuples else got)
         return inner
     check = getattr(element, "validate", None)
     if check is None:
