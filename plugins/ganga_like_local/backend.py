@@ -129,7 +129,8 @@ class Local(IBackend):
                     except OSError as exc:
                         outcome.failed[job.fqid] = f"preparing the workspace failed: {exc}"
                     else:
-                        job.backend._assign("host", here)
+                        if job.backend.host != here:  # mostly one backend, shared
+                            job.backend._assign("host", here)
                         yield task
                         continue
                 if not keep_going:
