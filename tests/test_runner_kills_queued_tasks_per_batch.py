@@ -9,8 +9,8 @@ import os
 import signal
 from pathlib import Path
 
-from ganga_like_runner.client import kill, runner_pid, submit
-from ganga_like_runner.protocol import event_line
+from ganga_like_runner.client import kill, kills_by_prefix, runner_pid, submit
+from ganga_like_runner.protocol import FEATURES_NAME, KILL_BY_PREFIX, event_line
 
 from .test_local_runner import (
     BASE_ENV,
@@ -86,3 +86,24 @@ def test_a_restarted_runner_concludes_queued_tasks_its_batch_record_says_were_ki
         assert not (out(tmp_path, key) / "stdout").exists()
     assert final["fresh"].event == "completed"
     wait_until(lambda: not os.listdir(runner_dir / "accepted"), 5.0)  # the record went too
+
+
+def test_a_kill_names_each_task_to_a_runner_that_has_not_said_it_kills_by_prefix(
+    tmp_path: Path,
+    runner_dir: Path,  # noqa: F811
+    journal: Journal,  # noqa: F811
+) -> None:
+    assert kills_by_prefix(runner_dir)  # none alive: the one a request starts does
+    submit(runner_dir, [make_task(tmp_path, "7.0@1", ["sleep", "100"], journal)], BASE_ENV, 1)
+    journal.wait(["7.0@1"], event="started")
+    running = start_pid(tmp_path, "7.0@1")
+    try:
+        assert kills_by_prefix(runner_dir)
+        # What a runner started by an earlier version leaves: no word of it (a file of
+        # another runner's at most).
+        (runner_dir / FEATURES_NAME).write_text(f"1 {KILL_BY_PREFIX}\n")
+        assert not kills_by_prefix(runner_dir)
+        (runner_dir / FEATURES_NAME).unlink()
+        assert not kills_by_prefix(runner_dir)
+    finally:
+        kill_groups([running])

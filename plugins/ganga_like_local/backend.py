@@ -182,11 +182,12 @@ class Local(IBackend):
     def kill_subjobs(
         self, ctx: SubmitContext, master: Job, ids: Sequence[int], every_active: bool
     ) -> dict[str, str]:
-        if not every_active:
+        where = runner_dir(ctx.gangadir)
+        if not every_active or not runner_client.kills_by_prefix(where):
             return super().kill_subjobs(ctx, master, ids, every_active)
         # Every task of the master: named by the prefix of their keys, none loaded.
         try:
-            runner_client.kill(runner_dir(ctx.gangadir), [f"{master.id}."])
+            runner_client.kill(where, [f"{master.id}."])
         except OSError as exc:
             return {f"{master.id}.{index}": f"{UNREACHABLE}: {exc}" for index in ids}
         return {}

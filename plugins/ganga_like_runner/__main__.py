@@ -23,7 +23,14 @@ import traceback
 from pathlib import Path
 
 from ganga_like_runner.loop import Runner
-from ganga_like_runner.protocol import LOCK_NAME, PRIVATE_DIR, PRIVATE_FILE
+from ganga_like_runner.protocol import (
+    FEATURES_NAME,
+    KILL_BY_PREFIX,
+    LOCK_NAME,
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    write_atomic,
+)
 from ganga_like_runner.spawn import signal_group
 
 
@@ -94,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.heartbeat is not None:
         runner.heartbeat = max(0.05, args.heartbeat)
     runner.install_signals()
+    write_atomic(runner_dir, FEATURES_NAME, f"{os.getpid()} {KILL_BY_PREFIX}\n".encode())
     # Only now, with SIGUSR1 blocked, may clients find our pid and signal us.
     runner.write_pid_file()
     runner.log(f"runner started (pid {os.getpid()})")

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ganga_like.hosts import read_record
 from ganga_like_runner.launch import (
     RunnerOnAnotherHost,
     ensure_runner,
@@ -33,10 +34,13 @@ from ganga_like_runner.protocol import (
     ACCEPTED_DIR,
     BATCH_SUFFIX,
     CONFIG_NAME,
+    FEATURES_NAME,
     FORMAT_VERSION,
+    KILL_BY_PREFIX,
     KILL_NAMES_SUFFIX,
     KILL_SUFFIX,
     MAX_NAME,
+    PID_NAME,
     PRIVATE_DIR,
     QUEUE_DIR,
     SECRET_VARIABLES,
@@ -158,6 +162,20 @@ def kill(runner_dir: Path, keys: Sequence[str]) -> None:
         for posted in names:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(queue / posted)
+
+
+def kills_by_prefix(runner_dir: Path) -> bool:
+    """Whether the runner that reads a kill request understands a key ending in "." (every
+    task whose key starts with it): none is alive (the one a request starts is of this
+    version), or the live one said so at its start (``FEATURES_NAME``)."""
+    record = read_record(runner_dir / PID_NAME)
+    if record is None:
+        return True
+    try:
+        words = (runner_dir / FEATURES_NAME).read_text().split()
+    except OSError:
+        return False
+    return words[:1] == [str(record.pid)] and KILL_BY_PREFIX in words[1:]
 
 
 def _post_kill_names(queue: Path, keys: Sequence[str]) -> list[str]:

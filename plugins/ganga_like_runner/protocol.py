@@ -84,6 +84,12 @@ PID_NAME = "runner.pid"
 LOG_NAME = "runner.log"
 TAKEN_OVER_NAME = "taken-over"
 CONFIG_NAME = "config.json"
+# ``PID kill-prefix``: what the live runner (of that pid) understands beyond the first
+# version of this protocol: a kill request's key ending in "." names every task whose key
+# starts with it. A runner started by an earlier version writes no such file and would
+# ignore such a key.
+FEATURES_NAME = "features"
+KILL_BY_PREFIX = "kill-prefix"
 QUEUE_DIR = "queue"
 ACCEPTED_DIR = "accepted"
 BATCH_SUFFIX = ".batch.json"
