@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ganga_like.batch import polling
 from ganga_like.batch.planning import compress
@@ -20,7 +22,7 @@ from ganga_like.batch.tracker import Observation, Seen, Sighting, Tracker
 from ganga_like.config.snapshot import ConfigSnapshot
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext
-from ganga_like_slurm.scheduler import history_sighting, queue_sighting
+from ganga_like_slurm.scheduler import SlurmScheduler, history_sighting, queue_sighting
 from ganga_like_slurm.slurm_commands import SacctRow, SqueueRow
 
 PENDING = Sighting(Observation("submitted", "pending (Priority)"))
@@ -306,3 +308,34 @@ def test_a_member_that_cannot_be_rendered_fails_alone() -> None:
     )
     assert text == "a;d"
     assert errors == {"1": "cannot write the batch script: a command must be one line"}
+
+
+_ARRAYS = st.sampled_from(["7", "81", "9000001"])
+_ELEMENTS = st.sets(st.tuples(_ARRAYS, st.integers(0, 300)), max_size=400)
+
+
+@given(
+    asked=_ELEMENTS,
+    unnameable=_ELEMENTS,
+    jobs=st.sets(st.sampled_from(["55", "66"])),
+    chars=st.integers(30, 2000),
+)
+def test_a_question_names_few_elements_and_covers_every_one_asked(
+    asked: set[tuple[str, int]], unnameable: set[tuple[str, int]], jobs: set[str], chars: int
+) -> None:
+    """Naming elements one by one is a shortcut: each asked element is named or its
+    array is asked, never more than the scheduler names in all, none that may not be."""
+    scheduler = SlurmScheduler()
+    scheduler.max_query_chars = chars  # type: ignore[misc]
+    ids = {f"{a}_{i}" for a, i in asked} | jobs
+    nameable = ids - {f"{a}_{i}" for a, i in unnameable}
+    batches = polling.question_ids(scheduler, ids, nameable)
+    question = [sid for batch in batches for sid in batch]
+    named = [sid for sid in question if "_" in sid]
+    assert all(sid in question or sid.split("_")[0] in question for sid in ids)
+    assert set(named) <= nameable and len(named) <= scheduler.max_named_elements
+    assert len(question) == len(set(question))
+    assert all(len(",".join(batch)) <= chars for batch in batches)
+    # Nothing nameable: every array by its id, once, in the order of the ids.
+    bases = sorted({sid.split("_")[0] for sid in ids}, key=int)
+    assert [sid for batch in polling.query_ids(scheduler, ids) for sid in batch] == bases

@@ -327,13 +327,18 @@ class FakeSlurm:
         self.calls.append(("squeue", list(ids)))
         if self.squeue_error is not None:
             raise self.squeue_error
-        return {k: v for k, v in self.queue.items() if k.split("_")[0] in ids}
+        return {k: v for k, v in self.queue.items() if _asked(k, ids)}
 
     def sacct(self, ids: list[str], **_: Any) -> dict[str, SacctRow]:
         self.calls.append(("sacct", list(ids)))
         if self.sacct_error is not None:
             raise self.sacct_error
-        return {k: v for k, v in self.accounting.items() if k.split("_")[0] in ids}
+        # As slurmdbd: an element that never started is only in its array's row.
+        return {
+            k: v
+            for k, v in self.accounting.items()
+            if _asked(k, ids) and (v.start is not None or k.split("_")[0] in ids)
+        }
 
     def scontrol_max_array_size(self, **_: Any) -> int:
         self.calls.append(("scontrol", ["show", "config"]))
@@ -363,6 +368,11 @@ class FakeSlurm:
             start,
             "2030-01-01T10:00:05",
         )
+
+
+def _asked(element: str, ids: list[str]) -> bool:
+    """As Slurm answers: an element named, or its array's id."""
+    return element in ids or element.split("_")[0] in ids
 
 
 @pytest.fixture
@@ -420,8 +430,52 @@ def test_one_squeue_and_at_most_two_saccts_per_cycle_and_only_changes_are_report
         "5.1": ("running", "", None),
         "5.2": ("failed", "finished with exit code 3", 3),
     }
-    # The states by array; what the ended element used, by element (with the steps' lines).
-    assert fake_slurm.calls == [("squeue", ["900"]), ("sacct", ["900"]), ("sacct", ["900_2"])]
+    # The queue by array (1,000 active); the ended element's state, then what it used (with
+    # the steps' lines), by element.
+    assert fake_slurm.calls == [("squeue", ["900"]), ("sacct", ["900_2"]), ("sacct", ["900_2"])]
+
+
+def test_the_last_elements_of_a_large_array_are_asked_about_by_name(
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
+    poller = Poller(tmp_path)
+    poller.follow(5, 1000, "900")
+    for i in range(1000):
+        fake_slurm.queued(f"900_{i}", "RUNNING")
+    poller.cycle()
+    for i in range(996):
+        fake_slurm.queued(f"900_{i}", "COMPLETED")
+        fake_slurm.accounted(f"900_{i}", "COMPLETED")
+    fake_slurm.calls.clear()
+    assert len(poller.cycle()) == 996
+    # More ended than are named in one question: their states by array, their use by the
+    # hundred ended first (the others in the next polls).
+    assert [(c, ids if len(ids) < 2 else len(ids)) for c, ids in fake_slurm.calls] == [
+        ("squeue", ["900"]),
+        ("sacct", ["900"]),
+        ("sacct", 100),
+    ]
+    fake_slurm.calls.clear()
+    fake_slurm.queued("900_998", "COMPLETED")
+    fake_slurm.accounted("900_998", "COMPLETED")
+    assert poller.cycle() == {"5.998": ("completed", "finished with exit code 0", 0)}
+    last = ["900_996", "900_997", "900_998", "900_999"]
+    assert fake_slurm.calls[:2] == [("squeue", last), ("sacct", ["900_998"])]
+
+
+def test_a_pending_element_cancelled_is_asked_about_by_its_array(
+    fake_slurm: FakeSlurm, tmp_path: Path
+) -> None:
+    poller = Poller(tmp_path)
+    poller.follow(6, 3, "910")
+    fake_slurm.queued("910_0", "COMPLETED")
+    fake_slurm.accounted("910_0", "COMPLETED")
+    fake_slurm.queued("910_1", "CANCELLED")
+    fake_slurm.accounted("910_1", "CANCELLED", start=None)  # in the array's row only
+    fake_slurm.queued("910_2", "PENDING")
+    changes = poller.cycle()
+    assert changes["6.0"][0] == "completed" and changes["6.1"][0] == "killed"
+    assert fake_slurm.calls[:2] == [("squeue", ["910_0", "910_1", "910_2"]), ("sacct", ["910"])]
 
 
 def test_a_finished_job_waits_for_sacct_to_give_its_exit_code(

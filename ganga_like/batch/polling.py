@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Container, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from ganga_like.errors import BackendError
 from ganga_like.model.interfaces import ActiveRef, PollContext, Poller, Staged, StatusReport
@@ -26,7 +26,15 @@ from .scheduler import BatchScheduler
 from .scheduler_commands import CommandError
 from .tracker import FINAL, Observation, Seen, Sighting, Tracker, TrackerSettings
 
-__all__ = ["BatchPoller", "PollSettings", "Unaccounted", "next_poll_gap", "poll", "query_ids"]
+__all__ = [
+    "BatchPoller",
+    "PollSettings",
+    "Unaccounted",
+    "next_poll_gap",
+    "poll",
+    "query_ids",
+    "question_ids",
+]
 
 # Called for a failure with exit code 1, which may hide a reason the job left on disk.
 FailureReader = Callable[[PollContext, ActiveRef, Observation], Observation]
@@ -74,16 +82,54 @@ class BatchPoller(Poller):
 def query_ids(scheduler: BatchScheduler, scheduler_ids: Iterable[str]) -> list[list[str]]:
     """The ids to ask about (an array's id covers all its elements), in batches that fit
     one command line."""
-    limit = scheduler.max_query_chars
-    bases = sorted({scheduler.split_id(sid)[0] for sid in scheduler_ids}, key=scheduler.id_order)
+    return question_ids(scheduler, scheduler_ids, nameable=())
+
+
+def question_ids(
+    scheduler: BatchScheduler,
+    scheduler_ids: Iterable[str],
+    nameable: Container[str] | None = None,
+) -> list[list[str]]:
+    """The ids one question names, in batches that fit one command line: an array's
+    elements one by one while at most ``scheduler.max_named_elements`` are named in all
+    (the arrays with fewest first) and each of them is ``nameable`` (None: any is), else
+    the array's id, which covers all its elements. Near its end an array of 10,000 is
+    then asked about its last few elements, not all of them."""
+    limit = scheduler.max_named_elements
+    by_base: dict[str, list[str]] = {}
+    for sid in scheduler_ids:
+        by_base.setdefault(scheduler.split_id(sid)[0], []).append(sid)
+    named = 0
+    ids: list[str] = []
+    for base, members in sorted(by_base.items(), key=lambda item: len(item[1])):
+        if (
+            base not in members
+            and named + len(members) <= limit
+            and (nameable is None or all(sid in nameable for sid in members))
+        ):
+            ids.extend(members)
+            named += len(members)
+        else:
+            ids.append(base)
+    ids.sort(key=lambda sid: _id_key(scheduler, sid))
+    return _fitting(ids, scheduler.max_query_chars)
+
+
+def _id_key(scheduler: BatchScheduler, scheduler_id: str) -> tuple[Any, int]:
+    base, index = scheduler.split_id(scheduler_id)
+    return scheduler.id_order(base), -1 if index is None else index
+
+
+def _fitting(ids: Sequence[str], limit: int) -> list[list[str]]:
+    """``ids`` in lists whose joined length fits ``limit`` characters."""
     batches: list[list[str]] = []
     size = limit + 1
-    for base in bases:
-        if size + len(base) + 1 > limit:
+    for sid in ids:
+        if size + len(sid) + 1 > limit:
             batches.append([])
             size = 0
-        batches[-1].append(base)
-        size += len(base) + 1
+        batches[-1].append(sid)
+        size += len(sid) + 1
     return batches
 
 
@@ -102,9 +148,10 @@ def _ask(
     command: Callable[..., dict[str, Sighting]],
     ids: Iterable[str],
     timeout: float,
+    nameable: Container[str] | None = None,
 ) -> dict[str, Sighting]:
     rows: dict[str, Sighting] = {}
-    for batch in query_ids(scheduler, ids):
+    for batch in question_ids(scheduler, ids, nameable):
         rows.update(command(batch, timeout=timeout))
     return rows
 
@@ -209,7 +256,10 @@ def _ask_history(
     """The scheduler's history of the jobs ``ask``; None when it could not be read (a
     scheduler without one is remembered, and exit codes are then not known)."""
     try:
-        return _ask(scheduler, scheduler.history, ask, settings.command_timeout)
+        # Those the queue shows ended after running have rows of their own in the history;
+        # a pending element cancelled is only in its array's row.
+        ended = tracker.ended_in_queue()
+        return _ask(scheduler, scheduler.history, ask, settings.command_timeout, ended)
     except CommandError as exc:
         if scheduler.history_unavailable(exc):
             poller.history_off.stage(exc.message)
@@ -285,8 +335,13 @@ def _usage_reports(
             following[change.scheduler_id] = ended
     used: dict[str, tuple[int, float, float, float]] = {}
     if following:
+        asked = sorted(following)
+        if 0 < scheduler.max_named_elements < len(asked):
+            # Named one by one: the earliest ended now, the others in the next polls.
+            asked = sorted(asked, key=lambda sid: following[sid].since)
+            asked = sorted(asked[: scheduler.max_named_elements])
         try:
-            used = scheduler.usage(sorted(following), timeout=settings.command_timeout)
+            used = scheduler.usage(asked, timeout=settings.command_timeout)
         except CommandError as exc:  # asked again next poll, within the grace
             log.info("%s: what ended jobs used is not known yet (%s)", scheduler.label, exc)
     reports: list[StatusReport] = []

@@ -44,6 +44,10 @@ class BatchScheduler(ABC):
     accounts_usage: ClassVar[bool] = False
     # A longer id list is split over several calls (Linux caps one argument at 128 KiB).
     max_query_chars: ClassVar[int] = 100_000
+    # A question names an array's elements one by one while it names at most this many in
+    # all, so its answer grows with what changed rather than with the array; beyond it (and
+    # with 0) an array is asked by its id.
+    max_named_elements: ClassVar[int] = 0
 
     # -- ids (pure) ------------------------------------------------------------------
 

@@ -128,6 +128,11 @@ class Tracker:
                 self._ask.append(sid)
         return list(self._ask)
 
+    def ended_in_queue(self) -> set[str]:
+        """The ids the queue showed ended after running (completed or failed), after
+        :meth:`queue`; killed ones may have been cancelled while pending."""
+        return {sid for sid, seen in self._queue_final.items() if seen.status != "killed"}
+
     def history(self, rows: Mapping[str, Sighting] | None) -> None:
         """Conclude for the ids :meth:`queue` returned; ``rows`` None: the history did
         not answer (then nothing is concluded about missing jobs)."""
