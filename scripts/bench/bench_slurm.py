@@ -24,6 +24,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -107,14 +108,19 @@ def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
         backend=Slurm(),
     )
     slurm_commands.scontrol_show_partitions()  # warm the client (first-call costs are not ours)
+    trace = _trace_commands(slurm_commands.RUNNER)
     before = slurm_commands.RUNNER.counts.copy()
+    monitor = session.monitor
+    cycles, cpu = monitor.cycles, monitor.cpu_seconds
     started, started_at = time.perf_counter(), time.time()
     j.submit()
     submitted = time.perf_counter() - started
-    status = j.wait(timeout=1800)
+    status = j.wait(timeout=3600)
     wall = time.perf_counter() - started
     seen_at = time.time()
     used = dict(slurm_commands.RUNNER.counts - before)
+    del slurm_commands.RUNNER.run  # the trace ends: the span's sacct below is ours
+    cycles, cpu = monitor.cycles - cycles, monitor.cpu_seconds - cpu
     array = j.backend.id
     session.close()
     if status != "completed":
@@ -132,6 +138,60 @@ def end_to_end(n: int, gangadir: Path, fixed: bool) -> None:
         f"{seen_at - max(ends):.1f} s after the last End (sacct: whole seconds); "
         f"Slurm commands: {used}"
     )
+    polls = sum(1 for call in trace if call[0] == "squeue")
+    print(
+        f"monitor: {cycles} cycles, {cpu:.1f} s CPU; {polls} polls (one squeue each), "
+        f"per poll: {_per_poll(trace, polls)}"
+    )
+    _print_tail(trace, started_at, max(ends))
+
+
+Call = tuple[str, float, float, int, str]  # program, start, seconds, output bytes, ids
+
+
+def _trace_commands(runner: Any) -> list[Call]:
+    """Record each command the runner runs: program, wall start, seconds, output bytes."""
+    calls: list[Call] = []
+    run = runner.run
+
+    def traced(args: Any, **kwargs: Any) -> Any:
+        began = time.time()
+        result = run(args, **kwargs)
+        asked = next((a[7:] for a in args if a.startswith("--jobs=")), "")
+        calls.append((args[0], began, time.time() - began, len(result.stdout or ""), asked))
+        return result
+
+    runner.run = traced
+    return calls
+
+
+def _per_poll(trace: list[Call], polls: int) -> str:
+    """Calls and seconds per poll, by program."""
+    parts = []
+    for program in sorted({call[0] for call in trace}):
+        mine = [call for call in trace if call[0] == program]
+        seconds = sum(call[2] for call in mine)
+        parts.append(
+            f"{program} {len(mine) / max(polls, 1):.2f} calls, {seconds / len(mine):.2f} s each "
+            f"({max(call[3] for call in mine) / 1024:.0f} KiB output at most)"
+        )
+    return "; ".join(parts)
+
+
+def _print_tail(trace: list[Call], began: float, last_end: float) -> None:
+    """The commands around the last End: what the end waited for."""
+    for program, at, seconds, size, asked in trace:
+        if at > last_end - 12:
+            print(
+                f"  {program:7s} at {at - last_end:+6.1f} s from the last End "
+                f"({at - began:7.1f} s after submit), {seconds:.2f} s, {size:,} bytes; "
+                f"asked: {_shortened(asked)}"
+            )
+
+
+def _shortened(asked: str) -> str:
+    ids = asked.split(",")
+    return asked if len(ids) <= 3 else f"{','.join(ids[:3])},... ({len(ids)} ids)"
 
 
 def _when(text: str) -> float:
