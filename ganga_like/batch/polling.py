@@ -257,7 +257,8 @@ def _ask_history(
     scheduler without one is remembered, and exit codes are then not known)."""
     try:
         # Those the queue shows ended after running have rows of their own in the history;
-        # a pending element cancelled is only in its array's row.
+        # a pending element cancelled is only in its array's row. (One failed before it
+        # started, a deadline passed while pending, then waits for final_grace_seconds.)
         ended = tracker.ended_in_queue()
         return _ask(scheduler, scheduler.history, ask, settings.command_timeout, ended)
     except CommandError as exc:
