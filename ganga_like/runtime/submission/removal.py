@@ -11,6 +11,7 @@ from ganga_like.model.job import Job
 from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.repository.workspace_removal import delete_behind, record_removal, set_aside
+from ganga_like.runtime.monitoring.killed_followed import to_unfollow
 from ganga_like.runtime.submission.handover import check_components
 from ganga_like.runtime.submission.master_kill import HELD_CAUSE, KILL_CAUSE, kill_master
 from ganga_like.runtime.submission.recording import record
@@ -91,7 +92,11 @@ def remove(session: Session, job: Job) -> bool:
 
     def forget() -> None:
         registry = session.repo.registry()
-        registry.remove(job_id)
+        registry.remove(job_id)  # its active entries too
+        pending = to_unfollow(registry.root)
+        if pending is not None and job_id in pending:
+            # Else a later monitor cycle writes that a removed job has nothing to unfollow.
+            pending.remove(job_id)
         workflow.upstream_removed(registry, job_id)  # what waited for it is skipped
         record_removal(registry.root, workspace, job_id)
 
