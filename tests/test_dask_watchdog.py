@@ -24,13 +24,24 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _watchdogs() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children() if task.WATCHDOG in " ".join(p.cmdline() or [])]
+def _watchdogs() -> set[int]:
+    """The pids of this process's living watchdogs (those of workers that ran in it
+    earlier may be ending, or ended and not reaped yet)."""
+    found = set()
+    for child in psutil.Process().children():
+        try:
+            if task.WATCHDOG in " ".join(child.cmdline() or []) and _alive(child.pid):
+                found.add(child.pid)
+        except psutil.Error:  # a zombie, or gone meanwhile
+            continue
+    return found
 
 
 def test_one_watchdog_serves_every_program_of_a_worker() -> None:
     """Starting an interpreter beside each program cost many times what a short program
     does: the worker's one watchdog is started once and told of each program."""
+    before = _watchdogs()
+    serving = []
     for i in range(3):
         outcome = task.run(
             {
@@ -43,7 +54,11 @@ def test_one_watchdog_serves_every_program_of_a_worker() -> None:
         )
         assert outcome["state"] == "completed"
         assert outcome["stdout"] == f"{i}\n".encode()
-    assert len(_watchdogs()) == 1
+        watchdog = task._DIRECT.watchdog  # this process's, as it is no worker
+        assert watchdog is not None
+        serving.append(watchdog.pid)
+    assert len(set(serving)) == 1
+    assert _watchdogs() - before <= set(serving)
 
 
 def _deaf_with_a_child(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:

@@ -289,7 +289,7 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, it was read
         return False
     return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
