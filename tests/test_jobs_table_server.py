@@ -213,3 +213,18 @@ def test_an_embedded_repository_has_no_table_server(
     env = {**env_for, "GANGA_REPOSITORY_MODE": "embedded"}
     ganga_jobs(env)
     assert not (gangadir / "repository" / table_server.LOCK_NAME).exists()
+
+
+def test_a_listing_after_the_repository_server_left_is_sent_to_the_plain_read_at_once(
+    listed: OtherSession, gangadir: Path
+) -> None:
+    """Reading for it would wait for a repository server that only the listing, once
+    given up on the table server, starts: the table server answers nothing and leaves."""
+    listed.close()
+    repo_dir = gangadir.resolve() / "repository"
+    assert shared.stop_server(repo_dir)
+    # Before, the table server took the request and read, waiting for its server to come
+    # back, then answered that the read failed; the listing waited all that time.
+    assert table_client._ask(_socket(gangadir), {"settings": None}) is None
+    _wait_for(lambda: not _socket(gangadir).exists(), "gone with the repository's server")
+    assert shared.server_pid(repo_dir) is None  # not restarted

@@ -126,6 +126,10 @@ def _serve(listener: socket.socket, session: Any, idle_exit: float) -> None:
             client.settimeout(REQUEST_TIMEOUT)
             try:
                 request = json.loads(_read_line(client))
+                if not storage.is_connected():
+                    # Its server left: reading would wait for one the listing is yet to
+                    # start. No answer sends the listing to the plain read at once.
+                    break
                 reply = answer(session, request)
             except (OSError, ValueError):
                 continue
