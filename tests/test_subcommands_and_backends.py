@@ -52,6 +52,23 @@ def _fake_squeue(tmp_path: Path, env: dict[str, str]) -> Path:
     return calls
 
 
+def _asks_no_backend(
+    command: list[str],
+    gangadir: Path,
+    env_for: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ganga COMMAND`` about a repository holding a Slurm job succeeds, silent, without
+    running squeue."""
+    _repository_with_a_slurm_job(gangadir, monkeypatch)
+    calls = _fake_squeue(tmp_path, env_for)
+    done = ganga(command, env_for)
+    assert done.returncode == 0, done.stderr
+    assert not calls.exists(), calls.read_text()
+    assert done.stderr == ""
+
+
 @pytest.mark.parametrize(
     "command",
     [["stats", "0"], ["why", "0"], ["log", "0"], ["show", "0"], ["jobs"], ["jobs", "0"]],
@@ -63,12 +80,7 @@ def test_read_only_subcommands_with_no_monitor_never_ask_a_backend(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _repository_with_a_slurm_job(gangadir, monkeypatch)
-    calls = _fake_squeue(tmp_path, env_for)
-    done = ganga([*command, "--no-monitor"], env_for)
-    assert done.returncode == 0, done.stderr
-    assert not calls.exists(), calls.read_text()
-    assert done.stderr == ""
+    _asks_no_backend([*command, "--no-monitor"], gangadir, env_for, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("command", [["stats", "0"], ["why", "0"], ["log", "0"], ["show", "0"]])
@@ -79,12 +91,7 @@ def test_subcommands_about_one_job_read_the_repository_as_it_is(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _repository_with_a_slurm_job(gangadir, monkeypatch)
-    calls = _fake_squeue(tmp_path, env_for)
-    done = ganga(command, env_for)
-    assert done.returncode == 0, done.stderr
-    assert not calls.exists(), calls.read_text()
-    assert done.stderr == ""
+    _asks_no_backend(command, gangadir, env_for, tmp_path, monkeypatch)
 
 
 def test_ganga_jobs_updates_statuses_and_says_an_unreachable_backend_once(
