@@ -57,7 +57,6 @@ from ganga_like.errors import (
 from ganga_like.errors import (
     WaitTimeoutError as WaitTimeoutError,
 )
-from ganga_like.model import plugin_registry as _plugin_registry
 
 if TYPE_CHECKING:
     from ganga_like.gpi.callbacks import Notify as Notify
@@ -149,13 +148,19 @@ _CORE = [
     "why",
 ]
 
-__all__ = [*_CORE, *_plugin_registry.known_names()]
+# ``__all__`` (the core names and every installed plugin's) is computed when asked for
+# (``from ganga_like import *``): reading the plugins' entry points costs a subcommand
+# such as ``ganga jobs`` more than the rest of its start, and it needs none of them.
 
 # A GPI error a plain ``python script.py`` does not catch is one line, not a traceback.
 _excepthook.install()
 
 
 def __getattr__(name: str) -> Any:
+    from ganga_like.model import plugin_registry as _plugin_registry
+
+    if name == "__all__":
+        return [*_CORE, *_plugin_registry.known_names()]
     module = _LAZY.get(name)
     if module is not None:
         found = importlib.import_module(module)
@@ -172,7 +177,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__getattr__("__all__")))
 
 
 def load_ipython_extension(ipython: Any) -> None:

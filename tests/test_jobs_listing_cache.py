@@ -293,6 +293,25 @@ def test_a_change_by_another_process_is_seen_by_the_next_listing(
         other.close()
 
 
+def test_a_listing_the_cache_answers_reads_neither_the_configuration_nor_the_plugins(
+    filled: dict[str, str], gangadir: Path, tmp_path: Path
+) -> None:
+    modules = tmp_path / "modules.txt"
+    plain = ganga_jobs(filled)
+    assert ganga_jobs(filled, modules=modules) == plain
+    loaded = set(modules.read_text().split())
+    assert not _opened_the_repository(modules)
+    assert not loaded & {"traitlets", "importlib.metadata", "ganga_like.config.store"}
+    # A config file the fast reading cannot be sure of: the configuration decides, and
+    # the answer is the same.
+    config = gangadir.parent / "xdg-config" / "ganga_like"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "ganga_config.py").write_text("c.Display.columns = ['fqid', 'status']\n")
+    assert ganga_jobs(filled, modules=modules) == plain
+    assert "traitlets" in modules.read_text().split()
+    assert not _opened_the_repository(modules)
+
+
 def _valid_cache(gangadir: Path, env: dict[str, str]) -> dict[str, Any]:
     ganga_jobs(env)
     loaded: dict[str, Any] = json.loads(jobs_cache.cache_path(gangadir.resolve()).read_text())

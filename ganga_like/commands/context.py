@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ganga_like.errors import GangaError, RepositoryBusyError
 
 if TYPE_CHECKING:
+    from ganga_like.config.fast_settings import ListingSettings
     from ganga_like.runtime.session import Session
     from ganga_like.runtime.settings import Settings
 
@@ -23,6 +24,8 @@ __all__ = [
     "UsageError",
     "configured_settings",
     "error",
+    "from_configuration",
+    "listing_settings",
     "monitoring_asked",
     "session_for",
     "using_settings",
@@ -57,14 +60,31 @@ def using_settings(source: Callable[[], Settings]) -> Iterator[None]:
         _source = saved
 
 
-def configured_settings() -> Settings:
-    """The settings the running subcommand was given; outside one, the configuration's
-    (file, environment, runtime changes)."""
-    if _source is None:
-        from ganga_like.runtime.settings import configured_settings as from_configuration
+def from_configuration() -> Settings:
+    """The settings of this process's configuration (file, environment, command line,
+    runtime changes)."""
+    from ganga_like.runtime.settings import configured_settings as configured
 
-        return from_configuration()
-    return _source()
+    return configured()
+
+
+def configured_settings() -> Settings:
+    """The settings the running subcommand was given; outside one, the configuration's."""
+    return (_source or from_configuration)()
+
+
+def listing_settings() -> ListingSettings:
+    """The settings ``ganga jobs`` asks the jobs-table cache and server with: read without
+    the configuration machinery (:mod:`ganga_like.config.fast_settings`) when the command
+    runs with this process's configuration and nothing has built it yet (so that no
+    command line or runtime change is in it), and that reading can decide."""
+    if _source in (None, from_configuration) and "ganga_like.config.store" not in sys.modules:
+        from ganga_like.config.fast_settings import fast_settings
+
+        fast = fast_settings()
+        if fast is not None:
+            return fast
+    return configured_settings()
 
 
 def monitoring_asked() -> bool:

@@ -17,6 +17,7 @@ from ganga_like.commands.context import (
     USAGE,
     UsageError,
     error,
+    from_configuration,
     using_settings,
 )
 from ganga_like.errors import ConfigError, GangaError
@@ -136,12 +137,8 @@ def dispatch(argv: list[str], settings: Callable[[], Settings] | None = None) ->
         args = parser.parse_args(argv[1:])
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0) if exc.code in (0, None) else USAGE
-    if settings is None:
-        from ganga_like.runtime.settings import configured_settings
-
-        settings = configured_settings
     try:
-        with using_settings(settings):
+        with using_settings(settings or from_configuration):
             return handler(args)
     except GangaError as exc:
         error(str(exc))

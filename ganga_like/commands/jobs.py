@@ -4,7 +4,10 @@ Only the listing of every job can come from the cache (:mod:`ganga_like.commands
 or else from the jobs-table server (:mod:`ganga_like.commands.table_client`); ids and
 queries, and any answer that does not match the repository, take the plain path
 (:func:`ganga_like.commands.listing.list_jobs`), which imports the model and opens the
-repository. Nothing heavier than the configuration is imported before the cache is asked.
+repository. The cache and the server are asked with the few settings they need, read
+without the configuration machinery when that reading can decide
+(:func:`ganga_like.commands.context.listing_settings`): a listing they answer imports
+neither traitlets nor the plugins' entry points.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ganga_like.commands.context import OK, configured_settings
+from ganga_like.commands.context import OK, listing_settings
 
 __all__ = ["jobs_parser", "run_jobs"]
 
@@ -32,7 +35,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     if not args.query:
         from ganga_like.commands.jobs_cache import cached_answer
 
-        settings = configured_settings()
+        settings = listing_settings()
         shown = cached_answer(settings, as_json=args.json)
         if shown is None:
             from ganga_like.commands.table_client import asked_answer

@@ -55,7 +55,7 @@ from ganga_like.repository.file_tail import FileStamp, file_stamp
 from ganga_like.repository.options import ensure_private_dir
 
 if TYPE_CHECKING:
-    from ganga_like.runtime.settings import Settings
+    from ganga_like.config.fast_settings import ListingSettings
 
 __all__ = [
     "CACHE_NAME",
@@ -77,7 +77,7 @@ CACHE_NAME = "jobs-table.json"
 FORMAT = 1
 
 
-def gangadir_of(settings: Settings) -> Path:
+def gangadir_of(settings: ListingSettings) -> Path:
     return Path(settings.gangadir).expanduser().resolve()  # as the Repository has it
 
 
@@ -91,12 +91,12 @@ def cache_path(gangadir: Path) -> Path:
     return gangadir / "repository" / CACHE_NAME
 
 
-def settings_key(settings: Settings) -> dict[str, Any]:
+def settings_key(settings: ListingSettings) -> dict[str, Any]:
     """The settings the rows depend on."""
     return {"master_status_order": settings.master_status_order}
 
 
-def stamp_before_opening(settings: Settings) -> FileStamp | None:
+def stamp_before_opening(settings: ListingSettings) -> FileStamp | None:
     """The stamp to store with rows about to be read, or None when they cannot be cached
     (a read-only view; no finished transaction at the end of the file; a repository in
     a database server, which other hosts change without a file here saying so)."""
@@ -161,7 +161,7 @@ def _interpreter() -> list[Any]:
 # -- reading ----------------------------------------------------------------------------
 
 
-def cached_answer(settings: Settings, *, as_json: bool) -> str | None:
+def cached_answer(settings: ListingSettings, *, as_json: bool) -> str | None:
     """What ``ganga jobs`` (``--json``) prints, from the cache; None when the cache cannot
     say (then the plain path answers). Never raises for a bad or stale cache."""
     if settings.repository_mode == "readonly" or settings.repository_url:
@@ -224,7 +224,7 @@ def opens_as_before(gangadir: Path, data: Path, next_id: int) -> bool:
 def save(
     gangadir: Path,
     stamp: FileStamp,
-    settings: Settings,
+    settings: ListingSettings,
     next_id: int,
     columns: Sequence[str],
     rows: Sequence[Mapping[str, Any]],

@@ -23,7 +23,7 @@ from ganga_like.commands import jobs_cache
 from ganga_like.gpi.table_text import render_table
 
 if TYPE_CHECKING:
-    from ganga_like.runtime.settings import Settings
+    from ganga_like.config.fast_settings import ListingSettings
 
 __all__ = ["ANSWER_TIMEOUT", "asked_answer", "served", "start_server"]
 
@@ -35,17 +35,17 @@ SERVER_MODULE = "ganga_like.commands.table_server"
 ANSWER_TIMEOUT = 10.0
 
 
-def served(settings: Settings) -> bool:
+def served(settings: ListingSettings) -> bool:
     """Whether a repository opened with ``settings`` can have a jobs-table server: the
     default (shared) mode of a repository file."""
     return settings.repository_mode in ("shared", "auto") and not settings.repository_url
 
 
-def _socket_path(settings: Settings) -> Path:
+def _socket_path(settings: ListingSettings) -> Path:
     return jobs_cache.gangadir_of(settings) / "repository" / SOCKET_NAME
 
 
-def asked_answer(settings: Settings, *, as_json: bool) -> str | None:
+def asked_answer(settings: ListingSettings, *, as_json: bool) -> str | None:
     """What ``ganga jobs`` (``--json``) prints, from the jobs-table server; None when it
     cannot say (no server, another code or settings, a repository not settled)."""
     if not served(settings):
@@ -90,7 +90,7 @@ def _ask(path: Path, request: dict[str, Any]) -> Any:
         return None
 
 
-def start_server(settings: Settings) -> None:
+def start_server(settings: ListingSettings) -> None:
     """Start the jobs-table server of this repository, detached, if none answers; it
     leaves by itself (idle, or with the repository's server). Never raises."""
     if not served(settings):
