@@ -1,6 +1,6 @@
 """Submit an N-subjob job (Executable /bin/true, Local) and time submit() until it returns.
 
-    python scripts/bench/bench_submit.py [N] [--kill] [--json] [--embedded]
+    python scripts/bench/bench_submit.py [N] [--kill] [--json] [--embedded] [--hold-runner]
 
 Prints the wall time and CPU of submit(), the repository growth per subjob, and (after the
 job completed) the process's peak RSS. With ``--kill`` the peak RSS is that of the submission
@@ -9,6 +9,10 @@ most of an hour) and the gangadir removed. ``--json`` (with ``--kill``) prints o
 figures for ``bench_submit_floor.py``: the CPU the repository server and the runner spent
 during the call, and the bytes of one subjob's own records (what the floor's records
 weigh). ``--embedded``: the repository file opened by this process, no server.
+``--hold-runner`` (with ``--kill``): no subjob runs during the call, so that only the
+submission is measured, as the floor of ``bench_submit_floor.py`` writes the batch file and
+runs nothing; a stand-in process holds the runner's lock and names itself in its pid file
+(the submission queues its batches and wakes it, as it wakes a live runner).
 """
 
 from __future__ import annotations
@@ -34,6 +38,48 @@ def process_cpu(pid: int | None) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# The stand-in for a live runner: its command line names the runner's module and directory
+# (what the client checks of a runner's pid), it holds the lock, ignores the wake-up signal
+# and leaves when its stdin closes.
+_HELD_RUNNER = """
+import fcntl, os, signal, sys
+from ganga_like_runner.protocol import LOCK_NAME, PID_NAME, host_words
+directory = sys.argv[2]
+os.makedirs(directory, exist_ok=True)
+fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+with open(os.path.join(directory, PID_NAME), "w") as f:
+    f.write(f"{os.getpid()} {host_words()}\\n")
+print("held", flush=True)
+sys.stdin.read()
+os.unlink(os.path.join(directory, PID_NAME))
+"""
+
+
+def hold_runner(directory: Path) -> Any:
+    """A stand-in holding the runner of ``directory`` until its stdin is closed."""
+    import subprocess
+
+    from ganga_like_runner.protocol import RUNNER_MODULE
+
+    held = subprocess.Popen(
+        [sys.executable, "-c", _HELD_RUNNER, RUNNER_MODULE, str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if held.stdout is None or held.stdout.readline().strip() != "held":
+        raise SystemExit("the stand-in for the runner did not start")
+    return held
+
+
+def rss_now() -> float:
+    """This process's resident memory now, MiB."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def subjob_record_bytes(job: Any) -> int:
@@ -68,6 +114,7 @@ def main() -> None:
     from ganga_like_runner import client as runner_client
 
     session = current_session()
+    held = hold_runner(runner_dir(gangadir)) if "--hold-runner" in sys.argv else None
     j = Job(
         application=Executable(exe="/bin/true"),
         splitter=ArgSplitter(args=[[str(i)] for i in range(n)]),
@@ -77,12 +124,14 @@ def main() -> None:
     server = shared.server_pid(gangadir / "repository")
     size_before = data.stat().st_size
     server_cpu = process_cpu(server)
+    # The peak so far is the job's making (its splitter's arguments), and what it holds.
+    made_peak, made_now = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, rss_now()
     started, cpu = time.perf_counter(), time.process_time()
     j.submit()
     submit_wall, submit_cpu = time.perf_counter() - started, time.process_time() - cpu
     server_cpu = process_cpu(server) - server_cpu
     runner = runner_client.runner_pid(runner_dir(gangadir))
-    runner_cpu = process_cpu(runner)  # started by the call
+    runner_cpu = 0.0 if held else process_cpu(runner)  # started by the call
     size_after_submit = data.stat().st_size
     growth = (size_after_submit - size_before) / n
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -93,6 +142,8 @@ def main() -> None:
             "server_cpu": server_cpu,
             "runner_cpu": runner_cpu,
             "rss_mib": rss,
+            "rss_made_peak_mib": made_peak,
+            "rss_made_mib": made_now,
             "growth": growth,
             "record_bytes": subjob_record_bytes(j),
             "code": str(Path(sys.modules["ganga_like"].__file__ or "").parent.parent),
@@ -101,12 +152,19 @@ def main() -> None:
     else:
         print(f"submit() of {n} subjobs: {submit_wall:.2f} s wall, {submit_cpu:.2f} s CPU")
         print(f"repository growth at submit: {growth:.0f} B/subjob", flush=True)
+        print(
+            f"RSS: {made_peak:.0f} MiB peak while making the job, {made_now:.0f} MiB held "
+            "when submit() began",
+            flush=True,
+        )
     if kill:
         if not as_json:
             print(f"peak RSS of the submitting process: {rss:.0f} MB", flush=True)
         # Everything goes with the gangadir: the runner is ended, not each subjob killed
         # (killing a million records takes longer than submitting them).
         session.close()  # first: its monitor would start the runner again
+        if held is not None:
+            held.communicate("")
         pid = runner_client.runner_pid(runner_dir(gangadir))
         if pid is not None:
             os.kill(pid, signal.SIGKILL)

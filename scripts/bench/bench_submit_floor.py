@@ -1,6 +1,7 @@
 """``j.submit()`` of N Local subjobs against the least a submission can cost, in the same run.
 
     python scripts/bench/bench_submit_floor.py N [--rounds R] [--embedded] [--before SRC]
+        [--early-start]
 
 The floor is a minimal script doing what a submission must leave behind and nothing else:
 
@@ -15,8 +16,12 @@ The floor is a minimal script doing what a submission must leave behind and noth
 
 Each round runs the floor and ``bench_submit.py N --json`` (``--before SRC``: and the same
 script of another checkout) in fresh processes, their order alternating from round to
-round. Printed per run: wall, CPU of the submitting process and of the server (and of the
-runner the submission started), peak RSS of the submitting process; last, the median ratio
+round. The runner is held during the call (``bench_submit.py --hold-runner``): the floor
+runs no subjob, so neither does the measured submission, which queues its batches as the
+floor writes its one; ``--early-start`` lets the runner the submission starts run the first
+subjobs beside it, on the same cores, as it does outside the benchmark. Printed per run:
+wall, CPU of the submitting process and of the server (and of the runner the submission
+started), peak RSS of the submitting process; last, the median ratio
 of ``submit()`` to the floor, and the load average before and after.
 """
 
@@ -164,11 +169,13 @@ def _run(argv: list[str], pythonpath: str | None) -> dict[str, Any]:
     return figures
 
 
-def _submit(n: int, embedded: bool, src: Path | None) -> dict[str, Any]:
+def _submit(n: int, embedded: bool, src: Path | None, early: bool) -> dict[str, Any]:
     # This checkout's script, importing the code of ``src`` when given.
     argv = [sys.executable, str(HERE / "bench_submit.py"), str(n), "--json"]
     if embedded:
         argv.append("--embedded")
+    if not early:
+        argv.append("--hold-runner")
     figures = _run(argv, f"{src}:{src / 'plugins'}" if src is not None else None)
     code = Path(str(figures.pop("code")))
     if code != (src or ROOT).resolve():
@@ -192,6 +199,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--embedded", action="store_true")
     parser.add_argument("--before", type=Path, default=None, help="another checkout")
+    parser.add_argument("--early-start", action="store_true", help="let the runner run")
     parser.add_argument("--floor-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
@@ -200,17 +208,17 @@ def main() -> None:
         return
     mode = "embedded" if args.embedded else "default (server)"
     print(f"load before: {os.getloadavg()}; mode: {mode}", flush=True)
-    record = _submit(1000, args.embedded, None)["record_bytes"]
+    record = _submit(1000, args.embedded, None, True)["record_bytes"]
     print(f"a subjob's own records: {record:.0f} B", flush=True)
     floor_argv = [sys.executable, __file__, str(args.n), "--floor-child", str(int(record))]
     if args.embedded:
         floor_argv.append("--embedded")
     runs: dict[str, Any] = {
         "floor": lambda: _run(floor_argv, None),
-        "submit": lambda: _submit(args.n, args.embedded, None),
+        "submit": lambda: _submit(args.n, args.embedded, None, args.early_start),
     }
     if args.before is not None:
-        runs["before"] = lambda: _submit(args.n, args.embedded, args.before)
+        runs["before"] = lambda: _submit(args.n, args.embedded, args.before, args.early_start)
     walls: dict[str, list[float]] = {name: [] for name in runs}
     for number in range(args.rounds):
         order = list(runs) if number % 2 == 0 else list(reversed(runs))
