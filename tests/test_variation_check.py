@@ -68,6 +68,17 @@ def outcome(call: Any) -> tuple[str, str] | None:
     return None
 
 
+def checker_noting(master: JobImpl, made: list[int]) -> VariationChecker:
+    """A checker of ``master``'s variations noting in ``made`` the positions of the ones it
+    makes a subjob of."""
+
+    def make_one(variation: dict[str, Any], position: int) -> object:
+        made.append(position)
+        return build_subjobs(master, [variation], first_id=position, first_position=position)
+
+    return VariationChecker(master, splitter_fixed(), make_one)
+
+
 @pytest.fixture(params=["Local", "Slurm"])
 def master(session: Session, request: pytest.FixtureRequest) -> JobImpl:
     j = Job(
@@ -92,12 +103,7 @@ def test_a_check_without_subjobs_refuses_what_making_them_refuses(
     master: JobImpl, variations: list[dict[str, Any]], first: int
 ) -> None:
     made: list[int] = []
-
-    def make_one(variation: dict[str, Any], position: int) -> object:
-        made.append(position)
-        return build_subjobs(master, [variation], first_id=position, first_position=position)
-
-    checker = VariationChecker(master, splitter_fixed(), make_one)
+    checker = checker_noting(master, made)
     checked = outcome(lambda: checker.check(variations, first))
     built = outcome(lambda: build_subjobs(master, variations, first_position=first))
     assert checked == built
@@ -107,12 +113,7 @@ def test_a_variation_setting_a_component_and_a_path_inside_it_is_checked_on_its_
     master: JobImpl,
 ) -> None:
     made: list[int] = []
-
-    def make_one(variation: dict[str, Any], position: int) -> object:
-        made.append(position)
-        return build_subjobs(master, [variation], first_id=position, first_position=position)
-
-    checker = VariationChecker(master, splitter_fixed(), make_one)
+    checker = checker_noting(master, made)
     checker.check(
         [
             {"application.args": ["1"]},

@@ -27,7 +27,13 @@ from ganga_like.model.status import Status
 from ganga_like.model.stop_points import stop_point
 from ganga_like.model.subjob_builder import SubjobsBuilder
 from ganga_like.repository.savepoints import write_out
-from ganga_like.runtime.submission.splitting import split_parts
+from ganga_like.runtime.submission.splitting import (
+    build_subjobs,
+    split_parts,
+    splitter_fixed,
+    variation_parts,
+)
+from ganga_like.runtime.submission.variation_check import VariationChecker
 from ganga_like.runtime.workflow import throttle
 
 if TYPE_CHECKING:
@@ -58,25 +64,36 @@ def part_size() -> int:
 
 
 def check_split(job: Job) -> tuple[list[Job], int]:
-    """Split ``job`` a part at a time, checking every subjob, before anything is stored:
-    its first part (kept, it is handed over first; every subjob for a split of at most
-    ``ONE_PART_MAX``) and the number of subjobs.
+    """Check every subjob of ``job``'s split before anything is stored: its first subjobs
+    made (kept, they are handed over first: every subjob for a split of at most
+    ``ONE_PART_MAX``), the others' variations checked without making them (they are made
+    a part at a time as they are submitted); and the number of subjobs.
 
     JobError when the splitter fails, a value is invalid or there is no subjob."""
     first: list[Job] = []
     count = 0
     size = part_size()
-    # Kept while the split may fit one part (a multiple of the part's size).
+    # Made and kept while the split may fit one part (a multiple of the part's size).
     keep = ONE_PART_MAX if size == PART_SIZE else size
-    for part in split_parts(job, size):
-        if count < keep:
-            first.extend(part)
+    checker: VariationChecker | None = None
+    for position, part in variation_parts(job, size):
+        if position < keep:
+            first.extend(build_subjobs(job, part, first_id=position, first_position=position))
+        else:
+            if checker is None:
+                checker = VariationChecker(job, splitter_fixed(), _one_maker(job))
+            checker.check(part, position)
         count += len(part)
-    if count > keep:
-        del first[size:]  # parts of ``size`` after all
     if not count:
         raise JobError(f"job {job.fqid}: the splitter produced no subjobs")
     return first, count
+
+
+def _one_maker(job: Job) -> Callable[[dict[str, Any], int], object]:
+    def make_one(variation: dict[str, Any], position: int) -> object:
+        return build_subjobs(job, [variation], first_id=position, first_position=position)
+
+    return make_one
 
 
 class SplitSubmission:

@@ -11,7 +11,13 @@ from ganga_like.model.base import GangaObject
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
 
-__all__ = ["build_subjobs", "calling_splitter", "split_parts"]
+__all__ = [
+    "build_subjobs",
+    "calling_splitter",
+    "split_parts",
+    "splitter_fixed",
+    "variation_parts",
+]
 
 T = TypeVar("T")
 
@@ -42,8 +48,7 @@ def build_subjobs(
     source = origin.stored()
     parts = job_parts()
     copied, shared_names = parts.subjob_copied, parts.subjob_shared
-    # What no splitter may set: what a job records of its own runs.
-    fixed = parts.protected | _DERIVED
+    fixed = splitter_fixed()
     for index, variation in enumerate(variations):
         sj = Job.new_subjob(master, first_id + index)
         state: dict[str, Any] = {"submit_count": 1}  # subjobs are created by a submission
@@ -66,10 +71,24 @@ def build_subjobs(
     return subjobs
 
 
+def splitter_fixed() -> frozenset[str]:
+    """What no splitter may set: what a job records of its own runs."""
+    return job_parts().protected | _DERIVED
+
+
 def split_parts(job: Job, size: int, start: int = 0) -> Iterator[list[Job]]:
     """The subjobs of ``job``'s own split from id ``start`` on, ``size`` at a time (ids in
     order), made as they are asked for; JobError when the splitter fails or a value is
     invalid."""
+    for first, part in variation_parts(job, size, start):
+        yield build_subjobs(job, part, first_id=first, first_position=first)
+
+
+def variation_parts(
+    job: Job, size: int, start: int = 0
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """``job``'s splitter's variations from ``start`` on, ``size`` at a time, each part
+    with the position of its first; JobError when the splitter fails."""
     variations = calling_splitter(
         job, lambda: islice(job.splitter.iter_variations(job), start, None)
     )
@@ -77,7 +96,7 @@ def split_parts(job: Job, size: int, start: int = 0) -> Iterator[list[Job]]:
         part = calling_splitter(job, lambda: list(islice(variations, size)))
         if not part:
             return
-        yield build_subjobs(job, part, first_id=start, first_position=start)
+        yield start, part
         start += len(part)
 
 
