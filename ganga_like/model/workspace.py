@@ -39,15 +39,20 @@ def run_spec(job: Job, paths: JobPaths, stage: bool = True) -> RunSpec:
     if stage:
         application.write_inputs(job, paths)
     spec: RunSpec = application.prepare(job, paths)
-    outputs = tuple(f.output_pattern() for f in job.outputfiles if not f.remote)
-    inputs = tuple(f.input_path() for f in job.inputfiles if not f.remote)
+    # The stored values, not the attributes: this runs once per subjob, and most have
+    # no files, whose defaults a read would build each time.
+    stored = job.stored()
+    output_files: tuple[IFile, ...] = stored.get("outputfiles", ())
+    input_files: tuple[IFile, ...] = stored.get("inputfiles", ())
+    outputs = tuple(f.output_pattern() for f in output_files if not f.remote)
+    inputs = tuple(f.input_path() for f in input_files if not f.remote)
     if outputs or inputs:
         spec = RunSpec(spec.argv, spec.env, spec.inputs + inputs, spec.output_patterns + outputs)
-    dataset = job.inputdata
-    remote_in = [f for f in job.inputfiles if f.remote]
+    dataset = stored.get("inputdata")
+    remote_in = [f for f in input_files if f.remote]
     if dataset is not None:
         remote_in.extend(dataset.remote_files())
-    remote_out = [f for f in job.outputfiles if f.remote]
+    remote_out = [f for f in output_files if f.remote]
     if remote_in or remote_out:
         spec = _wrapped(job, spec, remote_in, remote_out)
     return spec
