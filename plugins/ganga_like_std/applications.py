@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import traitlets
 
 from ganga_like.errors import JobError
+from ganga_like.model.hand_over_memo import remembered
 from ganga_like.model.interfaces import IApplication, JobPaths, RunSpec
 from ganga_like.model.job import Job
 from ganga_like.model.text import EnvName, Text
@@ -57,7 +58,7 @@ class Executable(IApplication):
     def prepare(self, job: Job, paths: JobPaths) -> RunSpec:
         # A program that disappears later, or that differs per subjob, is left for the
         # backend to report as that subjob's failure; the others still run.
-        program = resolve_program(self.exe) or self.exe
+        program = _program(self.exe) or self.exe
         env, inputs = _with_dataset(job, self.env)
         return RunSpec(argv=(program, *self.args), env=env, inputs=inputs)
 
@@ -110,7 +111,7 @@ class PythonFunction(IApplication):
 
     def _interpreter(self) -> str:
         if self.python:
-            return resolve_program(self.python) or self.python
+            return _program(self.python) or self.python
         return sys.executable
 
     def prepare(self, job: Job, paths: JobPaths) -> RunSpec:
@@ -159,6 +160,13 @@ def _with_dataset(job: Job, extra: Any) -> tuple[dict[str, str], tuple[str, ...]
         env["GANGA_INPUTDATA"] = os.pathsep.join(dataset.file_names())
         inputs = tuple(dataset.files_to_copy())
     return env, inputs
+
+
+def _program(exe: str) -> str | None:
+    """``resolve_program(exe)``, looked up once for the subjobs of one hand-over (where
+    it is depends on the directory and PATH it is looked up from)."""
+    key = ("program", exe, os.getcwd(), os.environ.get("PATH"))
+    return remembered(key, lambda: resolve_program(exe))
 
 
 def resolve_program(exe: str) -> str | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ganga_like.errors import BackendError, BrokenObjectError, GangaError
 from ganga_like.model.base import GangaObject
+from ganga_like.model.hand_over_memo import one_hand_over
 from ganga_like.model.interfaces import RunSpec, SubmitOutcome
 from ganga_like.model.job import Job
 from ganga_like.model.parts import job_parts
@@ -84,16 +85,17 @@ def prepare(
     ctx = session.submit_context()  # for its paths alone: handed to no plugin
     pairs: list[tuple[Job, RunSpec]] = []
     outcome = SubmitOutcome()
-    for index, target in enumerate(targets):
-        try:
-            spec = run_spec(target, ctx.paths(target), stage)
-        except GangaError as exc:
-            outcome.failed[target.fqid] = str(exc)
-            if not keep_going:
-                outcome.not_attempted = [t.fqid for t in targets[index + 1 :]]
-                break
-            continue
-        pairs.append((target, spec))
+    with one_hand_over():  # what every target looks up the same, looked up once
+        for index, target in enumerate(targets):
+            try:
+                spec = run_spec(target, ctx.paths(target), stage)
+            except GangaError as exc:
+                outcome.failed[target.fqid] = str(exc)
+                if not keep_going:
+                    outcome.not_attempted = [t.fqid for t in targets[index + 1 :]]
+                    break
+                continue
+            pairs.append((target, spec))
     return pairs, outcome
 
 
