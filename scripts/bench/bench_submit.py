@@ -82,6 +82,19 @@ def rss_now() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def reset_peak() -> None:
+    """Start this process's peak resident memory (VmHWM) again from what it holds now."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_since_reset() -> float:
+    """This process's peak resident memory since ``reset_peak``, MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def subjob_record_bytes(job: Any) -> int:
     """The bytes of the first subjob's record and of the records only it refers to (its
     own application, when the splitter varied it), as the repository stores them."""
@@ -126,12 +139,14 @@ def main() -> None:
     server_cpu = process_cpu(server)
     # The peak so far is the job's making (its splitter's arguments), and what it holds.
     made_peak, made_now = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, rss_now()
+    reset_peak()
     started, cpu = time.perf_counter(), time.process_time()
     j.submit()
     submit_wall, submit_cpu = time.perf_counter() - started, time.process_time() - cpu
     server_cpu = process_cpu(server) - server_cpu
     runner = runner_client.runner_pid(runner_dir(gangadir))
     runner_cpu = 0.0 if held else process_cpu(runner)  # started by the call
+    submit_peak = peak_since_reset()
     size_after_submit = data.stat().st_size
     growth = (size_after_submit - size_before) / n
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -144,6 +159,7 @@ def main() -> None:
             "rss_mib": rss,
             "rss_made_peak_mib": made_peak,
             "rss_made_mib": made_now,
+            "rss_submit_mib": submit_peak,
             "growth": growth,
             "record_bytes": subjob_record_bytes(j),
             "code": str(Path(sys.modules["ganga_like"].__file__ or "").parent.parent),
@@ -154,7 +170,7 @@ def main() -> None:
         print(f"repository growth at submit: {growth:.0f} B/subjob", flush=True)
         print(
             f"RSS: {made_peak:.0f} MiB peak while making the job, {made_now:.0f} MiB held "
-            "when submit() began",
+            f"when submit() began, {submit_peak:.0f} MiB peak during submit()",
             flush=True,
         )
     if kill:

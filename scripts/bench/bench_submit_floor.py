@@ -185,9 +185,10 @@ def _submit(n: int, embedded: bool, src: Path | None, early: bool) -> dict[str, 
 
 def _show(label: str, f: dict[str, float]) -> None:
     extra = f", runner {f['runner_cpu']:.2f} s" if "runner_cpu" in f else ""
+    during = f" (during the call {f['rss_submit_mib']:.0f})" if "rss_submit_mib" in f else ""
     print(
         f"  {label}: {f['wall']:.2f} s wall; CPU: itself {f['cpu']:.2f} s, server "
-        f"{f['server_cpu']:.2f} s{extra}; peak RSS {f['rss_mib']:.0f} MiB; "
+        f"{f['server_cpu']:.2f} s{extra}; peak RSS {f['rss_mib']:.0f} MiB{during}; "
         f"record {f['record_bytes']:.0f} B",
         flush=True,
     )
