@@ -270,8 +270,6 @@ class Dask(IBackend):
 
     @classmethod
     def poll(cls, ctx: PollContext, refs: Sequence[ActiveRef]) -> list[StatusReport]:
-        section = ctx.config[DaskSection]
-        timeout = section.timeout
         poller = ctx.poller_as(DaskPoller)
         running = poller.running.value
         by_address: dict[str, list[ActiveRef]] = {}
@@ -281,18 +279,12 @@ class Dask(IBackend):
         reports: list[StatusReport] = []
         new_running: set[str] = set()
         unreachable: BackendError | None = None
-        connections = ctx.kept(DaskConnections)
         for address, here in sorted(by_address.items()):
             if here[0].backend_data.get("default") and not _gangadir_cluster(ctx, address):
                 reports.extend(_ended_with_cluster(ctx, ref, address) for ref in here)
                 continue
-            keys = [str(ref.backend_data["id"]) for ref in here]
-
-            def observe(c: Any, k: list[str] = keys) -> Any:
-                return _observe(c, timeout, k)
-
             try:
-                answer, results = connections.call(address, timeout, observe)
+                reports.extend(_poll_at(ctx, address, here, running, new_running))
             except DaskUnreachable as exc:
                 gone = _owner_gone(here)
                 if gone:
@@ -309,34 +301,68 @@ class Dask(IBackend):
                     )
                 else:
                     unreachable = exc
-                continue
-            done: list[str] = []
-            for ref in here:
-                key = str(ref.backend_data["id"])
-                report = _report(ctx, ref, answer[key], results.get(key))
-                if report is None:
-                    continue
-                if report.status is Status.RUNNING:
-                    new_running.add(key)
-                    if key in running:
-                        continue  # reported by an earlier cycle
-                elif key in results or answer[key][0] == "erred":
-                    done.append(key)
-                reports.append(report)
-            if done:
-                # Written into the output directories: the scheduler may forget them (a
-                # later cycle that still follows one reads its outcome from ``__run__``).
-                def release(c: Any, d: list[str] = done) -> None:
-                    on_scheduler(c, timeout, scheduler_side.release, d)
-
-                with contextlib.suppress(BackendError):
-                    connections.call(address, timeout, release)
         poller.running.stage(new_running)
         if unreachable is not None:
             if not reports:
                 raise unreachable
             log.warning("%s", unreachable)
         return reports
+
+
+def _poll_at(
+    ctx: PollContext,
+    address: str,
+    here: list[ActiveRef],
+    running: set[str],
+    new_running: set[str],
+) -> list[StatusReport]:
+    """The reports of ``here``, followed at ``address``, from one call for their states
+    (which also releases what the cycle before wrote) and one gather of the finished
+    ones' results. Raises DaskUnreachable."""
+    timeout = ctx.config[DaskSection].timeout
+    connections = ctx.kept(DaskConnections)
+    keys = [str(ref.backend_data["id"]) for ref in here]
+    written = connections.releases_due(address)
+
+    def observe(c: Any) -> Any:
+        return _observe(c, timeout, keys, written)
+
+    try:
+        answer, results = connections.call(address, timeout, observe)
+    except DaskUnreachable:
+        connections.release_later(address, written)
+        raise
+    reports: list[StatusReport] = []
+    done: list[str] = []
+    following = 0
+    for ref in here:
+        key = str(ref.backend_data["id"])
+        observed = answer.get(key)  # none: no news of it (queued, or not started)
+        report = None if observed is None else _report(ctx, ref, observed, results.get(key))
+        if report is None or report.status is Status.RUNNING:
+            following += 1
+        if report is None:
+            continue
+        if report.status is Status.RUNNING:
+            new_running.add(key)
+            if key in running:
+                continue  # reported by an earlier cycle
+        elif key in results or observed[0] == "erred":
+            done.append(key)
+        reports.append(report)
+    if done and following:
+        # Written into the output directories: the scheduler may forget them, with the
+        # next cycle's call (a cycle that still follows one, its commit having failed,
+        # reads its outcome from ``__run__``).
+        connections.release_later(address, done)
+    elif done:  # nothing left to follow here: no next call to go with
+
+        def release(c: Any) -> None:
+            on_scheduler(c, timeout, scheduler_side.release, done)
+
+        with contextlib.suppress(BackendError):
+            connections.call(address, timeout, release)
+    return reports
 
 
 def _key(job: Job, token: str) -> str:
@@ -383,15 +409,16 @@ def _payload(
 
 
 def _observe(
-    client: Any, timeout: float, keys: list[str]
+    client: Any, timeout: float, keys: list[str], written: list[str]
 ) -> tuple[dict[str, tuple[str, float | None, str]], dict[str, dict[str, Any]]]:
-    """One call for every key's state, one gather for the results of the finished ones."""
+    """One call for the states of the keys with news (releasing ``written`` first), one
+    gather for the results of the finished ones."""
     from distributed import Future
 
     answer: dict[str, tuple[str, float | None, str]] = on_scheduler(
-        client, timeout, scheduler_side.states, keys, task.STARTED_TOPIC
+        client, timeout, scheduler_side.observe, keys, written, task.STARTED_TOPIC
     )
-    finished = [k for k in keys if answer[k][0] == "memory"]
+    finished = [k for k, (state, _, _) in answer.items() if state == "memory"]
     results: dict[str, dict[str, Any]] = {}
     if finished:
         # Futures of keys another client may have submitted: the scheduler, told that this

@@ -36,6 +36,8 @@ class DaskConnections:
         self._clients: dict[str, Any] = {}
         self._securities: dict[str, Any] = {}
         self._closing_at_exit = False
+        # Per address: keys whose outcome is written, to release with the next call.
+        self._releases: dict[str, list[str]] = {}
 
     def trust(self, address: str, security: Any) -> None:
         """Connect to ``address`` with ``security`` (a ``distributed`` Security) from now
@@ -43,15 +45,35 @@ class DaskConnections:
         with self._lock:
             self._securities[address] = security
 
+    def release_later(self, address: str, keys: list[str]) -> None:
+        """Have ``keys`` released at ``address`` with the next poll's call (or when this
+        session closes)."""
+        with self._lock:
+            self._releases.setdefault(address, []).extend(keys)
+
+    def releases_due(self, address: str) -> list[str]:
+        """The keys to release at ``address`` with the call about to be made (taken:
+        given back with ``release_later`` if the call fails)."""
+        with self._lock:
+            return self._releases.pop(address, [])
+
     def close(self) -> None:
         """Close the clients, without the warnings ``distributed`` logs about a connection
-        that ends (the schedulers and their jobs go on without this session)."""
+        that ends (the schedulers and their jobs go on without this session); the keys
+        still to release are released first, where the scheduler answers at once."""
         with self._lock:
-            clients = list(self._clients.values())
+            clients = dict(self._clients)
             self._clients.clear()
+            releases, self._releases = self._releases, {}
         if clients:
             quiet_distributed()
-        for client in clients:
+        for address, keys in releases.items():
+            if address in clients:
+                from ganga_like_dask import scheduler_side
+
+                with contextlib.suppress(Exception):
+                    on_scheduler(clients[address], 2.0, scheduler_side.release, keys)
+        for client in clients.values():
             with contextlib.suppress(Exception):
                 client.close(timeout=2)
 

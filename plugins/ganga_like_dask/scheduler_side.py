@@ -14,9 +14,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ganga_like_dask.task import STARTED_ATTRIBUTE
+from ganga_like_dask.claim import STARTED_ATTRIBUTE
 
-__all__ = ["HOLDER", "KILL_RECORD_PATIENCE", "cancel", "hold", "known", "release", "states"]
+__all__ = [
+    "HOLDER",
+    "KILL_RECORD_PATIENCE",
+    "cancel",
+    "hold",
+    "known",
+    "observe",
+    "release",
+    "states",
+]
 
 HOLDER = "ganga_like-held"
 # Keys cancelled by a kill, and when: a poll that comes between the cancel and the killing
@@ -115,6 +124,25 @@ def states(
         error = str(ts.exception_text or "") if ts.state == "erred" else ""
         answer[key] = (ts.state, started.get(key), error)
     return answer
+
+
+# States of a task whose poll says nothing yet: queued somewhere, or its program not started.
+_NO_NEWS = ("waiting", "queued", "no-worker", "processing")
+
+
+def observe(
+    keys: list[str], done: list[str], topic: str, dask_scheduler: Any = None
+) -> dict[str, tuple[str, float | None, str]]:
+    """One call per poll: release ``done`` (their outcome is written), then ``states``
+    of ``keys``, but only of those with news (ended, unknown, cancelled, or whose program
+    has started): the answer of each cycle is as small as what changed."""
+    if done:
+        release(done, dask_scheduler)
+    return {
+        key: state
+        for key, state in states(keys, topic, dask_scheduler).items()
+        if state[1] is not None or state[0] not in _NO_NEWS
+    }
 
 
 def cancel(keys: list[str], dask_scheduler: Any = None) -> None:

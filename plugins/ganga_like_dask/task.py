@@ -20,29 +20,23 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from ganga_like_dask.claim import claim
 from ganga_like_dask.watchdog import MARK_VARIABLE
 
 __all__ = [
-    "STARTED_ATTRIBUTE",
     "STARTED_TOPIC",
     "TASKS_ATTRIBUTE",
     "WorkerTasks",
-    "claim_start",
     "kill_all",
     "kill_keys",
     "run",
 ]
 
-# Where the scheduler keeps, per key, when its program started (``claim_start``): the poll
-# reads it to tell a running subjob from one still queued on a worker, and a task sent
-# again after its worker was lost finds it there and does not run its program twice.
-STARTED_ATTRIBUTE = "_ganga_like_started"
 # The scheduler event topic a task logs its start under when it could not claim it.
 STARTED_TOPIC = "ganga_like-started"
-# Longest wait for the scheduler to answer a claim.
-CLAIM_TIMEOUT = 30.0
 # SIGTERM first; what is still alive this many seconds later gets SIGKILL.
 KILL_GRACE = 3.0
 
@@ -114,37 +108,25 @@ def _log_started(key: str, start: float) -> None:
         pass
 
 
-def claim_start(key: str, start: float, dask_scheduler: Any = None) -> float | None:
-    """Run in the scheduler: note that the program of ``key`` starts at ``start``; when it
-    had started before, that earlier time instead (and nothing is noted)."""
-    started: dict[str, float] | None = getattr(dask_scheduler, STARTED_ATTRIBUTE, None)
-    if started is None:
-        started = {}
-        setattr(dask_scheduler, STARTED_ATTRIBUTE, started)
-    earlier = started.get(key)
-    if earlier is None:
-        started[key] = start
-    return earlier
-
-
-def _claim(key: str, start: float) -> float | None:
-    """The time an earlier run of ``key`` started, if there was one (its worker was lost
-    and the scheduler sent the task again); None: this is its first run."""
+def _claim(key: str, start: float) -> Callable[[], float | None]:
+    """Claim the start of ``key``'s program at the scheduler; what waits for the answer:
+    the time an earlier run of ``key`` started, if there was one (its worker was lost and
+    the scheduler sent the task again), or None (this is its first run)."""
     try:
-        from distributed import get_client, get_worker
+        from distributed import get_worker
 
-        get_worker()
+        worker = get_worker()
     except (ImportError, ValueError):  # not on a worker (called directly)
-        return None
-    try:
-        client = get_client()
-        earlier: float | None = client.sync(  # type: ignore[no-untyped-call]
-            client._run_on_scheduler, claim_start, key, start, callback_timeout=CLAIM_TIMEOUT
-        )
-    except Exception:  # the scheduler did not answer: run, and say when it started
+        return lambda: None
+
+    def unanswered() -> None:  # the scheduler did not answer: run, and say when it started
         _log_started(key, start)
-        return None
-    return earlier
+
+    try:
+        return claim(worker, key, start, unanswered)
+    except Exception:
+        unanswered()
+        return lambda: None
 
 
 def _not_again(result: dict[str, Any], earlier: float) -> dict[str, Any]:
@@ -172,9 +154,8 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         "outputs": {},
         "usage": None,
     }
-    earlier = _claim(key, time.time())
-    if earlier is not None:
-        return _not_again(result, earlier)
+    # Its work directory is made while the claim is on its way.
+    answer = _claim(key, time.time())
     work = tempfile.mkdtemp(prefix="ganga_like-")
     try:
         for name, data in payload["inputs"]:
@@ -184,33 +165,13 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         out_path = os.path.join(work, ".ganga_like.stdout")
         err_path = os.path.join(work, ".ganga_like.stderr")
         tasks = _tasks_of(None)
-        with open(out_path, "wb") as out, open(err_path, "wb") as err, tasks.lock:
-            if key in tasks.killed:
-                result["state"] = "killed"
-                return result
-            tasks.guard()
-            env[MARK_VARIABLE] = tasks.mark
-            try:
-                # Its own process group, so a kill reaches the program's children too;
-                # nothing run in the child before the exec, so that it is spawned, not
-                # forked from the whole worker.
-                proc = subprocess.Popen(
-                    payload["argv"],
-                    cwd=work,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                )
-            except FileNotFoundError:
-                result["reason"] = f"program not found: {payload['argv'][0]}"
-                return result
-            except PermissionError:
-                result["reason"] = f"program is not executable: {payload['argv'][0]}"
-                return result
-            tasks.running[key] = proc
-            tasks.watch(proc.pid, started=True)
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            earlier = answer()
+            if earlier is not None:
+                return _not_again(result, earlier)
+            proc = _start(payload, work, env, (out, err), tasks, result)
+        if proc is None:
+            return result
         result["start"] = time.time()
         code, result["usage"] = _reap(proc)
         result["end"] = time.time()
@@ -237,6 +198,47 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _start(
+    payload: dict[str, Any],
+    work: str,
+    env: dict[str, str],
+    outputs: tuple[Any, Any],
+    tasks: WorkerTasks,
+    result: dict[str, Any],
+) -> subprocess.Popen[bytes] | None:
+    """Start the program, known to the watchdog and to a kill; None when it is not
+    started (killed before, or it cannot be), with why in ``result``."""
+    key: str = payload["key"]
+    with tasks.lock:
+        if key in tasks.killed:
+            result["state"] = "killed"
+            return None
+        tasks.guard()
+        env[MARK_VARIABLE] = tasks.mark
+        try:
+            # Its own process group, so a kill reaches the program's children too;
+            # nothing run in the child before the exec, so that it is spawned, not
+            # forked from the whole worker.
+            proc = subprocess.Popen(
+                payload["argv"],
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=outputs[0],
+                stderr=outputs[1],
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            result["reason"] = f"program not found: {payload['argv'][0]}"
+            return None
+        except PermissionError:
+            result["reason"] = f"program is not executable: {payload['argv'][0]}"
+            return None
+        tasks.running[key] = proc
+        tasks.watch(proc.pid, started=True)
+    return proc
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, list[float] | None]:
