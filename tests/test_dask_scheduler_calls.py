@@ -145,3 +145,30 @@ def test_a_polls_one_call_releases_what_was_written_and_answers_only_keys_with_n
         running.result()
         queued_future.result()
         client.run_on_scheduler(scheduler_side.release, [ended, queued])
+
+
+def test_what_is_left_to_release_is_released_when_the_session_closes(
+    one_worker: DaskCluster, tmp_path: Path
+) -> None:
+    from distributed import Client
+
+    from ganga_like_dask import scheduler_side
+    from ganga_like_dask.dask_clients import DaskConnections
+
+    key = f"left-to-release-{time.monotonic_ns()}"
+
+    def known(dask_scheduler: Any = None) -> bool:
+        return key in dask_scheduler.tasks
+
+    with Client(one_worker.address, timeout=30) as client:
+        future = client.submit(task.run, _payload(key, tmp_path / "ran"), key=key)
+        future.result()
+        assert client.run_on_scheduler(scheduler_side.hold, [key]) == []
+        del future  # held by the scheduler alone
+        connections = DaskConnections()
+        connections.client_for(one_worker.address, 10.0)
+        # Written by a cycle whose next call never came: the session closes.
+        connections.release_later(one_worker.address, [key])
+        assert client.run_on_scheduler(known)
+        connections.close()
+        wait_for(lambda: not client.run_on_scheduler(known), 60, "the key to be released")
