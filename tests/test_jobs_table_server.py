@@ -145,6 +145,61 @@ def test_a_change_by_another_process_is_answered_without_opening_the_repository(
     assert [row["name"] for row in jobs_json] == ["split", "made-elsewhere"]
 
 
+def test_the_first_listing_after_another_process_made_the_jobs_is_answered_by_the_table_server(
+    gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
+    """No listing before: the repository's server started the table server, which read
+    the jobs as they were made."""
+    from ganga_like.repository.zeo.table_helper import LOG_NAME
+
+    assert LOG_NAME == table_server.LOG_NAME
+    modules = tmp_path / "modules.txt"
+    other = OtherSession(gangadir, env_for)
+    try:
+        other.do("create", "before-it-started", "completed", [])
+        _wait_for(lambda: _answers(_socket(gangadir)), "started by the repository's server")
+        other.do("create", "after-it-started", "failed", [])
+        other.do("rename", 0, "renamed-after")
+        shown = ganga_jobs(env_for, modules=modules)
+        assert not _opened_the_repository(modules)
+        assert "renamed-after" in shown and "after-it-started" in shown
+        assert "before-it-started" not in shown
+    finally:
+        other.close()
+
+
+def test_after_the_repository_server_left_the_table_it_kept_answers_without_starting_it(
+    listed: OtherSession, gangadir: Path, env_for: dict[str, str], tmp_path: Path
+) -> None:
+    """The table server writes the jobs-table cache whenever it reads a settled table as
+    of the repository file's last transaction."""
+    from ganga_like.commands import jobs_cache
+    from ganga_like.repository.file_tail import file_stamp
+
+    resolved = gangadir.resolve()
+    listed.do("rename", 0, "renamed-before-it-left")
+    listed.close()
+
+    def written() -> bool:
+        stamp = file_stamp(jobs_cache.repository_file(resolved))
+        try:
+            cached = json.loads(jobs_cache.cache_path(resolved).read_text())
+        except (OSError, ValueError):
+            return False
+        return stamp is not None and cached.get("stamp") == stamp.as_list()
+
+    _wait_for(written, "written by the table server")
+    assert json.loads(jobs_cache.cache_path(resolved).read_text())["writer"] == (
+        jobs_cache.SERVER_WRITER
+    )
+    repo_dir = resolved / "repository"
+    assert shared.stop_server(repo_dir)
+    modules = tmp_path / "modules.txt"
+    shown = ganga_jobs(env_for, modules=modules)
+    assert not _opened_the_repository(modules) and "renamed-before-it-left" in shown
+    assert shared.server_pid(repo_dir) is None  # not started
+
+
 def test_the_table_server_keeps_neither_the_repository_server_nor_maintenance_waiting(
     listed: OtherSession, gangadir: Path
 ) -> None:

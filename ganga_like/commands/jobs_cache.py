@@ -67,6 +67,7 @@ __all__ = [
     "loaded_code",
     "opens_as_before",
     "repository_file",
+    "running_code",
     "save",
     "settings_key",
     "stamp_before_opening",
@@ -75,6 +76,7 @@ __all__ = [
 
 CACHE_NAME = "jobs-table.json"
 FORMAT = 1
+SERVER_WRITER = "jobs-table server"
 
 
 def gangadir_of(settings: ListingSettings) -> Path:
@@ -146,6 +148,16 @@ def code_unchanged(files: Any) -> bool:
     return True
 
 
+def running_code() -> dict[str, Any]:
+    """What a table computed by another process (the jobs-table server) is checked
+    against: the interpreter and the ``ganga_like`` package (with the files it loaded,
+    :func:`loaded_code`, unchanged); the import path may differ, as a script's does."""
+    return {
+        "interpreter": [os.path.realpath(sys.executable), sys.version],
+        "package": str(Path(__file__).resolve().parents[1]),
+    }
+
+
 def _interpreter() -> list[Any]:
     """The interpreter and where it finds modules, with each directory's mtime."""
     places: list[list[Any]] = []
@@ -183,7 +195,11 @@ def cached_answer(settings: ListingSettings, *, as_json: bool) -> str | None:
         return None
     if cached.get("settings") != settings_key(settings):
         return None
-    if cached.get("interpreter") != _interpreter() or not code_unchanged(cached.get("code")):
+    if cached.get("writer") == SERVER_WRITER:
+        computed_here = {k: cached.get(k) for k in ("interpreter", "package")} == running_code()
+    else:
+        computed_here = cached.get("interpreter") == _interpreter()
+    if not computed_here or not code_unchanged(cached.get("code")):
         return None
     if not opens_as_before(gangadir, data, cached["next_id"]):
         return None
@@ -228,9 +244,12 @@ def save(
     next_id: int,
     columns: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
+    *,
+    by_server: bool = False,
 ) -> None:
     """Write the cache atomically (a temporary file renamed over it); skip silently when
-    it cannot be written (read-only directory, full disk)."""
+    it cannot be written (read-only directory, full disk). ``by_server``: written by the
+    jobs-table server, whose import path is not a listing's (:func:`running_code`)."""
     target = cache_path(gangadir)
     temporary = target.with_name(f".{CACHE_NAME}.{os.getpid()}.tmp")
     try:
@@ -238,7 +257,11 @@ def save(
             "format": FORMAT,
             "stamp": stamp.as_list(),
             "settings": settings_key(settings),
-            "interpreter": _interpreter(),
+            **(
+                {"writer": SERVER_WRITER, **running_code()}
+                if by_server
+                else {"interpreter": _interpreter()}
+            ),
             "code": loaded_code(),
             "next_id": next_id,
             "columns": list(columns),

@@ -13,7 +13,6 @@ listing (:func:`start_server`). Imports nothing heavier than the jobs-table cach
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sys
 from pathlib import Path
@@ -60,9 +59,7 @@ def asked_answer(settings: ListingSettings, *, as_json: bool) -> str | None:
         return None
     if reply.get("settings") != jobs_cache.settings_key(settings):
         return None
-    if reply.get("interpreter") != [os.path.realpath(sys.executable), sys.version]:
-        return None
-    if reply.get("package") != str(Path(jobs_cache.__file__).resolve().parents[1]):
+    if {k: reply.get(k) for k in ("interpreter", "package")} != jobs_cache.running_code():
         return None
     if not jobs_cache.code_unchanged(reply.get("code")):
         return None

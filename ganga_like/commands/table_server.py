@@ -21,9 +21,18 @@ answered (what the cache requires: no job followed by the monitor, no submission
 retry or postprocessing pending, no broken row), so the plain path's monitoring cycle
 would have changed nothing; otherwise the answer is "ask the plain path".
 
+Kept ahead of the listings: when another session's commits stop (nothing new for one
+short tick) or every two seconds while they go on, the table is read again as of
+the last transaction, and kept with its transaction's id; a request finding that id still
+the server's last answers with it at once. So the first listing after another process
+created or changed jobs reads nothing. The repository's server starts one of these once
+it has run for a few seconds (:mod:`ganga_like.repository.zeo.table_helper`), so that one
+is ready before the first listing.
+
 One process per repository (a lock file), leaving after ``--idle-exit`` seconds without a
-request (so that the repository's server can go idle too). Only the default (shared)
-mode of a repository file has one.
+request (``inf``: only with the repository's server), and always when the repository's
+server leaves: it never keeps that one alive. Only the default (shared) mode of a
+repository file has one.
 """
 
 from __future__ import annotations
@@ -40,14 +49,17 @@ from pathlib import Path
 from typing import Any
 
 from ganga_like.commands import jobs_cache
+from ganga_like.repository.file_tail import file_stamp
 
-__all__ = ["IDLE_EXIT", "LOCK_NAME", "SOCKET_NAME", "answer", "main"]
+__all__ = ["IDLE_EXIT", "LOCK_NAME", "SOCKET_NAME", "Table", "answer", "main"]
 
 SOCKET_NAME = "jobs-table.sock"
 LOCK_NAME = "jobs-table.lock"
 LOG_NAME = "jobs-table.log"
 IDLE_EXIT = 60.0
 CHECK = 0.5  # how often, when no request comes, it looks whether the server is still there
+TICK = 0.05  # how soon, once another session's commits stop, the table is read again
+REFRESH_EVERY = 2.0  # how often at most while they go on
 REQUEST_TIMEOUT = 5.0  # a client that connects and says nothing is dropped after this
 
 
@@ -100,9 +112,10 @@ def _listen(path: Path, session: Any, idle_exit: float) -> None:
             listener.listen(16)
             # Every job read once now (a listing meanwhile waits in the backlog): later
             # answers read again only what other sessions change.
+            table = Table()
             with contextlib.suppress(Exception):
-                answer(session, {"settings": jobs_cache.settings_key(session.settings)})
-            _serve(listener, session, idle_exit)
+                table.refresh(session)
+            _serve(listener, session, idle_exit, table)
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == inode:  # ours, not a later server's
@@ -111,16 +124,27 @@ def _listen(path: Path, session: Any, idle_exit: float) -> None:
         listener.close()
 
 
-def _serve(listener: socket.socket, session: Any, idle_exit: float) -> None:
+def _serve(listener: socket.socket, session: Any, idle_exit: float, table: Table) -> None:
     """Answer until idle for ``idle_exit`` seconds, or until the repository's server has
-    gone (this client keeps it neither alive nor restarts it)."""
+    gone (this client keeps it neither alive nor restarts it); between requests, keep
+    the table up to date with other sessions' commits."""
     storage = session.repo.db.storage
-    listener.settimeout(CHECK)
     last = time.monotonic()
+    seen = storage.lastTransaction()  # the last the server told of: no round trip
+    refreshed = time.monotonic()
     while storage.is_connected() and time.monotonic() - last < idle_exit:
+        behind = storage.lastTransaction().hex() != table.tid
+        listener.settimeout(TICK if behind else CHECK)
         try:
             client, _ = listener.accept()
         except TimeoutError:
+            newest = storage.lastTransaction()
+            now = time.monotonic()
+            if behind and (newest == seen or now - refreshed >= REFRESH_EVERY):
+                with contextlib.suppress(Exception):  # a request will say why
+                    table.refresh(session)
+                refreshed = now
+            seen = newest
             continue
         with client:
             client.settimeout(REQUEST_TIMEOUT)
@@ -130,10 +154,12 @@ def _serve(listener: socket.socket, session: Any, idle_exit: float) -> None:
                     # Its server left: reading would wait for one the listing is yet to
                     # start. No answer sends the listing to the plain read at once.
                     break
-                reply = answer(session, request)
+                reply = answer(session, request, table)
             except (OSError, ValueError):
                 continue
             except Exception as exc:  # a read that failed: the plain path says why
+                if not storage.is_connected():
+                    break  # its server left while it read: as above
                 reply = {"rows": None, "why": f"{type(exc).__name__}: {exc}"}
             with contextlib.suppress(OSError):
                 client.sendall(json.dumps(reply, separators=(",", ":")).encode())
@@ -150,8 +176,33 @@ def _read_line(client: socket.socket) -> bytes:
     return data
 
 
-def answer(session: Any, request: Any) -> dict[str, Any]:
-    """The rows of every job as the plain path reads them now, or ``rows: None``."""
+class Table:
+    """The last answer read, and the id of the transaction it was read as of."""
+
+    def __init__(self) -> None:
+        self.tid: str | None = None
+        self.reply: dict[str, Any] = {"rows": None, "why": "not read yet"}
+
+    def refresh(self, session: Any) -> None:
+        answer(session, {"settings": jobs_cache.settings_key(session.settings)}, self)
+
+
+def _save(session: Any, held: str, found: tuple[int, list[dict[str, Any]]]) -> None:
+    """Write the jobs-table cache too, when the repository file's last transaction is
+    the one the rows were read as of (the plain path's rule): a listing after the
+    repository's server left then reads it instead of starting the server again."""
+    from ganga_like.gpi.job_table import COLUMNS
+
+    gangadir = jobs_cache.gangadir_of(session.settings)
+    stamp = file_stamp(jobs_cache.repository_file(gangadir))
+    if stamp is not None and stamp.tid == held:
+        next_id, rows = found
+        jobs_cache.save(gangadir, stamp, session.settings, next_id, COLUMNS, rows, by_server=True)
+
+
+def answer(session: Any, request: Any, table: Table | None = None) -> dict[str, Any]:
+    """The rows of every job as the plain path reads them now, or ``rows: None``; the
+    ``table``'s when nothing was committed since it was read (and then kept in it)."""
     from ganga_like.commands.listing import snapshot_tid, table_of
     from ganga_like.gpi.job_table import COLUMNS
 
@@ -163,25 +214,33 @@ def answer(session: Any, request: Any) -> dict[str, Any]:
     repo = session.repo
     storage = repo.db.storage
     # One round trip: every invalidation the server sent before its answer is applied.
-    last = storage._call("lastTransaction")
+    last = storage._call("lastTransaction").hex()
+    if table is not None and table.tid == last:
+        return table.reply
     repo.abort()
     conn = repo.connection()
     conn.transaction_manager.begin()  # a new snapshot, holding ``last`` at least
     try:
-        table = table_of(session)
+        found = table_of(session)
         held = snapshot_tid(conn)
-        if table is None or held is None or held < last.hex():
-            return {"rows": None, "why": "not settled"}
-        next_id, rows = table
-        return {
-            "columns": list(COLUMNS),
-            "rows": rows,
-            "next_id": next_id,
-            "settings": jobs_cache.settings_key(settings),
-            "interpreter": [os.path.realpath(sys.executable), sys.version],
-            "package": str(Path(jobs_cache.__file__).resolve().parents[1]),
-            "code": jobs_cache.loaded_code(),
-        }
+        if held is None or held < last:
+            return {"rows": None, "why": "behind the server"}
+        reply: dict[str, Any] = {"rows": None, "why": "not settled"}
+        if found is not None:
+            next_id, rows = found
+            reply = {
+                "columns": list(COLUMNS),
+                "rows": rows,
+                "next_id": next_id,
+                "settings": jobs_cache.settings_key(settings),
+                **jobs_cache.running_code(),
+                "code": jobs_cache.loaded_code(),
+            }
+        if table is not None:
+            table.tid, table.reply = held, reply
+            if found is not None:
+                _save(session, held, found)
+        return reply
     finally:
         repo.abort()
 

@@ -45,6 +45,7 @@ from ganga_like.repository.zeo.shared import (
     server_address,
     server_pid,
 )
+from ganga_like.repository.zeo.table_helper import start_table_server_later
 
 log = logging.getLogger("ganga_like.zeo_server")
 
@@ -194,8 +195,10 @@ def _serve_claimed(
     server.start_thread(daemon=True)
     ready.send(f"ready {os.getpid()}")
     packer = maybe_pack_in_background(storage, repo_dir / "Data.fs", policy)
+    start_table_server_later(repo_dir, stop)
     try:
         _wait_until_idle(server, idle_exit, stop, repo_dir)
+        stop.set()  # leaving: no jobs-table server is started now
         # Leaving: first no new session can connect (a session starting now finds no
         # server and waits for this process to be gone before it starts the next one:
         # the file stays held until then), then the sessions still connected are
