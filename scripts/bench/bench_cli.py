@@ -71,14 +71,16 @@ GPI = (
 )
 
 
-def build(gangadir: Path) -> None:
+def build(gangadir: Path, env: dict[str, str] | None = None) -> None:
+    """1,000 jobs made in ``gangadir`` by a process of the code ``env`` names (ours by
+    default)."""
     code = (
         "from ganga_like import Executable, Job\n"
         "for i in range(1000):\n"
         "    Job(name=f'bench{i}', application=Executable(exe='true'))\n"
     )
-    env = dict(os.environ, GANGA_DIR=str(gangadir))
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    env = dict(env or os.environ, GANGA_DIR=str(gangadir))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd="/")
 
 
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
