@@ -194,7 +194,7 @@ def _json_file(text: bytes) -> list[tuple[tuple[str, str], Any]]:
         loaded = json.loads(text)
     except (ValueError, RecursionError):
         raise _Undecided from None
-    if not isinstance(loaded, dict):
+    if not isinstance(loaded, dict) or "version" in loaded:
         raise _Undecided
     found: list[tuple[tuple[str, str], Any]] = []
     for section, options in loaded.items():
