@@ -20,9 +20,11 @@ import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import psutil
 from fs_probe import describe
@@ -74,12 +76,53 @@ def cpu_of(process: psutil.Process | None, children: bool = False) -> float:
     return float(times.user + times.system)
 
 
-def repository_server(gangadir: Path) -> psutil.Process | None:
-    """The repository's server process (default mode), None when embedded."""
-    from ganga_like.repository.zeo.shared import server_pid
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + system, as the kernel counts them) of this process's threads
+    by role: the main thread (submit() and wait()), the monitor, the repository client's
+    I/O thread, the rest; threads that ended are no longer counted."""
+    roles = {}
+    for thread in threading.enumerate():
+        name = thread.name
+        role = (
+            "main"
+            if thread is threading.main_thread()
+            else "monitor"
+            if "monitor" in name
+            else "client I/O"
+            if "zeo client networking" in name
+            else "other"
+        )
+        roles[thread.native_id] = role
+    spent: dict[str, float] = dict.fromkeys(("main", "monitor", "client I/O", "other"), 0.0)
+    for thread in psutil.Process().threads():
+        role = roles.get(thread.id, "other")
+        spent[role] += thread.user_time + thread.system_time
+    return spent
 
-    pid = server_pid(gangadir / "repository")
-    return None if pid is None else psutil.Process(pid)
+
+def repository_server(gangadir: Path) -> psutil.Process | None:
+    """The repository's server process (default mode), None when embedded: the pid its
+    ``zeo.pid`` names (read here, so that the script also measures older checkouts)."""
+    try:
+        pid = int((gangadir / "repository" / "zeo.pid").read_text().split()[0])
+        return psutil.Process(pid)
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return None
+
+
+def runner_functions() -> tuple[Any, Any, Any]:
+    """runner_dir, runner_pid and stop, from wherever the code measured keeps them (the
+    runner was a module of the Local plugin before it became a plugin of its own)."""
+    from ganga_like_local.backend import runner_dir
+
+    try:
+        from ganga_like_runner.client import runner_pid, stop
+    except ImportError:
+        from ganga_like_local.runner.launch import (  # type: ignore[no-redef]
+            runner_pid,
+            stop,
+        )
+    return runner_dir, runner_pid, stop
 
 
 def main() -> None:
@@ -96,8 +139,8 @@ def main() -> None:
     os.environ["GANGA_DIR"] = str(tmp / "gangadir")
     from ganga_like import ArgSplitter, Executable, Job, Local, config
     from ganga_like.runtime.session import close_session, current_session
-    from ganga_like_local.backend import runner_dir
-    from ganga_like_runner import client as runner_client
+
+    runner_dir, runner_pid, stop_runner = runner_functions()
 
     session = current_session()
     # The runner must outlive the pool's turn (100,000 echoes take a minute or more), or
@@ -108,10 +151,12 @@ def main() -> None:
     warm.submit()
     warm.wait(timeout=60)
     rdir = runner_dir(tmp / "gangadir")
-    runner = psutil.Process(runner_client.runner_pid(rdir))
+    runner = psutil.Process(runner_pid(rdir))
     server = repository_server(tmp / "gangadir")
     me = psutil.Process()
-    print(f"subjobs: {n}, concurrency: {workers}")
+    import ganga_like
+
+    print(f"subjobs: {n}, concurrency: {workers}; code: {Path(ganga_like.__file__).parent.parent}")
     ratios, own_per_subjob = [], []
     for round_number in range(1, args.rounds + 1):
         outdir = tmp / f"pool-{round_number}"
@@ -122,6 +167,7 @@ def main() -> None:
         pool_idle = idle_share(ticks0, cpu_ticks())
         pool_cpu = cpu_of(me) - pool_cpu0
 
+        threads0 = thread_cpu()
         cpu0 = {"submit": cpu_of(me), "runner": cpu_of(runner), "server": cpu_of(server)}
         runner_system0 = runner.cpu_times().system
         children0 = cpu_of(runner, children=True)
@@ -146,6 +192,7 @@ def main() -> None:
         runner_system = runner.cpu_times().system - runner_system0
         assert status == "completed", status
         monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
+        threads = {role: cpu - threads0.get(role, 0.0) for role, cpu in thread_cpu().items()}
         cycles = session.monitor.cycles - cycles0
         own = sum(spent.values())
         own_per_subjob.append(1000 * own / n)
@@ -164,6 +211,10 @@ def main() -> None:
             f"(the echo processes themselves: {1000 * children / n:.2f} ms); "
             f"monitor: {cycles} cycles"
         )
+        print(
+            "  the submitting process's threads, CPU per subjob: "
+            + ", ".join(f"{role} {1000 * cpu / n:.2f} ms" for role, cpu in threads.items())
+        )
         print(f"  CPU left idle: pool {pool_idle}, ganga_like {job_idle}")
     print(
         f"the project's CPU per subjob: median {statistics.median(own_per_subjob):.2f} ms "
@@ -171,7 +222,7 @@ def main() -> None:
     )
     print(f"ratio: {statistics.median(ratios):.2f} (median of {len(ratios)} rounds)")
     close_session()
-    runner_client.stop(rdir)
+    stop_runner(rdir)
 
 
 if __name__ == "__main__":
