@@ -382,11 +382,31 @@ class GuardedDB(ZODB.DB):  # type: ignore[misc]
     klass = GuardedConnection
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # (module, name) -> (module object, class) of the classes found: set before the
+        # database opens its first connection, which loads the root.
+        self._classes: dict[tuple[str, str], tuple[Any, Any]] = {}
         super().__init__(*args, **kwargs)
         # Raised at every transaction the database learns of: waiters sleep on it.
         self.changes = changes.install(self)
 
     def classFactory(self, connection: Any, modulename: str, globalname: str) -> Any:
+        """The class (or other global) a record names. Asked for every record loaded: one
+        found before is answered from ``_classes`` while its module is still the one
+        imported and still holds it under that name (what finding it again would check);
+        a broken class is never kept (its plugin may be installed meanwhile)."""
+        known = self._classes.get((modulename, globalname))
+        if known is not None:
+            module, cls = known
+            if sys.modules.get(modulename) is module and module.__dict__.get(globalname) is cls:
+                return cls
+        found = self._find_class(connection, modulename, globalname)
+        module = sys.modules.get(modulename)
+        broken = isinstance(found, type) and issubclass(found, Broken)
+        if module is not None and not broken and module.__dict__.get(globalname) is found:
+            self._classes[(modulename, globalname)] = (module, found)
+        return found
+
+    def _find_class(self, connection: Any, modulename: str, globalname: str) -> Any:
         # ZODB gives a class it cannot import as a broken object, which is right for a
         # plugin that is not installed (its jobs list as broken). But a name that is no
         # dotted name at all, or one of this package's own modules, which are always
