@@ -7,10 +7,12 @@ Each of the R rounds (default 3) times the pool and then a new job, so that both
 same state of the machine (file creation costs on some disks vary by 10x from one minute to
 the next: see ``fs_probe.py``, whose figure each round prints first); the ratio printed last
 is the median of the rounds' ratios.  Nothing is deleted, for the same reason.  CPU per
-subjob counts the submitting process (with its monitor thread) and the runner; the echo
-processes themselves are printed apart (they cost the same in both).  The share of the
-machine's CPU left idle during each (from /proc/stat, Linux only) tells a run held back by
-waiting from one held back by work.
+subjob counts the submitting process (with its monitor thread), the runner and the
+repository's server, and the submitting process's threads apart; the echo processes
+themselves are printed apart too (they cost the same in both).  Run from outside a checkout
+with ``PYTHONPATH=SRC:SRC/plugins`` it measures the code in SRC (an older commit's too).
+The share of the machine's CPU left idle during each (from /proc/stat, Linux only) tells a
+run held back by waiting from one held back by work.
 """
 
 from __future__ import annotations
@@ -76,10 +78,10 @@ def cpu_of(process: psutil.Process | None, children: bool = False) -> float:
     return float(times.user + times.system)
 
 
-def thread_cpu() -> dict[str, float]:
-    """CPU seconds (user + system, as the kernel counts them) of this process's threads
-    by role: the main thread (submit() and wait()), the monitor, the repository client's
-    I/O thread, the rest; threads that ended are no longer counted."""
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system, as the kernel counts them) of each living thread of
+    this process, with its role: the main thread (submit() and wait()), the monitor, the
+    repository client's I/O thread, or other."""
     roles = {}
     for thread in threading.enumerate():
         name = thread.name
@@ -93,10 +95,18 @@ def thread_cpu() -> dict[str, float]:
             else "other"
         )
         roles[thread.native_id] = role
-    spent: dict[str, float] = dict.fromkeys(("main", "monitor", "client I/O", "other"), 0.0)
-    for thread in psutil.Process().threads():
-        role = roles.get(thread.id, "other")
-        spent[role] += thread.user_time + thread.system_time
+    return {
+        thread.id: (roles.get(thread.id, "other"), thread.user_time + thread.system_time)
+        for thread in psutil.Process().threads()
+    }
+
+
+def thread_cpu_since(before: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU per role spent since ``before`` by the threads living now (a thread that
+    ended meanwhile, such as the pool's, is not counted)."""
+    spent = dict.fromkeys(("main", "monitor", "client I/O", "other"), 0.0)
+    for tid, (role, cpu) in thread_cpu().items():
+        spent[role] += cpu - before.get(tid, (role, 0.0))[1]
     return spent
 
 
@@ -192,7 +202,7 @@ def main() -> None:
         runner_system = runner.cpu_times().system - runner_system0
         assert status == "completed", status
         monitor_cpu = session.monitor.cpu_seconds - monitor_cpu0
-        threads = {role: cpu - threads0.get(role, 0.0) for role, cpu in thread_cpu().items()}
+        threads = thread_cpu_since(threads0)
         cycles = session.monitor.cycles - cycles0
         own = sum(spent.values())
         own_per_subjob.append(1000 * own / n)
