@@ -193,6 +193,32 @@ def test_config_file_errors_name_the_file() -> None:
         configured_settings()
 
 
+@pytest.mark.parametrize(
+    ("suffix", "text"),
+    [(".json", '{"Repository": ""}'), (".json", '{"Monitor": [1]}'), (".py", "c.Local = 3\n")],
+)
+def test_a_section_given_a_value_instead_of_options_is_one_line_for_every_command(
+    env_for: dict[str, str], suffix: str, text: str
+) -> None:
+    path = (Path(env_for["XDG_CONFIG_HOME"]) / "ganga_like" / "ganga_config").with_suffix(suffix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    name = "Repository" if "Repository" in text else "Monitor" if "Monitor" in text else "Local"
+    script = path.parent.parent / "script.py"
+    script.write_text("print(len(jobs))\n")
+    for args in (["jobs"], [str(script)]):
+        result = ganga(args, env_for)
+        assert result.returncode != 0, result.stdout
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        # traitlets refuses a Python file's own way, naming the section too
+        assert str(path) in lines[0] and (
+            f"{name} is a section and holds options" in lines[0] or f"{name!r}, 3" in lines[0]
+        )
+    path.unlink()
+    assert ganga(["jobs"], env_for).returncode == 0
+
+
 def test_xdg_config_home_is_respected_and_a_relative_one_ignored(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -19,6 +19,7 @@ from ganga_like.config import fast_settings as fast
 from ganga_like.config.choices import MASTER_STATUS_ORDERS, MODES
 from ganga_like.config.environment import ENVIRONMENT
 from ganga_like.config.store import CONFIG_NAME, ConfigStore
+from ganga_like.errors import ConfigError
 from ganga_like.runtime.settings import Settings, configured_settings
 
 FIELDS = ("gangadir", "repository_mode", "repository_url", "master_status_order", "zeo_idle_exit")
@@ -102,12 +103,12 @@ def _write(path: Path, content: str | None) -> None:
         path.write_text(content, encoding="utf-8")
 
 
-def _whole_configuration() -> Settings | Exception:
-    # Any refusal counts, not only a ConfigError: a JSON section that is not an object
-    # (``{"Repository": ""}``) makes the store fail on its own.
+def _whole_configuration() -> Settings | ConfigError:
+    # Every refusal is a ConfigError (one line), a JSON section that is not an object
+    # (``{"Repository": ""}``) included: anything else fails the test.
     try:
         return configured_settings(ConfigStore())
-    except Exception as exc:
+    except ConfigError as exc:
         return exc
 
 

@@ -119,7 +119,20 @@ def load_file(path: Path) -> Config:
         return Config()
     except Exception as exc:  # the user's file: any error is theirs, reported in one line
         raise ConfigError(f"config file {path}: {type(exc).__name__}: {exc}") from exc
+    _refuse_sections_without_options(path, loaded)
     return loaded
+
+
+def _refuse_sections_without_options(path: Path, loaded: Config) -> None:
+    """A section given a value instead of options (``{"Repository": ""}`` in JSON,
+    ``c.Repository = 3`` in Python) is one line naming it: read as a section later, it
+    would end the command in a traceback."""
+    for name, value in loaded.items():
+        if name[:1].isupper() and not isinstance(value, dict):
+            raise ConfigError(
+                f"config file {path}: {name} is a section and holds options "
+                f"(e.g. c.{name}.option = value), not {safe_repr(value)}"
+            )
 
 
 def environment_config() -> Config:
