@@ -16,7 +16,8 @@ workers (with the processes they started), the monitor's cycles, and the load av
 With ``--task-map``, each round also maps the backend's own task function (what runs on a
 worker for a subjob: the claim of its start at the scheduler, the watchdog, stdout and
 stderr back in the result): the worker side of the job without the session's part
-(holding the keys, polling, writing the outcomes).
+(holding the keys, polling, writing the outcomes); and maps it again with the claim left
+out on the workers (``unclaimed``): what the claim of each start at the scheduler costs.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ class Meter:
         )
 
 
+def claims_on(on: bool, dask_worker: Any = None) -> None:
+    """On a worker: the backend's task claims its programs' starts (``on``) or not (to
+    measure what the claim costs; never so outside this benchmark)."""
+    from ganga_like_dask import task
+
+    real = vars(task).setdefault("_real_claim", task._claim)
+    task._claim = real if on else (lambda key, start: lambda: None)  # type: ignore[assignment]
+
+
 def timed(meter: Meter, run: Callable[[], Any]) -> tuple[float, tuple[float, ...]]:
     before = meter.read()
     started = time.perf_counter()
@@ -128,10 +138,13 @@ def main() -> None:
         assert not any(codes)
         del futures
 
-    def task_map() -> None:
+    def task_map(claim: bool = True) -> None:
         """The backend's own task (claim, watchdog, files back in the result) in a plain
-        map: what the worker side costs, without holding, polling or writing outcomes."""
+        map: what the worker side costs, without holding, polling or writing outcomes;
+        without ``claim``, the claim left out."""
         from ganga_like_dask import task
+
+        client.run(claims_on, claim)
 
         token = f"{time.monotonic_ns()}"
         payloads = [
@@ -148,6 +161,7 @@ def main() -> None:
         results = client.gather(futures)
         assert all(r["state"] == "completed" for r in results)
         del futures
+        client.run(claims_on, True)
 
     def job() -> None:
         j = Job(
@@ -168,11 +182,16 @@ def main() -> None:
         cycles0, monitor0 = session.monitor.cycles, session.monitor.cpu_seconds
         order = ["job", "map"] if args.job_first else ["map", "job"]
         if args.task_map:
-            order.append("task")
+            order += ["task", "unclaimed"]
         figures: dict[str, tuple[float, tuple[float, ...], str]] = {}
         for what in order:
             before = load()
-            run = {"job": job, "task": task_map, "map": functools.partial(plain_map, base)}
+            run = {
+                "job": job,
+                "task": task_map,
+                "unclaimed": functools.partial(task_map, False),
+                "map": functools.partial(plain_map, base),
+            }
             wall, cpu = timed(meter, run[what])
             figures[what] = (wall, cpu, before)
         cycles = session.monitor.cycles - cycles0
@@ -189,11 +208,17 @@ def main() -> None:
                 if "task" in figures
                 else ""
             )
+            + (
+                f"; without its claim {figures['unclaimed'][0]:.2f} s, ratio "
+                f"{figures['unclaimed'][0] / map_wall:.2f}"
+                if "unclaimed" in figures
+                else ""
+            )
         )
         for what in order:
             wall, (mine, sched, workers), before = figures[what]
             print(
-                f"  {what:4}: CPU ms per task: client process {1000 * mine / n:.2f}, "
+                f"  {what:9}: CPU ms per task: client process {1000 * mine / n:.2f}, "
                 f"scheduler {1000 * sched / n:.2f}, workers (+ what they ran) "
                 f"{1000 * workers / n:.2f}; total {(mine + sched + workers) / wall:.2f} "
                 f"cores over the wall; load before {before}"
