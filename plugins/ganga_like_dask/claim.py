@@ -19,6 +19,7 @@ Only the standard library and ``distributed`` are used here, as in :mod:`.task`.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -137,10 +138,12 @@ def claim(
 def send_now(stream: Any, message: dict[str, Any]) -> None:
     """Send ``message`` on ``stream`` (a ``distributed`` BatchedSend, in its event loop)
     at once, not after the stream's interval since its last batch: a task waits for a
-    claim's answer. The messages before it on the stream go with it, in their order."""
+    claim's answer. The messages before it on the stream go with it, in their order.
+    (A stream without these attributes sends it after its interval.)"""
     stream.send(message)
-    stream.next_deadline = None
-    stream.waker.set()
+    with contextlib.suppress(AttributeError):
+        stream.next_deadline = None
+        stream.waker.set()
 
 
 def _by_call(key: str, start: float) -> float | None:
