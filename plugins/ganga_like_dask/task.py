@@ -32,6 +32,7 @@ __all__ = [
     "WorkerTasks",
     "kill_all",
     "kill_keys",
+    "remove_work",
     "run",
 ]
 
@@ -162,8 +163,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             with open(os.path.join(work, name), "wb") as handle:
                 handle.write(data)
         env = _environment(payload)
-        out_path = os.path.join(work, ".ganga_like.stdout")
-        err_path = os.path.join(work, ".ganga_like.stderr")
+        out_path, err_path = (os.path.join(work, name) for name in OWN_FILES)
         tasks = _tasks_of(None)
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             earlier = answer()
@@ -197,7 +197,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             result["reason"] = problem or ""
         return result
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_work(work, [name for name, _ in payload["inputs"]])
 
 
 def _start(
@@ -239,6 +239,22 @@ def _start(
         tasks.running[key] = proc
         tasks.watch(proc.pid, started=True)
     return proc
+
+
+# What a work directory holds besides the inputs when the program left nothing there.
+OWN_FILES = (".ganga_like.stdout", ".ganga_like.stderr")
+
+
+def remove_work(work: str, inputs: list[str]) -> None:
+    """Remove the work directory: its own files and the inputs, then the directory (a few
+    calls, where ``rmtree`` makes several for each file); whatever the program left there
+    besides, or a file it took away, by ``rmtree``."""
+    try:
+        for name in (*OWN_FILES, *inputs):
+            os.unlink(os.path.join(work, name))
+        os.rmdir(work)
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, list[float] | None]:
