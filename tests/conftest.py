@@ -49,9 +49,15 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.pycache_prefix = prefix
 
 
+# Tests that share one outside service run one after another on one worker when the run is
+# spread over several (pytest-xdist, --dist loadgroup): some stop Slurm's controller or
+# count its commands, and Grid Engine has one cell per machine.
+_SERVICE_GROUPS = ("slurm", "sge")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A module that sets ``ONLY_CASE`` (tests/test_suites_on_postgres.py) runs the
-    conformance cases of that backend only."""
+    conformance cases of that backend only; tests of one outside service share a group."""
     kept, left_out = [], []
     for item in items:
         only = getattr(getattr(item, "module", None), "ONLY_CASE", None)
@@ -64,6 +70,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
+    for item in items:
+        for service in _SERVICE_GROUPS:
+            if item.get_closest_marker(service) is not None:
+                item.add_marker(pytest.mark.xdist_group(service))
+                break
 
 
 @pytest.fixture(autouse=True)
