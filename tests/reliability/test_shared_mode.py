@@ -22,6 +22,14 @@ from ganga_like.runtime.settings import Settings
 from .conftest import child_env, run_python, shared_settings, wait_until
 
 
+def socket_of(repo_dir: Path) -> Path:
+    """Where the server of ``repo_dir`` listens: ``zeo.sock`` in it, or a short name
+    elsewhere when the temporary directory makes that path too long for a socket."""
+    address = shared.server_address(repo_dir)
+    assert isinstance(address, str)
+    return Path(address)
+
+
 def test_sessions_in_several_processes_share_one_repository(
     gangadir: Path, cleanup: list[subprocess.Popen[str]]
 ) -> None:
@@ -49,7 +57,7 @@ def test_the_server_socket_and_caches_are_private(
     open_session(shared_settings(gangadir))
     Job()
     repo_dir = gangadir / "repository"
-    sock = repo_dir / shared.SOCKET_NAME
+    sock = socket_of(repo_dir)
     assert (sock.lstat().st_mode & 0o777) == 0o600
     for path in (gangadir, repo_dir, repo_dir / shared.CACHE_DIR, gangadir / "workspace"):
         assert (path.stat().st_mode & 0o777) == 0o700, path
@@ -64,7 +72,7 @@ def test_no_network_listening_by_default(
     assert pid is not None
     server = psutil.Process(pid)
     assert server.net_connections(kind="inet") == []
-    sock = str(gangadir / "repository" / shared.SOCKET_NAME)
+    sock = str(socket_of(gangadir / "repository"))
     assert sock in [c.laddr for c in server.net_connections(kind="unix")]
 
 
@@ -82,7 +90,7 @@ def test_a_tcp_address_is_used_only_when_configured(
         c for c in psutil.Process(pid).net_connections(kind="inet") if c.status == "LISTEN"
     ]
     assert [(c.laddr.ip, c.laddr.port) for c in listening] == [("127.0.0.1", port)]
-    assert not (gangadir / "repository" / shared.SOCKET_NAME).exists()
+    assert not socket_of(gangadir / "repository").exists()
     assert session.repo.effective_mode == "shared"
 
 
@@ -136,7 +144,7 @@ def test_the_server_exits_when_idle(gangadir: Path, cleanup: list[subprocess.Pop
     assert shared.server_pid(repo_dir) == pid  # a client is connected: it stays
     repo.close()
     assert wait_until(lambda: shared.server_pid(repo_dir) is None, 10)
-    assert not (repo_dir / shared.SOCKET_NAME).exists()
+    assert not socket_of(repo_dir).exists()
 
 
 def test_a_stale_socket_is_replaced(gangadir: Path, cleanup: list[subprocess.Popen[str]]) -> None:
@@ -144,7 +152,7 @@ def test_a_stale_socket_is_replaced(gangadir: Path, cleanup: list[subprocess.Pop
     repo_dir.mkdir(parents=True, mode=0o700)
     gangadir.chmod(0o700)
     stale = socket.socket(socket.AF_UNIX)
-    stale.bind(str(repo_dir / shared.SOCKET_NAME))  # bound, never listening: a dead server's
+    stale.bind(str(socket_of(repo_dir)))  # bound, never listening: a dead server's
     stale.close()
     session = open_session(shared_settings(gangadir))
     Job(name="after-stale-socket")
@@ -180,9 +188,9 @@ def test_a_socket_of_another_user_is_refused(
     repo_dir.mkdir(parents=True, mode=0o700)
     gangadir.chmod(0o700)
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(repo_dir / shared.SOCKET_NAME))
+    sock.bind(str(socket_of(repo_dir)))
     sock.close()
-    os.chown(repo_dir / shared.SOCKET_NAME, 65534, 65534)
+    os.chown(socket_of(repo_dir), 65534, 65534)
     with pytest.raises(RepositoryError, match="belongs to another user"):
         Repository(gangadir, "shared")
 
