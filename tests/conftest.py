@@ -35,11 +35,19 @@ CHILD_PYTHONPATH = os.pathsep.join(p for p in sys.path if p)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """With PYTHONDONTWRITEBYTECODE set (to keep ``__pycache__`` out of the source tree),
+    """A worker of a run spread over several processes (pytest-xdist) has ``COLUMNS=80``
+    and ``LINES=24`` in its environment, which a serial run has not: the shells and
+    commands the tests start would take them for the terminal's size (IPython then pages
+    ``Job?`` through ``less``). They are dropped, so children see what a serial run gives.
+
+    With PYTHONDONTWRITEBYTECODE set (to keep ``__pycache__`` out of the source tree),
     every Python process the tests start (``ganga`` commands, runners, repository servers,
     other sessions) compiled the project's modules from source again: about a quarter of
     the CPU time of a ``ganga`` command. The tests' processes keep their byte
     code in a directory of their own instead (checked against the sources as always)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
     if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
     prefix = str(Path(tempfile.gettempdir()) / f"ganga-like-test-pycache-{os.getuid()}")
