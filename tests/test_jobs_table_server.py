@@ -43,11 +43,13 @@ ORDER = MASTER_STATUS_ORDERS[0]
 
 def test_client_and_server_name_the_same_socket() -> None:
     assert table_client.SOCKET_NAME == table_server.SOCKET_NAME
+    assert table_client.SHORT_SUFFIX == table_server.SHORT_SUFFIX
     assert table_client.LOG_NAME == table_server.LOG_NAME
 
 
 def _socket(gangadir: Path) -> Path:
-    return gangadir.resolve() / "repository" / table_server.SOCKET_NAME
+    """The socket the listings ask (in the gangadir unless its path is too long)."""
+    return table_client._socket_path(_settings(gangadir, ORDER))
 
 
 def _wait_for(condition: Any, what: str, timeout: float = 120.0) -> None:
@@ -198,6 +200,27 @@ def test_after_the_repository_server_left_the_table_it_kept_answers_without_star
     shown = ganga_jobs(env_for, modules=modules)
     assert not _opened_the_repository(modules) and "renamed-before-it-left" in shown
     assert shared.server_pid(repo_dir) is None  # not started
+
+
+def test_a_gangadir_too_deep_for_a_socket_in_it_is_answered_by_its_table_server(
+    tmp_path: Path, env_for: dict[str, str]
+) -> None:
+    gangadir = tmp_path / ("deep" * 20) / "gangadir"
+    env = {**env_for, "GANGA_DIR": str(gangadir)}
+    modules = tmp_path / "modules.txt"
+    other = OtherSession(gangadir, env)
+    try:
+        other.do("create", "deep-down", "completed", [])
+        ganga_jobs(env)  # starts the table server
+        sock = _socket(gangadir)
+        assert not sock.is_relative_to(gangadir.resolve())  # too long a path for a socket
+        _wait_for(lambda: _answers(sock), "answering")
+        shown = ganga_jobs(env, modules=modules)
+        assert not _opened_the_repository(modules)  # the table server answered
+        assert "deep-down" in shown
+    finally:
+        other.close()
+        shared.stop_server(gangadir / "repository", timeout=60)
 
 
 def test_the_table_server_keeps_neither_the_repository_server_nor_maintenance_waiting(

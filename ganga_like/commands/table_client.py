@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ganga_like.commands import jobs_cache
 from ganga_like.gpi.table_text import render_table
+from ganga_like.repository.options import socket_path
 
 if TYPE_CHECKING:
     from ganga_like.config.fast_settings import ListingSettings
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_TIMEOUT", "asked_answer", "served", "start_server"]
 
 SOCKET_NAME = "jobs-table.sock"  # table_server's (a test checks they agree)
+SHORT_SUFFIX = ".jobs-table.sock"  # its name when SOCKET_NAME's path is too long
 LOG_NAME = "jobs-table.log"
 SERVER_MODULE = "ganga_like.commands.table_server"
 # A first answer reads every job (as the plain path would): under load it takes seconds.
@@ -41,7 +43,7 @@ def served(settings: ListingSettings) -> bool:
 
 
 def _socket_path(settings: ListingSettings) -> Path:
-    return jobs_cache.gangadir_of(settings) / "repository" / SOCKET_NAME
+    return socket_path(jobs_cache.gangadir_of(settings) / "repository", SOCKET_NAME, SHORT_SUFFIX)
 
 
 def asked_answer(settings: ListingSettings, *, as_json: bool) -> str | None:

@@ -50,10 +50,12 @@ from typing import Any
 
 from ganga_like.commands import jobs_cache
 from ganga_like.repository.file_tail import file_stamp
+from ganga_like.repository.options import socket_path
 
 __all__ = ["IDLE_EXIT", "LOCK_NAME", "SOCKET_NAME", "Table", "answer", "main"]
 
 SOCKET_NAME = "jobs-table.sock"
+SHORT_SUFFIX = ".jobs-table.sock"  # its name when SOCKET_NAME's path is too long
 LOCK_NAME = "jobs-table.lock"
 LOG_NAME = "jobs-table.log"
 IDLE_EXIT = 60.0
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     session = open_session(settings)
     try:
-        _listen(repo_dir / SOCKET_NAME, session, args.idle_exit)
+        _listen(socket_path(repo_dir, SOCKET_NAME, SHORT_SUFFIX), session, args.idle_exit)
     except OSError as exc:  # the socket's place is taken: the listings read the repository
         print(f"the jobs-table server cannot listen: {exc}", file=sys.stderr)
     finally:

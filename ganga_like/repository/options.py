@@ -7,14 +7,16 @@ other's through here.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ganga_like.errors import RepositoryError
 
-__all__ = ["StorageOptions", "ensure_private_dir"]
+__all__ = ["MAX_SOCKET_PATH", "StorageOptions", "ensure_private_dir", "socket_path"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,20 @@ def ensure_private_dir(path: Path, read_only: bool = False) -> None:
             f"{path} is not writable; choose another gangadir (GANGA_DIR=...), or look at "
             "this one read-only (--Repository.mode=readonly)"
         )
+
+
+# A Unix socket path must fit in sockaddr_un.sun_path (108 bytes on Linux).
+MAX_SOCKET_PATH = 100
+
+
+def socket_path(repo_dir: Path, name: str, short_suffix: str) -> Path:
+    """Where a server of ``repo_dir`` listens on a Unix socket: ``name`` in it, or, when
+    that path is too long for a socket, a name derived from the directory (ending in
+    ``short_suffix``) in a private directory of ours under the temporary directory."""
+    path = repo_dir / name
+    if len(str(path).encode()) <= MAX_SOCKET_PATH:
+        return path
+    digest = hashlib.sha256(str(repo_dir.resolve()).encode()).hexdigest()[:20]
+    short_dir = Path(tempfile.gettempdir()) / f"ganga-{os.getuid()}"
+    ensure_private_dir(short_dir)
+    return short_dir / f"{digest}{short_suffix}"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import logging
 import os
 import socket
@@ -34,7 +33,6 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -47,7 +45,7 @@ import zc.lockfile
 from ganga_like.errors import RepositoryBusyError, RepositoryCorruptError, RepositoryError
 from ganga_like.hosts import read_record
 from ganga_like.private import touch_private
-from ganga_like.repository.options import StorageOptions, ensure_private_dir
+from ganga_like.repository.options import StorageOptions, socket_path
 from ganga_like.repository.zeo.client_storage import client_storage_class
 from ganga_like.repository.zeo.host_claim import PID_NAME, check_not_held_elsewhere
 
@@ -96,23 +94,13 @@ def parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-# A Unix socket path must fit in sockaddr_un.sun_path (108 bytes on Linux).
-MAX_SOCKET_PATH = 100
-
-
 def server_address(repo_dir: Path, address: str = "") -> Address:
     """Where the server of ``repo_dir`` listens: ``zeo.sock`` in it, or, when that path is
     too long for a socket, a name derived from it in a private directory of ours under
     the temporary directory."""
     if address:
         return parse_address(address)
-    path = str(repo_dir / SOCKET_NAME)
-    if len(path.encode()) <= MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha256(str(repo_dir.resolve()).encode()).hexdigest()[:20]
-    short_dir = Path(tempfile.gettempdir()) / f"ganga-{os.getuid()}"
-    ensure_private_dir(short_dir)
-    return str(short_dir / f"{digest}.sock")
+    return str(socket_path(repo_dir, SOCKET_NAME, ".sock"))
 
 
 # -- is a server there? ---------------------------------------------------------------
