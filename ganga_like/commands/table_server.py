@@ -45,6 +45,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     session = open_session(settings)
     try:
-        _listen(socket_path(repo_dir, SOCKET_NAME, SHORT_SUFFIX), session, args.idle_exit)
+        _listen(socket_path(repo_dir, SOCKET_NAME, SHORT_SUFFIX), session, args.idle_exit, repo_dir)
     except OSError as exc:  # the socket's place is taken: the listings read the repository
         print(f"the jobs-table server cannot listen: {exc}", file=sys.stderr)
     finally:
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _listen(path: Path, session: Any, idle_exit: float) -> None:
+def _listen(path: Path, session: Any, idle_exit: float, repo_dir: Path) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         with contextlib.suppress(FileNotFoundError):
@@ -117,7 +118,7 @@ def _listen(path: Path, session: Any, idle_exit: float) -> None:
             table = Table()
             with contextlib.suppress(Exception):
                 table.refresh(session)
-            _serve(listener, session, idle_exit, table)
+            _serve(listener, session, idle_exit, table, lambda: _server_gone(session, repo_dir))
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == inode:  # ours, not a later server's
@@ -126,7 +127,29 @@ def _listen(path: Path, session: Any, idle_exit: float) -> None:
         listener.close()
 
 
-def _serve(listener: socket.socket, session: Any, idle_exit: float, table: Table) -> None:
+def _server_gone(session: Any, repo_dir: Path) -> bool:
+    """Whether the repository's server has left. The client hears of it from its I/O
+    thread a moment after the process has gone, so the server's pid record on this host
+    is asked too (a server on another host has only the connection to tell)."""
+    if not session.repo.db.storage.is_connected():
+        return True
+    from ganga_like.hosts import read_record
+    from ganga_like.repository.zeo import shared
+    from ganga_like.repository.zeo.host_claim import PID_NAME
+
+    record = read_record(repo_dir / PID_NAME)
+    if record is None:
+        return True
+    return record.here and shared.server_pid(repo_dir) is None
+
+
+def _serve(
+    listener: socket.socket,
+    session: Any,
+    idle_exit: float,
+    table: Table,
+    server_gone: Callable[[], bool],
+) -> None:
     """Answer until idle for ``idle_exit`` seconds, or until the repository's server has
     gone (this client keeps it neither alive nor restarts it); between requests, keep
     the table up to date with other sessions' commits."""
@@ -152,7 +175,7 @@ def _serve(listener: socket.socket, session: Any, idle_exit: float, table: Table
             client.settimeout(REQUEST_TIMEOUT)
             try:
                 request = json.loads(_read_line(client))
-                if not storage.is_connected():
+                if server_gone():
                     # Its server left: reading would wait for one the listing is yet to
                     # start. No answer sends the listing to the plain read at once.
                     break
@@ -160,7 +183,7 @@ def _serve(listener: socket.socket, session: Any, idle_exit: float, table: Table
             except (OSError, ValueError):
                 continue
             except Exception as exc:  # a read that failed: the plain path says why
-                if not storage.is_connected():
+                if server_gone():
                     break  # its server left while it read: as above
                 reply = {"rows": None, "why": f"{type(exc).__name__}: {exc}"}
             with contextlib.suppress(OSError):
