@@ -6,6 +6,7 @@ A removal never touches another job."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,11 +14,13 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ganga_like import ArgSplitter, Executable, Job, jobs
 from ganga_like.model.stop_points import STOP_VARIABLE
+from ganga_like.repository import workspace_removal
 from ganga_like.repository.connection import Repository
 from ganga_like.repository.workspace_removal import REMOVED_DIR, TO_DELETE_KEY
 from ganga_like.runtime.session import Session
@@ -161,3 +164,49 @@ def test_a_process_killed_between_the_commit_and_setting_aside_leaves_it_to_the_
     removed, neighbour = killed_while_removing(gangadir, env_for, "removal-committed")
     assert (gangadir / "workspace" / str(removed)).exists()  # the repository forgot it
     reopen_and_check(gangadir, removed, neighbour)
+
+
+def _removed_tree(tmp_path: Path, *names: str) -> Path:
+    removed = tmp_path / "workspace" / REMOVED_DIR
+    for name in names:
+        (removed / name / "0" / "output").mkdir(parents=True)
+        (removed / name / "0" / "output" / "stdout").write_text("x")
+    return removed
+
+
+def test_a_workspace_another_session_deleted_first_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two sessions delete the same .removed/ at once: the other one deletes an entry
+    # between this one's listing and its look inside the entry.
+    removed = _removed_tree(tmp_path, "7.1", "8.2")
+    real_listdir = os.listdir
+
+    def listing_then_the_other_session_deletes(path: str | os.PathLike[str]) -> list[str]:
+        names = real_listdir(path)
+        first = min(names, default=None)  # the one this session looks into first
+        if Path(path) == removed and first is not None and (removed / first).exists():
+            shutil.rmtree(removed / first)
+        return names
+
+    monkeypatch.setattr(workspace_removal.os, "listdir", listing_then_the_other_session_deletes)
+    paused: list[bool] = []
+    thread = workspace_removal.delete_behind(removed.parent, pause=lambda: paused.append(True))
+    assert thread is not None
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    assert real_listdir(removed) == []
+    assert paused == []  # the entry looked into first was gone: nothing of it deleted here
+
+
+def test_a_workspace_that_cannot_be_deleted_ends_the_deleter_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # root deletes whatever it likes, so "cannot" is the deletion doing nothing here.
+    removed = _removed_tree(tmp_path, "9.3")
+    monkeypatch.setattr(workspace_removal.shutil, "rmtree", lambda *a, **k: None)
+    thread = workspace_removal.delete_behind(removed.parent)
+    assert thread is not None
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    assert "could not be deleted: 9.3" in caplog.text

@@ -106,22 +106,32 @@ def _has_entries(path: Path) -> bool:
 
 def _delete_all(removed: Path, pause: Callable[[], None] | None) -> None:
     with _deleting:  # one thread at a time; each lists the directory again
+        left: list[str] = []
         while True:
             try:
-                names = os.listdir(removed)
+                names = sorted(os.listdir(removed))
             except FileNotFoundError:
                 return
             if not names:
                 return
+            if names == left:
+                # A pass deleted none of them (no permission, a busy mount): trying again
+                # at once would spin; the next opening of the repository tries again.
+                log.warning("%s could not be deleted: %s", removed, ", ".join(names))
+                return
             for name in names:
                 _delete_tree(removed / name, pause)
                 pause = None
+            left = names
 
 
 def _delete_tree(path: Path, pause: Callable[[], None] | None) -> None:
     if pause is not None:
-        with os.scandir(path) as entries:
-            first = next(iter(entries), None)
+        try:
+            with os.scandir(path) as entries:
+                first = next(iter(entries), None)
+        except FileNotFoundError:
+            return  # another session deleting the same directory got there first
         if first is not None:
             shutil.rmtree(first.path, ignore_errors=True)
             pause()
