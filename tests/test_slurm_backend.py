@@ -1047,6 +1047,17 @@ def test_sbatch_refusing_the_job_is_said_plainly_and_leaves_it_new(slurm_session
 
 
 @pytest.mark.slurm
+def test_a_refused_unsplit_job_is_named_once_in_the_message(slurm_session: Session) -> None:
+    j = Job(application=Executable(exe="/bin/true"), backend=Slurm(partition="no_such_partition"))
+    with pytest.raises(JobError) as info:
+        j.submit()
+    assert str(info.value).startswith(
+        f"job {j.id} could not be submitted: sbatch refused it: invalid partition specified"
+    )
+    assert j.status == "new"
+
+
+@pytest.mark.slurm
 def test_emulated_bulk_and_subjobs_with_different_resources(slurm_session: Session) -> None:
     before = slurm_commands.RUNNER.counts["sbatch"]
     one_each = Job(

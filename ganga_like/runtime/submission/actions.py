@@ -132,7 +132,7 @@ def _submit(session: Session, job: Job, keep_going: bool, handed_over: str | Non
         ) from None
     session.poke_monitor()
     if outcome.failed:
-        raise JobError(f"job {job.fqid} could not be submitted: {summarise(outcome)}")
+        raise JobError(f"job {job.fqid} could not be submitted: {summarise(outcome, job.fqid)}")
     return True
 
 
@@ -199,7 +199,7 @@ def _submit_split(
             len(outcome.not_attempted),
         )
     if outcome.failed:
-        summary = summarise(outcome)
+        summary = summarise(outcome, job.fqid)
         if Status.parse(job.status) is Status.NEW:  # rolled back (stored, not derived)
             raise JobError(
                 f"job {job.fqid}: no subjob could be submitted, the job is new again: {summary}"
@@ -257,7 +257,7 @@ def preview(session: Session, job: Job) -> str:
         targets = _split(job) if job.splitter is not None else [job]
     pairs, outcome = prepare(session, targets, keep_going=True, stage=False)
     if outcome.failed:
-        raise JobError(f"job {job.fqid} could not be prepared: {summarise(outcome)}")
+        raise JobError(f"job {job.fqid} could not be prepared: {summarise(outcome, job.fqid)}")
     return str(job.backend.preview_bulk(session.submit_context(job.backend), pairs))
 
 

@@ -165,9 +165,12 @@ def hand_over(
     return outcome
 
 
-def summarise(outcome: SubmitOutcome) -> str:
+def summarise(outcome: SubmitOutcome, job_fqid: str) -> str:
+    """The first failure, naming the subjob it came from (not the job the message names
+    already: an unsplit job's failure is its own)."""
     first_fqid, first = next(iter(outcome.failed.items()))
     others = len(outcome.failed) - 1
     more = f" (and {others} more)" if others else ""
     skipped = f"; {len(outcome.not_attempted)} not attempted" if outcome.not_attempted else ""
-    return f"{first_fqid}: {first}{more}{skipped}"
+    where = "" if first_fqid == job_fqid else f"{first_fqid}: "
+    return f"{where}{first}{more}{skipped}"

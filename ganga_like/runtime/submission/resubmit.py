@@ -219,7 +219,7 @@ def run_again(
     session.poke_monitor()
     if outcome.failed and not keep_going:
         what = "resubmission" if verb == "resubmit" else "submission"
-        raise JobError(f"job {job.fqid}: {what} failed: {summarise(outcome)}")
+        raise JobError(f"job {job.fqid}: {what} failed: {summarise(outcome, job.fqid)}")
     return True
 
 
