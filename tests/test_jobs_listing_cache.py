@@ -30,10 +30,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ganga_like.commands import jobs_cache, listing
+from ganga_like.commands import jobs_cache, listing, table_server
 from ganga_like.commands.context import using_settings
 from ganga_like.config.choices import MASTER_STATUS_ORDERS
 from ganga_like.repository import file_tail
+from ganga_like.repository.options import socket_path
 from ganga_like.repository.zeo import shared
 from ganga_like.runtime.settings import Settings
 
@@ -237,13 +238,21 @@ def filled_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def filled(filled_once: Path, gangadir: Path, env_for: dict[str, str]) -> dict[str, str]:
+def filled(filled_once: Path, gangadir: Path, env_for: dict[str, str]) -> Iterator[dict[str, str]]:
     """A copy of that repository in this test's gangadir, where no jobs-table server can
-    listen (a directory is in its socket's place): every miss of the cache is read from
-    the repository (the table server's answers: test_jobs_table_server.py)."""
+    listen (a directory is in its socket's place, wherever that is: a gangadir too deep
+    has it in the temporary directory): every miss of the cache is read from the
+    repository (the table server's answers: test_jobs_table_server.py)."""
     shutil.copytree(filled_once, gangadir, symlinks=True)
-    (gangadir / "repository" / "jobs-table.sock").mkdir()
-    return env_for
+    blocked = socket_path(
+        gangadir / "repository", table_server.SOCKET_NAME, table_server.SHORT_SUFFIX
+    )
+    blocked.mkdir()
+    try:
+        yield env_for
+    finally:
+        shared.stop_server(gangadir / "repository", timeout=60)
+        blocked.rmdir()
 
 
 @pytest.mark.parametrize("mode", ["shared", "embedded"])
