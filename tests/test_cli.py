@@ -67,6 +67,13 @@ def test_a_python_error_in_a_script_shows_the_traceback(
     assert result.returncode == 1 and "ZeroDivisionError" in result.stderr
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before it starts: Ctrl-C as a user's terminal delivers it. A run of the
+    tests started in the background by a shell without job control (``cmd &`` in a
+    script) has SIGINT ignored, which every child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_in_a_script_is_one_line_saying_what_was_stopped(
     tmp_path: Path, env_for: dict[str, str], gangadir: Path
 ) -> None:
@@ -85,6 +92,7 @@ def test_ctrl_c_in_a_script_is_one_line_saying_what_was_stopped(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_from_a_terminal,
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "waiting"
@@ -111,7 +119,11 @@ def test_ctrl_c_at_a_subcommands_question_declines_it(
     script.write_text("Job(name='kept')\n")
     assert ganga([str(script)], env_for).returncode == 0
     child = pexpect.spawn(
-        sys.executable, ["-m", "ganga_like.cli", "remove", "0"], env=env_for, encoding="utf-8"
+        sys.executable,
+        ["-m", "ganga_like.cli", "remove", "0"],
+        env=env_for,
+        encoding="utf-8",
+        preexec_fn=_as_from_a_terminal,
     )
     child.expect(r"\[y/N\]", timeout=60)
     child.sendintr()
