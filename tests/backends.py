@@ -33,6 +33,8 @@ from ganga_like_local.settings import Local as LocalSection
 from ganga_like_sge.settings import SGE as SGESection
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
+from .slurm_up import slurm_answers
+
 # Short batch waits (Slurm, SGE), so that each poll rule concludes within a test's
 # patience.
 BATCH_WAITS: dict[str, Any] = {
@@ -142,11 +144,10 @@ def _slurm_leftovers(gangadir: Path, ids: list[str]) -> None:
 
 def _slurm_available() -> None:
     """Skip, saying why, unless a Slurm controller answers (as tests/test_slurm_backend.py)."""
-    from ganga_like_slurm import slurm_commands
 
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

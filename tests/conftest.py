@@ -24,6 +24,8 @@ from ganga_like.runtime.settings import Settings
 from ganga_like_local.backend import runner_dir
 from ganga_like_runner import client as runner_client
 
+from .slurm_up import slurm_answers
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Children get this process's import path as PYTHONPATH, as it was when the tests started:
@@ -126,7 +128,7 @@ def slurm_walltime_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     from ganga_like_slurm.resource_spec import ResourceSpec
     from ganga_like_slurm.sbatch_script import BatchScriptSpec, ElementCommand, render_script
 
-    if shutil.which("sbatch") is None or not slurm_commands.ping():
+    if shutil.which("sbatch") is None or not slurm_answers():
         yield None  # the Slurm tests skip, saying why
         return
     out = tmp_path_factory.mktemp("timeout")
@@ -227,9 +229,8 @@ def _ganga_script_started(
     """A ``ganga`` process running ``script_text`` in a gangadir of its own, with a program
     (``program``, a shell script body) and the file it writes its findings to; None
     without a cluster. Its output goes to ``output.txt`` beside them."""
-    from ganga_like_slurm import slurm_commands
 
-    if shutil.which("sbatch") is None or not slurm_commands.ping():
+    if shutil.which("sbatch") is None or not slurm_answers():
         yield None
         return
     work = tmp_path_factory.mktemp(name)

@@ -17,6 +17,8 @@ from ganga_like.model.interfaces import ActiveRef, PollContext
 from ganga_like_slurm import slurm_commands, slurm_polling
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
+from .slurm_up import slurm_answers
+
 
 def test_a_change_brings_the_gap_down_to_the_floor() -> None:
     assert next_poll_gap(5.0, True, 1.0, 5.0) == 1.0
@@ -40,7 +42,7 @@ def test_the_configured_interval_bounds_the_gap_even_below_the_floor() -> None:
 def test_against_slurm_the_gap_lengthens_while_a_job_runs_and_shortens_when_it_ends(
     tmp_path: Path,
 ) -> None:
-    if shutil.which("sbatch") is None or not slurm_commands.ping():
+    if shutil.which("sbatch") is None or not slurm_answers():
         pytest.skip(
             "no Slurm controller answers: start one with scripts/start-slurm.sh "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

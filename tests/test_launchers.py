@@ -24,8 +24,8 @@ from ganga_like.runtime.session import Session, close_session, open_session
 from ganga_like.runtime.settings import Settings
 from ganga_like_dask.settings import Dask as DaskSection
 from ganga_like_local.backend import LAUNCHERS as LOCAL_LAUNCHERS
-from ganga_like_slurm import slurm_commands
 
+from .slurm_up import slurm_answers
 from .test_slurm_backend import fast_config
 from .waiting import wait_for
 
@@ -267,7 +267,7 @@ def test_a_slurm_launcher_that_cannot_start_the_processes_sends_nothing(
 def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

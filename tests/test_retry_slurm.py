@@ -32,6 +32,7 @@ from ganga_like_slurm import slurm_commands
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
 from .conftest import findings_of
+from .slurm_up import slurm_answers
 
 pytestmark = pytest.mark.slurm
 
@@ -48,7 +49,7 @@ FAST: dict[str, Any] = {
 def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

@@ -49,6 +49,7 @@ from ganga_like_slurm.slurm_commands import SacctRow, SlurmCommandError, SqueueR
 
 from .backends import BATCH_WAITS
 from .conftest import findings_of
+from .slurm_up import slurm_answers
 from .waiting import wait_for
 
 # Short waits, so that the rules can be watched within a test's patience.
@@ -727,7 +728,7 @@ def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

@@ -55,6 +55,8 @@ from ganga_like_slurm.slurm_commands import (
 )
 from ganga_like_slurm.states import STATE_TABLE, Observation, UnknownStateError, classify
 
+from .slurm_up import slurm_answers
+
 # Arguments that a shell would mangle; they must reach the program byte for byte.
 AWKWARD_ARGS = [
     "two words",
@@ -654,7 +656,7 @@ def slurm() -> None:
     """Skip, saying why, unless a Slurm controller answers."""
     if shutil.which("sbatch") is None:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

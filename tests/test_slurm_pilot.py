@@ -26,6 +26,7 @@ from ganga_like_runner import protocol
 from ganga_like_slurm import slurm_commands
 
 from .conftest import findings_of
+from .slurm_up import slurm_answers
 from .test_slurm_backend import fast_config
 from .waiting import wait_for
 
@@ -140,7 +141,7 @@ def test_the_runner_as_a_pilot_packs_tasks_by_cores_and_memory_first_in_first_ou
 def slurm() -> None:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(
             "the Slurm controller does not answer `scontrol ping` "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

@@ -23,6 +23,7 @@ from ganga_like_slurm import slurm_commands
 from ganga_like_slurm.accounting import SacctUsage, kibibytes, seconds
 from ganga_like_slurm.settings import Slurm as SlurmSection
 
+from .slurm_up import slurm_answers
 from .waiting import wait_until
 
 MIB = 1024**2
@@ -88,7 +89,7 @@ HUNGRY = (
 
 @pytest.fixture
 def slurm(session: Session) -> Iterator[Session]:
-    if shutil.which("sbatch") is None or not slurm_commands.ping():
+    if shutil.which("sbatch") is None or not slurm_answers():
         pytest.skip(
             "no Slurm controller answers: start one with scripts/start-slurm.sh "
             f"(SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})"

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like_slurm import slurm_commands
-
+from .slurm_up import slurm_answers
 from .test_cli import ganga
 from .test_workflow_daemon import chain_script, env, statuses, submits  # noqa: F401 (the fixture)
 from .waiting import wait_for
@@ -31,7 +30,7 @@ def gate(tmp_path: Path) -> Iterator[Path]:
     is left waiting on the cluster."""
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(f"no Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})")
     path = tmp_path / "gate"
     yield path

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ganga_like_slurm import slurm_commands
-
+from .slurm_up import slurm_answers
 from .test_job_callbacks_daemon import daemon_env, stop_daemon
 from .workflow_backends import (
     MODULE,
@@ -36,7 +35,7 @@ PATIENCE = 240
 def env(env_for: dict[str, str], gangadir: Path, tmp_path: Path) -> Iterator[dict[str, str]]:
     if subprocess.run(["which", "sbatch"], capture_output=True).returncode != 0:
         pytest.skip("sbatch is not on PATH: start Slurm with scripts/start-slurm.sh")
-    if not slurm_commands.ping():
+    if not slurm_answers():
         pytest.skip(f"no Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF', 'unset')})")
     env = daemon_env(env_for, tmp_path, MODULE, MODULE_TEXT)
     env["CALLBACK_MARKS"] = str(tmp_path)
